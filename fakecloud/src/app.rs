@@ -1,0 +1,327 @@
+//! The shared application state, the HTTP router and its middleware, and the running-server
+//! handle used both by the binary and by in-process tests.
+
+use crate::clock::{Clock, Time, format_time};
+use crate::config::Config;
+use crate::error::{ApiError, ApiResult};
+use crate::state::{Ctx, State};
+use axum::Router;
+use axum::extract::{FromRequestParts, MatchedPath, Request, State as AxState};
+use axum::http::{Method, Uri, header, request::Parts};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+use tower::ServiceExt as _;
+
+/// One API request as the admin request log shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogEntry {
+    pub time: String,
+    pub method: String,
+    pub path: String,
+    pub query: Option<String>,
+    /// Route template, e.g. `/v1/servers/{uuid}` (absent for unknown paths).
+    pub route: Option<String>,
+    pub status: u16,
+    pub duration_ms: f64,
+}
+
+#[derive(Debug, Default)]
+pub struct RequestLog {
+    pub entries: VecDeque<LogEntry>,
+    /// `"METHOD /route/template"` → count.
+    pub counters: BTreeMap<String, u64>,
+}
+
+pub struct Shared {
+    pub state: RwLock<State>,
+    pub clock: Clock,
+    pub config: Config,
+    pub log: Mutex<RequestLog>,
+}
+
+/// Cheap handle to everything a handler needs.
+#[derive(Clone)]
+pub struct App(pub Arc<Shared>);
+
+impl App {
+    pub fn new(config: Config) -> App {
+        App(Arc::new(Shared {
+            state: RwLock::new(State::default()),
+            clock: Clock::new(config.clock),
+            config,
+            log: Mutex::new(RequestLog::default()),
+        }))
+    }
+
+    pub fn now(&self) -> Time {
+        self.0.clock.now()
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.0.config
+    }
+
+    /// Runs `f` with a rendering context over the current state.
+    pub fn read<R>(&self, base: &str, f: impl FnOnce(&Ctx) -> R) -> R {
+        let now = self.now();
+        let st = self.0.state.read();
+        let ctx = Ctx {
+            base,
+            now,
+            st: &st,
+            timing: &self.0.config.timing,
+        };
+        f(&ctx)
+    }
+
+    /// Runs a mutation atomically. The closure validates before it changes anything, so an
+    /// error leaves the state as it was.
+    pub fn write<R>(&self, f: impl FnOnce(&mut State, Time) -> ApiResult<R>) -> ApiResult<R> {
+        let now = self.now();
+        let mut st = self.0.state.write();
+        f(&mut st, now)
+    }
+
+    /// Clears every resource, the request log and the counters.
+    pub fn reset(&self) {
+        *self.0.state.write() = State::default();
+        *self.0.log.lock() = RequestLog::default();
+    }
+
+    fn record(&self, entry: LogEntry) {
+        let mut log = self.0.log.lock();
+        let key = format!(
+            "{} {}",
+            entry.method,
+            entry.route.as_deref().unwrap_or("(unmatched)")
+        );
+        *log.counters.entry(key).or_insert(0) += 1;
+        if log.entries.len() >= self.0.config.request_log_capacity.max(1) {
+            log.entries.pop_front();
+        }
+        log.entries.push_back(entry);
+    }
+}
+
+/// The externally visible base URL (`scheme://host[:port]`), for `href`s.
+pub struct Base(pub String);
+
+impl FromRequestParts<App> for Base {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Self::Rejection> {
+        if let Some(url) = &app.config().public_url {
+            return Ok(Base(url.trim_end_matches('/').to_string()));
+        }
+        let host = parts
+            .headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .filter(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_graphic()))
+            .map(str::to_string)
+            .or_else(|| parts.uri.authority().map(|a| a.to_string()))
+            .unwrap_or_else(|| app.config().listen.to_string());
+        Ok(Base(format!("http://{host}")))
+    }
+}
+
+/// Bearer-token check for `/v1`: 401 without or with an unknown token, 403 for writes with a
+/// read-only token.
+async fn require_token(AxState(app): AxState<App>, req: Request, next: Next) -> Response {
+    let token = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .map(str::trim);
+    let Some(token) = token else {
+        return ApiError::Unauthorized("Authentication credentials were not provided.")
+            .into_response();
+    };
+    let Some(token) = token
+        .strip_prefix("Bearer ")
+        .or_else(|| token.strip_prefix("bearer "))
+        .map(str::trim)
+    else {
+        return ApiError::Unauthorized("Invalid token header. No credentials provided.")
+            .into_response();
+    };
+    let cfg = app.config();
+    if cfg.tokens.iter().any(|t| t == token) {
+        return next.run(req).await;
+    }
+    if cfg.read_only_tokens.iter().any(|t| t == token) {
+        let safe = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+        if !safe {
+            return ApiError::Forbidden.into_response();
+        }
+        return next.run(req).await;
+    }
+    ApiError::Unauthorized("Invalid token.").into_response()
+}
+
+/// Records method, path, status and duration of every API request.
+async fn log_request(AxState(app): AxState<App>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let query = req.uri().query().map(str::to_string);
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|m| m.as_str().to_string());
+    let time = format_time(app.now());
+    let response = next.run(req).await;
+    let status = response.status().as_u16();
+    tracing::debug!(%method, %path, status, "request");
+    app.record(LogEntry {
+        time,
+        method,
+        path,
+        query,
+        route,
+        status,
+        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+    });
+    response
+}
+
+async fn not_found() -> ApiError {
+    ApiError::NotFound
+}
+
+async fn method_not_allowed(method: Method) -> ApiError {
+    ApiError::MethodNotAllowed(method.to_string())
+}
+
+/// The whole HTTP surface: `/v1` (authenticated) and `/_fake` (admin, open).
+pub fn router(app: App) -> Router {
+    let api = crate::resources::routes()
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(app.clone(), require_token))
+        .layer(middleware::from_fn_with_state(app.clone(), log_request));
+    Router::new()
+        .nest("/v1", api)
+        .nest("/_fake", crate::admin::routes())
+        .fallback(not_found)
+        .with_state(app)
+}
+
+/// Answers `/v1/servers/` like `/v1/servers`: clients never send a trailing slash, but a
+/// fake must never redirect (the reference §1.1), so it serves the path as sent.
+fn strip_trailing_slash(mut req: Request) -> Request {
+    let path = req.uri().path();
+    if path.len() > 1 && path.ends_with('/') {
+        let trimmed = path.trim_end_matches('/');
+        let new = match req.uri().query() {
+            Some(q) => format!("{trimmed}?{q}"),
+            None => trimmed.to_string(),
+        };
+        if let Ok(uri) = new.parse::<Uri>() {
+            *req.uri_mut() = uri;
+        }
+    }
+    req
+}
+
+/// A fakecloud serving HTTP on a socket; dropped or shut down, it stops.
+pub struct FakeCloud {
+    app: App,
+    addr: SocketAddr,
+    shutdown: Option<oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl FakeCloud {
+    /// Binds `config.listen` (port 0 picks a free one) and serves until shut down.
+    pub async fn start(config: Config) -> std::io::Result<FakeCloud> {
+        let app = App::new(config);
+        Self::start_app(app).await
+    }
+
+    /// Serves an existing [`App`] (e.g. one preloaded with a seed).
+    pub async fn start_app(app: App) -> std::io::Result<FakeCloud> {
+        let listener = tokio::net::TcpListener::bind(app.config().listen).await?;
+        let addr = listener.local_addr()?;
+        let service = router(app.clone()).map_request(strip_trailing_slash);
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let served = axum::serve(listener, tower::make::Shared::new(service))
+                .with_graceful_shutdown(async {
+                    let _ = rx.await;
+                })
+                .await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "fakecloud server stopped");
+            }
+        });
+        Ok(FakeCloud {
+            app,
+            addr,
+            shutdown: Some(tx),
+            task: Some(task),
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`: no `/v1`, no trailing slash (what the Go SDK wants).
+    pub fn base_url(&self) -> String {
+        match &self.app.config().public_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => format!("http://{}", self.addr),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1` (what the Python CLI wants).
+    pub fn api_url(&self) -> String {
+        format!("{}/v1", self.base_url())
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The first read-write token.
+    pub fn token(&self) -> &str {
+        self.app
+            .config()
+            .tokens
+            .first()
+            .map(String::as_str)
+            .unwrap_or(crate::config::DEFAULT_TOKEN)
+    }
+
+    /// The shared state, for tests that inspect or seed it directly.
+    pub fn app(&self) -> &App {
+        &self.app
+    }
+
+    /// Moves the virtual clock forward.
+    pub fn advance(&self, by: Duration) {
+        self.app.0.clock.advance(by);
+    }
+
+    /// Stops serving and waits for in-flight requests to finish.
+    pub async fn shutdown(mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for FakeCloud {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}

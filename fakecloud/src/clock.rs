@@ -1,0 +1,118 @@
+//! The virtual clock that drives every timestamp and status transition in fakecloud.
+//!
+//! Statuses are never changed by background tasks: each record stores *when* its next
+//! transition happens, and readers compare that with [`Clock::now`]. That keeps the fake
+//! deterministic under a manual clock and cheap under a real one.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use parking_lot::Mutex;
+use std::time::{Duration, Instant};
+
+/// Virtual time, in UTC.
+pub type Time = DateTime<Utc>;
+
+/// How the clock moves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ClockMode {
+    /// Virtual time follows real time multiplied by `scale` (100 makes 120 virtual seconds pass
+    /// in 1.2 real seconds).
+    Scaled { scale: f64 },
+    /// Virtual time only moves when [`Clock::advance`] is called.
+    Manual,
+}
+
+#[derive(Debug)]
+struct Inner {
+    mode: ClockMode,
+    /// Virtual time at `anchor_real`.
+    anchor_virtual: Time,
+    anchor_real: Instant,
+}
+
+/// A clock shared by the whole fake.
+#[derive(Debug)]
+pub struct Clock {
+    inner: Mutex<Inner>,
+}
+
+impl Clock {
+    pub fn new(mode: ClockMode) -> Self {
+        Clock {
+            inner: Mutex::new(Inner {
+                mode,
+                anchor_virtual: Utc::now(),
+                anchor_real: Instant::now(),
+            }),
+        }
+    }
+
+    pub fn mode(&self) -> ClockMode {
+        self.inner.lock().mode
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> Time {
+        let inner = self.inner.lock();
+        match inner.mode {
+            ClockMode::Manual => inner.anchor_virtual,
+            ClockMode::Scaled { scale } => {
+                let real = inner.anchor_real.elapsed().as_secs_f64() * scale;
+                inner.anchor_virtual + delta_from_secs(real)
+            }
+        }
+    }
+
+    /// Moves virtual time forward by `by` (in any mode; in scaled mode it adds to the
+    /// real-time progression).
+    pub fn advance(&self, by: Duration) {
+        let mut inner = self.inner.lock();
+        inner.anchor_virtual += delta_from_secs(by.as_secs_f64());
+    }
+}
+
+/// Converts virtual seconds to a chrono delta, saturating on absurd values.
+pub fn delta_from_secs(secs: f64) -> TimeDelta {
+    if !secs.is_finite() || secs <= 0.0 {
+        return TimeDelta::zero();
+    }
+    let micros = (secs * 1_000_000.0).min(i64::MAX as f64 / 2.0) as i64;
+    TimeDelta::microseconds(micros)
+}
+
+/// Formats a timestamp as the API does: RFC 3339, UTC, microseconds, `Z`.
+pub fn format_time(t: Time) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manual_clock_moves_only_on_advance() {
+        let clock = Clock::new(ClockMode::Manual);
+        let t0 = clock.now();
+        assert_eq!(clock.now(), t0);
+        clock.advance(Duration::from_secs(90));
+        assert_eq!(clock.now() - t0, TimeDelta::seconds(90));
+    }
+
+    #[test]
+    fn scaled_clock_runs_faster_than_real_time() {
+        let clock = Clock::new(ClockMode::Scaled { scale: 1000.0 });
+        let t0 = clock.now();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(5) {
+            std::hint::spin_loop();
+        }
+        assert!(clock.now() - t0 >= TimeDelta::seconds(5));
+    }
+
+    #[test]
+    fn timestamps_have_microseconds_and_z() {
+        let t = DateTime::parse_from_rfc3339("2019-05-27T16:45:32.241824Z")
+            .map(|t| t.with_timezone(&Utc))
+            .expect("valid literal");
+        assert_eq!(format_time(t), "2019-05-27T16:45:32.241824Z");
+    }
+}

@@ -1,0 +1,81 @@
+//! Configuration of a fakecloud instance.
+
+use crate::clock::ClockMode;
+use std::net::SocketAddr;
+
+/// The token accepted when no `--token` is given (printed at start-up, documented in the
+/// README).
+pub const DEFAULT_TOKEN: &str = "fakecloud-token";
+
+/// Virtual durations (seconds) of the transitions fakecloud simulates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timing {
+    /// A new server is `changing` this long before it is `running`.
+    pub server_create_s: f64,
+    /// start/stop/reboot and flavor changes keep a server `changing` this long.
+    pub server_action_s: f64,
+    /// A new load balancer is `changing` this long before it is `running`.
+    pub lb_provision_s: f64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            server_create_s: 2.0,
+            server_action_s: 2.0,
+            lb_provision_s: 5.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// Read-write tokens.
+    pub tokens: Vec<String>,
+    /// Tokens that may only GET.
+    pub read_only_tokens: Vec<String>,
+    /// Base of every `href` (e.g. `https://fake.example`); `None` takes it from the request's
+    /// `Host` header, so a fake behind a port-forward still hands out reachable URLs.
+    pub public_url: Option<String>,
+    /// Zone used when a zonal resource is created without one.
+    pub default_zone: String,
+    pub clock: ClockMode,
+    pub timing: Timing,
+    /// How many requests the admin request log keeps (oldest dropped first).
+    pub request_log_capacity: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            tokens: vec![DEFAULT_TOKEN.to_string()],
+            read_only_tokens: Vec::new(),
+            public_url: None,
+            default_zone: "rma1".to_string(),
+            clock: ClockMode::Scaled { scale: 1.0 },
+            timing: Timing::default(),
+            request_log_capacity: 10_000,
+        }
+    }
+}
+
+impl Config {
+    /// For in-process tests: an ephemeral loopback port, token `test-token`, read-only token
+    /// `read-only-token`, and a manual clock so nothing moves unless the test advances it.
+    pub fn for_tests() -> Self {
+        Config {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tokens: vec!["test-token".to_string()],
+            read_only_tokens: vec!["read-only-token".to_string()],
+            clock: ClockMode::Manual,
+            timing: Timing {
+                server_create_s: 5.0,
+                server_action_s: 5.0,
+                lb_provision_s: 30.0,
+            },
+            ..Config::default()
+        }
+    }
+}

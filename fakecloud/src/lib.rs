@@ -1,0 +1,31 @@
+//! fakecloud: an in-memory fake of the cloudscale.ch API.
+//!
+//! It serves `/v1` as the real API does (shapes, status codes, flat error bodies, `href`s
+//! pointing at itself) and an admin API under `/_fake/`. Run it as the `fakecloud` binary or
+//! in-process:
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! let fc = fakecloud::FakeCloud::start(fakecloud::Config::for_tests()).await?;
+//! println!("API at {} with token {}", fc.api_url(), fc.token());
+//! fc.advance(std::time::Duration::from_secs(60)); // manual clock: time moves on demand
+//! fc.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+pub mod admin;
+pub mod app;
+pub mod catalogue;
+pub mod clock;
+pub mod config;
+pub mod error;
+pub mod request;
+pub mod resources;
+pub mod seed;
+pub mod state;
+
+pub use app::{App, FakeCloud, router};
+pub use clock::{Clock, ClockMode};
+pub use config::{Config, DEFAULT_TOKEN, Timing};
+pub use error::ApiError;
+pub use seed::{Seed, apply_seed, parse_seed};

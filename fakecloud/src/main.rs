@@ -1,0 +1,153 @@
+//! The `fakecloud` binary: serves the fake cloudscale.ch API until SIGINT or SIGTERM.
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use fakecloud::{App, ClockMode, Config, DEFAULT_TOKEN, FakeCloud, Timing, apply_seed, parse_seed};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// In-memory fake of the cloudscale.ch API, for tests and demos.
+#[derive(Debug, Parser)]
+#[command(name = "fakecloud", version)]
+struct Args {
+    /// Address to listen on (port 0 picks a free port).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    listen: SocketAddr,
+    /// Read-write API token (repeatable). Without any, the default token is accepted.
+    #[arg(long = "token")]
+    tokens: Vec<String>,
+    /// Read-only API token (repeatable): GET only, writes get 403.
+    #[arg(long = "read-only-token")]
+    read_only_tokens: Vec<String>,
+    /// Base URL used in `href`s (default: scheme and Host of each request).
+    #[arg(long)]
+    public_url: Option<String>,
+    /// Zone for zonal resources created without one.
+    #[arg(long, default_value = "rma1")]
+    default_zone: String,
+    /// Seed file (JSON or YAML) with networks, servers and floating IPs to preload.
+    #[arg(long)]
+    seed: Option<PathBuf>,
+    /// Virtual seconds a new load balancer stays `changing`.
+    #[arg(long, default_value_t = 5.0)]
+    lb_provision_delay: f64,
+    /// Virtual seconds a server stays `changing` after create, start, stop or reboot.
+    #[arg(long, default_value_t = 2.0)]
+    server_delay: f64,
+    /// Virtual seconds per real second (100 makes 120 s of delays pass in 1.2 s).
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// Log format: `text` or `json`.
+    #[arg(long, default_value = "text")]
+    log_format: String,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    init_logging(&args.log_format)?;
+    if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
+        bail!(
+            "--time-scale must be a positive number, got {}",
+            args.time_scale
+        );
+    }
+    for (flag, v) in [
+        ("--lb-provision-delay", args.lb_provision_delay),
+        ("--server-delay", args.server_delay),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            bail!("{flag} must be a non-negative number of seconds, got {v}");
+        }
+    }
+    if let Some(url) = &args.public_url
+        && !(url.starts_with("http://") || url.starts_with("https://"))
+    {
+        bail!("--public-url must start with http:// or https://, got {url}");
+    }
+    if !fakecloud::catalogue::zone_exists(&args.default_zone) {
+        bail!(
+            "--default-zone {} is not a zone (use lpg1 or rma1)",
+            args.default_zone
+        );
+    }
+    let default_token = args.tokens.is_empty();
+    let config = Config {
+        listen: args.listen,
+        tokens: if default_token {
+            vec![DEFAULT_TOKEN.to_string()]
+        } else {
+            args.tokens.clone()
+        },
+        read_only_tokens: args.read_only_tokens.clone(),
+        public_url: args.public_url.clone(),
+        default_zone: args.default_zone.clone(),
+        clock: ClockMode::Scaled {
+            scale: args.time_scale,
+        },
+        timing: Timing {
+            server_create_s: args.server_delay,
+            server_action_s: args.server_delay,
+            lb_provision_s: args.lb_provision_delay,
+        },
+        ..Config::default()
+    };
+    let app = App::new(config);
+    if let Some(path) = &args.seed {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read seed file {}", path.display()))?;
+        let seed = parse_seed(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let summary = app
+            .write(|st, now| apply_seed(st, now, &args.default_zone, &seed))
+            .map_err(|e| anyhow::anyhow!("{}: {e:?}", path.display()))?;
+        tracing::info!(?summary, seed = %path.display(), "seed loaded");
+    }
+    let fc = FakeCloud::start_app(app)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    // The first line is machine-readable: scripts wait for it to learn the port.
+    println!("fakecloud listening on {}", fc.base_url());
+    println!(
+        "API base URL: {} (Go SDK: CLOUDSCALE_API_URL={})",
+        fc.api_url(),
+        fc.base_url()
+    );
+    if default_token {
+        println!("token: {DEFAULT_TOKEN} (default; set your own with --token)");
+    } else {
+        println!(
+            "tokens: {} read-write, {} read-only",
+            args.tokens.len(),
+            args.read_only_tokens.len()
+        );
+    }
+    println!("admin API: {}/_fake/", fc.base_url());
+    wait_for_signal().await?;
+    tracing::info!("shutting down");
+    fc.shutdown().await;
+    Ok(())
+}
+
+fn init_logging(format: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        "text" => builder.init(),
+        "json" => builder.json().init(),
+        other => bail!("--log-format must be text or json, got {other}"),
+    }
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .context("cannot install SIGTERM handler")?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.context("cannot wait for SIGINT")?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}

@@ -1,0 +1,503 @@
+//! Private networks (`/v1/networks`) and their subnets (`/v1/subnets`).
+
+use super::{ListQuery, created, existing_ref, no_content, ok, parse_body, path_uuid};
+use crate::app::{App, Base};
+use crate::clock::Time;
+use crate::error::{ApiError, ApiResult};
+use crate::request::Body;
+use crate::resources::servers::zone_field;
+use crate::state::{Ctx, State, Tags, ranges};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State as AxState};
+use axum::response::Response;
+use axum::routing::get;
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::net::IpAddr;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Network {
+    pub uuid: Uuid,
+    pub name: String,
+    pub zone: String,
+    pub mtu: i64,
+    pub tags: Tags,
+    pub created_at: Time,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Subnet {
+    pub uuid: Uuid,
+    pub network: Uuid,
+    pub cidr: IpNet,
+    pub gateway_address: Option<IpAddr>,
+    pub dns_servers: Vec<String>,
+    pub tags: Tags,
+    pub created_at: Time,
+}
+
+impl Network {
+    pub fn render(&self, ctx: &Ctx) -> Value {
+        json!({
+            "href": ctx.href("networks", self.uuid),
+            "uuid": self.uuid.to_string(),
+            "name": self.name,
+            "zone": Ctx::zone_stub(&self.zone),
+            "mtu": self.mtu,
+            "subnets": ctx.st.subnets_of(self.uuid).map(|s| ctx.subnet_stub(s.uuid)).collect::<Vec<_>>(),
+            "tags": self.tags,
+            "created_at": ctx.time(self.created_at),
+        })
+    }
+}
+
+impl Subnet {
+    pub fn render(&self, ctx: &Ctx) -> Value {
+        json!({
+            "href": ctx.href("subnets", self.uuid),
+            "uuid": self.uuid.to_string(),
+            "cidr": self.cidr.to_string(),
+            "network": ctx.network_stub(self.network),
+            "gateway_address": self.gateway_address.map(|g| g.to_string()),
+            "dns_servers": self.dns_servers,
+            "tags": self.tags,
+            "created_at": ctx.time(self.created_at),
+        })
+    }
+}
+
+fn default_dns() -> Vec<String> {
+    ranges::DEFAULT_DNS.iter().map(|s| s.to_string()).collect()
+}
+
+/// Inserts a network (and, if asked, its automatic IPv4 subnet).
+pub fn insert_network(
+    st: &mut State,
+    now: Time,
+    uuid: Option<Uuid>,
+    name: String,
+    zone: String,
+    mtu: i64,
+    auto_subnet: bool,
+    tags: Tags,
+) -> ApiResult<Uuid> {
+    let uuid = uuid.unwrap_or_else(Uuid::new_v4);
+    if st.networks.contains_key(&uuid) {
+        return Err(ApiError::field(
+            "uuid",
+            "A network with this UUID already exists.",
+        ));
+    }
+    st.networks.insert(
+        uuid,
+        Network {
+            uuid,
+            name,
+            zone,
+            mtu,
+            tags,
+            created_at: now,
+        },
+    );
+    if auto_subnet {
+        let cidr: IpNet = ranges::AUTO_SUBNET
+            .parse()
+            .map_err(|_| ApiError::detail("bad built-in subnet"))?;
+        let id = Uuid::new_v4();
+        st.subnets.insert(
+            id,
+            Subnet {
+                uuid: id,
+                network: uuid,
+                cidr,
+                gateway_address: None,
+                dns_servers: default_dns(),
+                tags: Tags::new(),
+                created_at: now,
+            },
+        );
+    }
+    Ok(uuid)
+}
+
+/// The network `use_private_network: true` attaches: the zone's network named
+/// `default-network`, created on first use (the real project default is not documented).
+pub fn default_network(st: &mut State, now: Time, zone: &str) -> Uuid {
+    if let Some(n) = st
+        .networks
+        .values()
+        .find(|n| n.zone == zone && n.name == "default-network")
+    {
+        return n.uuid;
+    }
+    insert_network(
+        st,
+        now,
+        None,
+        "default-network".into(),
+        zone.into(),
+        9000,
+        true,
+        Tags::new(),
+    )
+    .unwrap_or_else(|_| Uuid::nil())
+}
+
+/// Validates `mtu`.
+fn mtu_field(body: &mut Body) -> Option<i64> {
+    let mtu = body.int("mtu", false)?;
+    if (1280..=9000).contains(&mtu) {
+        Some(mtu)
+    } else {
+        body.error("mtu", "Ensure this value is between 1280 and 9000.");
+        None
+    }
+}
+
+/// Validates `dns_servers`: `Some(None)` for null (defaults), `Some(Some(list))` otherwise.
+fn dns_field(body: &mut Body) -> Option<Option<Vec<String>>> {
+    let value = body.nullable_string_list("dns_servers")?;
+    if let Some(list) = &value {
+        for entry in list {
+            match entry.parse::<IpAddr>() {
+                Ok(ip) if !ip.is_unspecified() && !ip.is_multicast() => {}
+                _ => {
+                    body.error(
+                        "dns_servers",
+                        format!("\"{entry}\" is not a valid DNS server address."),
+                    );
+                    return None;
+                }
+            }
+        }
+    }
+    Some(value)
+}
+
+fn gateway_field(body: &mut Body, cidr: Option<IpNet>) -> Option<Option<IpAddr>> {
+    let value = body.nullable_string("gateway_address")?;
+    match value {
+        None => Some(None),
+        Some(s) => match s.parse::<IpAddr>() {
+            Ok(ip) if cidr.is_none_or(|c| c.contains(&ip) && ip != c.network()) => Some(Some(ip)),
+            Ok(_) => {
+                body.error(
+                    "gateway_address",
+                    "The gateway address must lie inside the subnet.",
+                );
+                None
+            }
+            Err(_) => {
+                body.error("gateway_address", "Enter a valid IPv4 or IPv6 address.");
+                None
+            }
+        },
+    }
+}
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/networks", get(list_networks).post(create_network))
+        .route(
+            "/networks/{uuid}",
+            get(show_network)
+                .patch(update_network)
+                .delete(delete_network),
+        )
+        .route("/subnets", get(list_subnets).post(create_subnet))
+        .route(
+            "/subnets/{uuid}",
+            get(show_subnet).patch(update_subnet).delete(delete_subnet),
+        )
+}
+
+async fn list_networks(
+    AxState(app): AxState<App>,
+    Base(base): Base,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let q = ListQuery::parse(q.as_deref());
+    ok(app.read(&base, |ctx| {
+        Value::Array(
+            ctx.st
+                .networks
+                .values()
+                .filter(|n| q.matches(Some(&n.name), &n.tags))
+                .map(|n| n.render(ctx))
+                .collect(),
+        )
+    }))
+}
+
+async fn show_network(
+    AxState(app): AxState<App>,
+    Base(base): Base,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    app.read(&base, |ctx| {
+        ctx.st.networks.get(&id).map(|n| ok(n.render(ctx)))
+    })
+    .ok_or(ApiError::NotFound)
+}
+
+async fn create_network(
+    AxState(app): AxState<App>,
+    Base(base): Base,
+    bytes: Bytes,
+) -> ApiResult<Response> {
+    let mut body = parse_body(&bytes)?;
+    let name = body.string("name", true);
+    let zone = zone_field(&mut body).unwrap_or_else(|| app.config().default_zone.clone());
+    let mtu = mtu_field(&mut body).unwrap_or(9000);
+    let auto = body.boolean("auto_create_ipv4_subnet").unwrap_or(true);
+    let tags = body.tags().unwrap_or_default();
+    let Some(name) = name.filter(|_| body.ok_so_far()) else {
+        return Err(body
+            .finish()
+            .err()
+            .unwrap_or_else(|| ApiError::detail("invalid request")));
+    };
+    let id = app.write(|st, now| insert_network(st, now, None, name, zone, mtu, auto, tags))?;
+    app.read(&base, |ctx| {
+        ctx.st.networks.get(&id).map(|n| created(n.render(ctx)))
+    })
+    .ok_or(ApiError::NotFound)
+}
+
+async fn update_network(
+    AxState(app): AxState<App>,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    let mut body = parse_body(&bytes)?;
+    app.write(|st, _| {
+        let network = st.networks.get_mut(&id).ok_or(ApiError::NotFound)?;
+        body.immutable("zone", &json!({"slug": network.zone}));
+        let name = body.string("name", false);
+        let mtu = mtu_field(&mut body);
+        let tags = body.tags();
+        body.finish()?;
+        if let Some(n) = name {
+            network.name = n;
+        }
+        if let Some(m) = mtu {
+            network.mtu = m;
+        }
+        if let Some(t) = tags {
+            network.tags = t;
+        }
+        Ok(no_content())
+    })
+}
+
+/// Whether anything still uses addresses of `subnet` (server interfaces or VIPs).
+fn subnet_in_use(st: &State, subnet: Uuid) -> Option<String> {
+    if let Some(s) = st.servers.values().find(|s| {
+        s.interfaces
+            .iter()
+            .any(|i| i.addresses.iter().any(|a| a.subnet == subnet))
+    }) {
+        return Some(format!(
+            "The subnet is still used by server \"{}\".",
+            s.name
+        ));
+    }
+    if let Some(l) = st
+        .load_balancers
+        .values()
+        .find(|l| l.vip_addresses.iter().any(|v| v.subnet == subnet))
+    {
+        return Some(format!(
+            "The subnet is still used by load balancer \"{}\".",
+            l.name
+        ));
+    }
+    None
+}
+
+async fn delete_network(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    app.write(|st, _| {
+        if !st.networks.contains_key(&id) {
+            return Err(ApiError::NotFound);
+        }
+        // Refused while attached (inferred: the real API's behaviour is not documented).
+        if let Some(s) = st
+            .servers
+            .values()
+            .find(|s| s.interfaces.iter().any(|i| i.network == id))
+        {
+            return Err(ApiError::detail(format!(
+                "The network is still attached to server \"{}\".",
+                s.name
+            )));
+        }
+        let subnets: Vec<Uuid> = st.subnets_of(id).map(|s| s.uuid).collect();
+        for s in &subnets {
+            if let Some(msg) = subnet_in_use(st, *s) {
+                return Err(ApiError::detail(msg));
+            }
+        }
+        // Deleting a network deletes its subnets (the reference §6, check 35).
+        for s in subnets {
+            st.subnets.shift_remove(&s);
+        }
+        st.networks.shift_remove(&id);
+        Ok(no_content())
+    })
+}
+
+async fn list_subnets(
+    AxState(app): AxState<App>,
+    Base(base): Base,
+    RawQuery(q): RawQuery,
+) -> Response {
+    let q = ListQuery::parse(q.as_deref());
+    ok(app.read(&base, |ctx| {
+        Value::Array(
+            ctx.st
+                .subnets
+                .values()
+                .filter(|s| q.matches(None, &s.tags))
+                .map(|s| s.render(ctx))
+                .collect(),
+        )
+    }))
+}
+
+async fn show_subnet(
+    AxState(app): AxState<App>,
+    Base(base): Base,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    app.read(&base, |ctx| {
+        ctx.st.subnets.get(&id).map(|s| ok(s.render(ctx)))
+    })
+    .ok_or(ApiError::NotFound)
+}
+
+/// Parses a subnet CIDR: a network address (host bits clear) with a prefix of /24 or
+/// shorter for IPv4.
+fn cidr_field(body: &mut Body) -> Option<IpNet> {
+    let raw = body.string("cidr", true)?;
+    let Ok(net) = raw.parse::<IpNet>() else {
+        body.error("cidr", "Enter a valid network address in CIDR notation.");
+        return None;
+    };
+    if net.trunc() != net {
+        body.error("cidr", "Enter a valid network address in CIDR notation.");
+        return None;
+    }
+    let too_small = match net {
+        IpNet::V4(n) => n.prefix_len() > 24,
+        IpNet::V6(n) => n.prefix_len() > 64,
+    };
+    if too_small {
+        body.error("cidr", "The prefix length must be /24 or shorter.");
+        return None;
+    }
+    Some(net)
+}
+
+async fn create_subnet(
+    AxState(app): AxState<App>,
+    Base(base): Base,
+    bytes: Bytes,
+) -> ApiResult<Response> {
+    let mut body = parse_body(&bytes)?;
+    let id = app.write(|st, now| {
+        let cidr = cidr_field(&mut body);
+        let network = existing_ref(&mut body, "network", true, |n| st.networks.contains_key(&n));
+        let gateway = gateway_field(&mut body, cidr).flatten();
+        let dns = dns_field(&mut body);
+        let tags = body.tags().unwrap_or_default();
+        if let (Some(cidr), Some(network)) = (cidr, network)
+            && st
+                .subnets_of(network)
+                .any(|s| s.cidr.contains(&cidr.network()) || cidr.contains(&s.cidr.network()))
+        {
+            body.error(
+                "cidr",
+                "The subnet overlaps with another subnet of the network.",
+            );
+        }
+        let (Some(cidr), Some(network)) = (cidr, network) else {
+            return Err(body
+                .finish()
+                .err()
+                .unwrap_or_else(|| ApiError::detail("invalid request")));
+        };
+        body.finish()?;
+        let uuid = Uuid::new_v4();
+        st.subnets.insert(
+            uuid,
+            Subnet {
+                uuid,
+                network,
+                cidr,
+                gateway_address: gateway,
+                dns_servers: match dns {
+                    None | Some(None) => default_dns(),
+                    Some(Some(list)) => list,
+                },
+                tags,
+                created_at: now,
+            },
+        );
+        Ok(uuid)
+    })?;
+    app.read(&base, |ctx| {
+        ctx.st.subnets.get(&id).map(|s| created(s.render(ctx)))
+    })
+    .ok_or(ApiError::NotFound)
+}
+
+async fn update_subnet(
+    AxState(app): AxState<App>,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    let mut body = parse_body(&bytes)?;
+    app.write(|st, _| {
+        let subnet = st.subnets.get_mut(&id).ok_or(ApiError::NotFound)?;
+        body.immutable("cidr", &json!(subnet.cidr.to_string()));
+        body.immutable("network", &json!({"uuid": subnet.network.to_string()}));
+        let gateway = gateway_field(&mut body, Some(subnet.cidr));
+        let dns = dns_field(&mut body);
+        let tags = body.tags();
+        body.finish()?;
+        if let Some(g) = gateway {
+            subnet.gateway_address = g;
+        }
+        match dns {
+            Some(None) => subnet.dns_servers = default_dns(),
+            Some(Some(list)) => subnet.dns_servers = list,
+            None => {}
+        }
+        if let Some(t) = tags {
+            subnet.tags = t;
+        }
+        Ok(no_content())
+    })
+}
+
+async fn delete_subnet(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    app.write(|st, _| {
+        if !st.subnets.contains_key(&id) {
+            return Err(ApiError::NotFound);
+        }
+        if let Some(msg) = subnet_in_use(st, id) {
+            return Err(ApiError::detail(msg));
+        }
+        st.subnets.shift_remove(&id);
+        Ok(no_content())
+    })
+}

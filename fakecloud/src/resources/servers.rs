@@ -1,0 +1,876 @@
+//! Servers: `/v1/servers`, actions, and the interface/address model shared with admin seeds.
+
+use super::{ListQuery, created, existing_ref, no_content, ok, parse_body, path_uuid};
+use crate::app::{App, Base};
+use crate::catalogue::{find_flavor, find_image, zone_choices, zone_exists};
+use crate::clock::{Time, delta_from_secs};
+use crate::error::{ApiError, ApiResult};
+use crate::request::Body;
+use crate::state::{Ctx, State, Tags, public_network_uuid, public_subnet_uuid, ranges};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State as AxState};
+use axum::response::Response;
+use axum::routing::{get, post};
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use std::net::IpAddr;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Address {
+    pub version: u8,
+    pub address: IpAddr,
+    pub prefix_length: u8,
+    pub gateway: Option<IpAddr>,
+    pub reverse_ptr: String,
+    pub subnet: Uuid,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Interface {
+    pub public: bool,
+    pub network: Uuid,
+    pub addresses: Vec<Address>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Volume {
+    pub uuid: Uuid,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub size_gb: i64,
+}
+
+/// The state a server settles in once a transition is over.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Power {
+    Running,
+    Stopped,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Server {
+    pub uuid: Uuid,
+    pub name: String,
+    pub zone: String,
+    pub flavor: String,
+    pub image: String,
+    pub interfaces: Vec<Interface>,
+    pub volumes: Vec<Volume>,
+    pub server_groups: Vec<Uuid>,
+    pub tags: Tags,
+    pub created_at: Time,
+    pub power: Power,
+    /// While set and in the future, the server reports `changing`.
+    pub changing_until: Option<Time>,
+}
+
+impl Server {
+    pub fn status(&self, now: Time) -> &'static str {
+        match self.changing_until {
+            Some(t) if now < t => "changing",
+            _ => match self.power {
+                Power::Running => "running",
+                Power::Stopped => "stopped",
+            },
+        }
+    }
+
+    /// Running and not in a transition.
+    pub fn is_running(&self, now: Time) -> bool {
+        self.status(now) == "running"
+    }
+
+    /// The first address of `version` on the public interface (what `next_hop` uses).
+    pub fn public_address(&self, version: u8) -> Option<IpAddr> {
+        self.interfaces
+            .iter()
+            .filter(|i| i.public)
+            .flat_map(|i| i.addresses.iter())
+            .find(|a| a.version == version)
+            .map(|a| a.address)
+    }
+
+    pub fn render(&self, ctx: &Ctx) -> Value {
+        let booted = self.created_at + delta_from_secs(ctx.timing.server_create_s) <= ctx.now;
+        // Host keys are only known once the first boot is over, as on the real API.
+        let fingerprints = booted.then(|| {
+            let id = self.uuid.simple().to_string();
+            vec![format!("ssh-ed25519 SHA256:{}", &id[..22])]
+        });
+        let host_keys = booted.then(|| {
+            let id = self.uuid.simple().to_string();
+            vec![format!(
+                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{id} root@{}",
+                self.name
+            )]
+        });
+        let flavor = find_flavor(&self.flavor)
+            .map(|f| f.stub())
+            .unwrap_or(Value::Null);
+        let image = find_image(&self.image)
+            .map(|i| i.stub())
+            .unwrap_or(Value::Null);
+        json!({
+            "href": ctx.href("servers", self.uuid),
+            "uuid": self.uuid.to_string(),
+            "name": self.name,
+            "status": self.status(ctx.now),
+            "zone": Ctx::zone_stub(&self.zone),
+            "flavor": flavor,
+            "image": image,
+            "volumes": self.volumes.iter().map(|v| json!({
+                "href": ctx.href("volumes", v.uuid),
+                "uuid": v.uuid.to_string(),
+                "name": v.name,
+                "type": v.kind,
+                "size_gb": v.size_gb,
+                "device_path": Value::Null,
+            })).collect::<Vec<_>>(),
+            "interfaces": self.interfaces.iter().map(|i| json!({
+                "type": if i.public { "public" } else { "private" },
+                "network": ctx.network_stub(i.network),
+                "addresses": i.addresses.iter().map(|a| json!({
+                    "version": a.version,
+                    "address": a.address.to_string(),
+                    "prefix_length": a.prefix_length,
+                    "gateway": a.gateway.map(|g| g.to_string()),
+                    "reverse_ptr": a.reverse_ptr,
+                    "subnet": ctx.subnet_stub(a.subnet),
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "ssh_fingerprints": fingerprints,
+            "ssh_host_keys": host_keys,
+            "anti_affinity_with": [],
+            "server_groups": self.server_groups.iter().filter_map(|g| ctx.st.server_groups.get(g)).map(|g| json!({
+                "href": ctx.href("server-groups", g.uuid),
+                "uuid": g.uuid.to_string(),
+                "name": g.name,
+            })).collect::<Vec<_>>(),
+            "tags": self.tags,
+            "created_at": ctx.time(self.created_at),
+        })
+    }
+}
+
+/// What a client asks for one interface.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+pub struct AddressSpec {
+    pub subnet: Option<Uuid>,
+    pub address: Option<IpAddr>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum InterfaceSpec {
+    /// The public network; fixed addresses only come from admin seeds.
+    Public {
+        v4: Option<IpAddr>,
+        v6: Option<IpAddr>,
+    },
+    Private {
+        network: Option<Uuid>,
+        /// `None`: one address from the network's first subnet; `Some([])`: layer 2 only.
+        addresses: Option<Vec<AddressSpec>>,
+    },
+}
+
+/// Reads the `interfaces` request field.
+fn parse_interfaces(body: &mut Body) -> Option<Vec<InterfaceSpec>> {
+    let items = body.object_list("interfaces")?;
+    let mut out = Vec::with_capacity(items.len());
+    for item in items {
+        match parse_interface(&item) {
+            Ok(spec) => out.push(spec),
+            Err(msg) => {
+                body.error("interfaces", msg);
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+fn parse_interface(item: &Map<String, Value>) -> Result<InterfaceSpec, String> {
+    let network = match item.get("network") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s == "public" => {
+            return Ok(InterfaceSpec::Public { v4: None, v6: None });
+        }
+        Some(Value::String(s)) => Some(crate::request::parse_uuid(s).ok_or_else(|| {
+            format!("\"{s}\" is not a valid network: use \"public\" or a network UUID.")
+        })?),
+        Some(_) => return Err("network: Not a valid string.".to_string()),
+    };
+    let addresses = match item.get("addresses") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(list)) => {
+            let mut specs = Vec::with_capacity(list.len());
+            for a in list {
+                let Value::Object(a) = a else {
+                    return Err("addresses: Expected a dictionary.".to_string());
+                };
+                let subnet = match a.get("subnet") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(
+                        crate::request::parse_uuid(s)
+                            .ok_or_else(|| "subnet: Must be a valid UUID.".to_string())?,
+                    ),
+                    Some(_) => return Err("subnet: Must be a valid UUID.".to_string()),
+                };
+                let address = match a.get("address") {
+                    None | Some(Value::Null) => None,
+                    Some(Value::String(s)) => Some(
+                        s.parse::<IpAddr>()
+                            .map_err(|_| format!("address: \"{s}\" is not a valid IP address."))?,
+                    ),
+                    Some(_) => return Err("address: Not a valid string.".to_string()),
+                };
+                specs.push(AddressSpec { subnet, address });
+            }
+            Some(specs)
+        }
+        Some(_) => return Err("addresses: Expected a list of items.".to_string()),
+    };
+    if network.is_none()
+        && addresses
+            .as_ref()
+            .is_none_or(|a| a.iter().all(|s| s.subnet.is_none()))
+    {
+        return Err("Each interface needs a network or an address with a subnet.".to_string());
+    }
+    Ok(InterfaceSpec::Private { network, addresses })
+}
+
+/// Turns interface requests into interfaces, allocating addresses. `existing` are the
+/// server's current interfaces (on PATCH): an interface on the same network keeps its
+/// addresses unless new ones are asked for. `server` is the server being changed, whose own
+/// addresses do not count as taken.
+pub fn build_interfaces(
+    st: &State,
+    zone: &str,
+    name: &str,
+    specs: &[InterfaceSpec],
+    use_ipv6: bool,
+    existing: &[Interface],
+    server: Option<Uuid>,
+) -> Result<Vec<Interface>, String> {
+    let mut out: Vec<Interface> = Vec::new();
+    // Addresses chosen in this call, so two interfaces cannot get the same one.
+    let mut chosen: Vec<IpAddr> = Vec::new();
+    let taken_by_other = |addr: IpAddr, chosen: &[IpAddr]| {
+        chosen.contains(&addr)
+            || st.servers.values().any(|s| {
+                Some(s.uuid) != server
+                    && s.interfaces
+                        .iter()
+                        .any(|i| i.addresses.iter().any(|a| a.address == addr))
+            })
+            || st
+                .load_balancers
+                .values()
+                .any(|l| l.vip_addresses.iter().any(|v| v.address == addr))
+    };
+    for spec in specs {
+        match spec {
+            InterfaceSpec::Public { v4, v6 } => {
+                if out.iter().any(|i| i.public) {
+                    return Err("Only one public interface is allowed.".to_string());
+                }
+                if let Some(keep) = existing.iter().find(|i| i.public) {
+                    out.push(keep.clone());
+                    continue;
+                }
+                let mut addresses = Vec::new();
+                let v4 = match v4 {
+                    Some(a) => *a,
+                    None => allocate_public(st, ranges::SERVER_V4, &chosen)
+                        .ok_or("No public IPv4 address left.")?,
+                };
+                if taken_by_other(v4, &chosen) {
+                    return Err(format!("The address {v4} is already in use."));
+                }
+                chosen.push(v4);
+                addresses.push(public_address(zone, name, v4));
+                if use_ipv6 || v6.is_some() {
+                    let v6 = match v6 {
+                        Some(a) => *a,
+                        None => allocate_public(st, ranges::SERVER_V6, &chosen)
+                            .ok_or("No public IPv6 address left.")?,
+                    };
+                    if taken_by_other(v6, &chosen) {
+                        return Err(format!("The address {v6} is already in use."));
+                    }
+                    chosen.push(v6);
+                    addresses.push(public_address(zone, name, v6));
+                }
+                out.push(Interface {
+                    public: true,
+                    network: public_network_uuid(zone),
+                    addresses,
+                });
+            }
+            InterfaceSpec::Private { network, addresses } => {
+                // The network comes from the request or from the first address's subnet.
+                let network = match network {
+                    Some(n) => *n,
+                    None => {
+                        let subnet = addresses
+                            .iter()
+                            .flatten()
+                            .find_map(|a| a.subnet)
+                            .ok_or("Each interface needs a network or a subnet.")?;
+                        st.subnets
+                            .get(&subnet)
+                            .map(|s| s.network)
+                            .ok_or_else(|| format!("Subnet \"{subnet}\" does not exist."))?
+                    }
+                };
+                let net = st
+                    .networks
+                    .get(&network)
+                    .ok_or_else(|| format!("Network \"{network}\" does not exist."))?;
+                if net.zone != zone {
+                    return Err(format!(
+                        "Network \"{network}\" is in zone {}, the server in {zone}.",
+                        net.zone
+                    ));
+                }
+                if out.iter().any(|i| i.network == network) {
+                    return Err(format!("Network \"{network}\" is attached twice."));
+                }
+                let keep = existing.iter().find(|i| i.network == network);
+                let addrs = match (addresses, keep) {
+                    (None, Some(keep)) => keep.addresses.clone(),
+                    (None, None) => {
+                        match st.subnets_of(network).find(|s| s.cidr.addr().is_ipv4()) {
+                            Some(subnet) => {
+                                let a = allocate_private(st, subnet, &chosen)
+                                    .ok_or_else(|| format!("Subnet {} is full.", subnet.cidr))?;
+                                chosen.push(a);
+                                vec![private_address(subnet, a)]
+                            }
+                            None => Vec::new(),
+                        }
+                    }
+                    (Some(specs), _) => {
+                        let mut addrs = Vec::new();
+                        for a in specs {
+                            let subnet = match (a.subnet, a.address) {
+                                (Some(s), _) => st
+                                    .subnets
+                                    .get(&s)
+                                    .ok_or_else(|| format!("Subnet \"{s}\" does not exist."))?,
+                                (None, Some(ip)) => st
+                                    .subnets_of(network)
+                                    .find(|s| s.cidr.contains(&ip))
+                                    .ok_or_else(|| {
+                                        format!("No subnet of the network contains {ip}.")
+                                    })?,
+                                (None, None) => st
+                                    .subnets_of(network)
+                                    .next()
+                                    .ok_or("The network has no subnet.")?,
+                            };
+                            if subnet.network != network {
+                                return Err(format!(
+                                    "Subnet \"{}\" is not part of network \"{network}\".",
+                                    subnet.uuid
+                                ));
+                            }
+                            let ip = match a.address {
+                                Some(ip) => {
+                                    if !subnet.cidr.contains(&ip)
+                                        || ip == subnet.cidr.network()
+                                        || Some(ip) == subnet.gateway_address
+                                    {
+                                        return Err(format!(
+                                            "{ip} is not a valid IP for the specified subnet."
+                                        ));
+                                    }
+                                    let mine = keep.is_some_and(|k| {
+                                        k.addresses.iter().any(|x| x.address == ip)
+                                    });
+                                    if !mine && taken_by_other(ip, &chosen) {
+                                        return Err(format!("The address {ip} is already in use."));
+                                    }
+                                    ip
+                                }
+                                None => keep
+                                    .and_then(|k| {
+                                        k.addresses.iter().find(|x| x.subnet == subnet.uuid)
+                                    })
+                                    .map(|x| x.address)
+                                    .or_else(|| allocate_private(st, subnet, &chosen))
+                                    .ok_or_else(|| format!("Subnet {} is full.", subnet.cidr))?,
+                            };
+                            chosen.push(ip);
+                            addrs.push(private_address(subnet, ip));
+                        }
+                        addrs
+                    }
+                };
+                out.push(Interface {
+                    public: false,
+                    network,
+                    addresses: addrs,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn allocate_public(st: &State, range: &str, chosen: &[IpAddr]) -> Option<IpAddr> {
+    let net: IpNet = range.parse().ok()?;
+    let used = st.public_addresses_in_use();
+    crate::state::first_free(net, 10, |a| used.contains(&a) || chosen.contains(&a))
+}
+
+fn allocate_private(
+    st: &State,
+    subnet: &crate::resources::networks::Subnet,
+    chosen: &[IpAddr],
+) -> Option<IpAddr> {
+    let mut used = st.subnet_addresses_in_use(subnet.uuid);
+    used.extend(chosen.iter().copied());
+    if let Some(gw) = subnet.gateway_address {
+        used.insert(gw);
+    }
+    crate::state::first_free(subnet.cidr, 1, |a| used.contains(&a))
+}
+
+fn public_address(zone: &str, name: &str, a: IpAddr) -> Address {
+    match a {
+        IpAddr::V4(v4) => {
+            let net = IpNet::new(IpAddr::V4(v4), 22).map(|n| n.trunc()).ok();
+            let gateway = net.and_then(|n| match n.network() {
+                IpAddr::V4(base) => Some(IpAddr::V4(std::net::Ipv4Addr::from(u32::from(base) + 1))),
+                IpAddr::V6(_) => None,
+            });
+            Address {
+                version: 4,
+                address: a,
+                prefix_length: 22,
+                gateway,
+                reverse_ptr: name.to_string(),
+                subnet: public_subnet_uuid(zone, 4),
+            }
+        }
+        IpAddr::V6(_) => Address {
+            version: 6,
+            address: a,
+            prefix_length: 64,
+            gateway: "fe80::1".parse().ok(),
+            reverse_ptr: name.to_string(),
+            subnet: public_subnet_uuid(zone, 6),
+        },
+    }
+}
+
+fn private_address(subnet: &crate::resources::networks::Subnet, a: IpAddr) -> Address {
+    Address {
+        version: if a.is_ipv4() { 4 } else { 6 },
+        address: a,
+        prefix_length: subnet.cidr.prefix_len(),
+        gateway: subnet.gateway_address,
+        reverse_ptr: String::new(),
+        subnet: subnet.uuid,
+    }
+}
+
+/// Everything needed to insert a server, from the API or from an admin seed.
+#[derive(Debug, Clone)]
+pub struct NewServer {
+    pub uuid: Option<Uuid>,
+    pub name: String,
+    pub flavor: String,
+    pub image: String,
+    pub zone: String,
+    pub interfaces: Vec<InterfaceSpec>,
+    pub use_ipv6: bool,
+    pub volume_size_gb: i64,
+    pub extra_volumes: Vec<(String, i64)>,
+    pub server_groups: Vec<Uuid>,
+    pub tags: Tags,
+    /// `None`: boot through `changing` like an API-created server; `Some`: settled already.
+    pub settled: Option<Power>,
+}
+
+/// Inserts a server after checking its references; nothing changes on error.
+pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -> ApiResult<Uuid> {
+    let interfaces = build_interfaces(
+        st,
+        &new.zone,
+        &new.name,
+        &new.interfaces,
+        new.use_ipv6,
+        &[],
+        None,
+    )
+    .map_err(|m| ApiError::field("interfaces", m))?;
+    let uuid = new.uuid.unwrap_or_else(Uuid::new_v4);
+    if st.servers.contains_key(&uuid) {
+        return Err(ApiError::field(
+            "uuid",
+            "A server with this UUID already exists.",
+        ));
+    }
+    let mut volumes = vec![Volume {
+        uuid: Uuid::new_v4(),
+        name: "root".to_string(),
+        kind: "ssd".to_string(),
+        size_gb: new.volume_size_gb,
+    }];
+    for (i, (kind, size)) in new.extra_volumes.iter().enumerate() {
+        volumes.push(Volume {
+            uuid: Uuid::new_v4(),
+            name: format!("volume-{}", i + 1),
+            kind: kind.clone(),
+            size_gb: *size,
+        });
+    }
+    let (power, changing_until) = match new.settled {
+        Some(p) => (p, None),
+        None => (Power::Running, Some(now + delta_from_secs(timing_s))),
+    };
+    st.servers.insert(
+        uuid,
+        Server {
+            uuid,
+            name: new.name,
+            zone: new.zone,
+            flavor: new.flavor,
+            image: new.image,
+            interfaces,
+            volumes,
+            server_groups: new.server_groups,
+            tags: new.tags,
+            created_at: now,
+            power,
+            changing_until,
+        },
+    );
+    Ok(uuid)
+}
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/servers", get(list).post(create))
+        .route("/servers/{uuid}", get(show).patch(update).delete(delete))
+        .route("/servers/{uuid}/{action}", post(action))
+}
+
+async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
+    let q = ListQuery::parse(q.as_deref());
+    ok(app.read(&base, |ctx| {
+        Value::Array(
+            ctx.st
+                .servers
+                .values()
+                .filter(|s| q.matches(Some(&s.name), &s.tags))
+                .map(|s| s.render(ctx))
+                .collect(),
+        )
+    }))
+}
+
+async fn show(
+    AxState(app): AxState<App>,
+    Base(base): Base,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    app.read(&base, |ctx| {
+        ctx.st.servers.get(&id).map(|s| ok(s.render(ctx)))
+    })
+    .ok_or(ApiError::NotFound)
+}
+
+/// Validates a zone field; `None` when absent.
+pub fn zone_field(body: &mut Body) -> Option<String> {
+    let zone = body.string("zone", false)?;
+    if zone_exists(&zone) {
+        Some(zone)
+    } else {
+        body.error(
+            "zone",
+            format!(
+                "\"{zone}\" is not a valid choice. Choose one of {}.",
+                zone_choices()
+            ),
+        );
+        None
+    }
+}
+
+async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> ApiResult<Response> {
+    let mut body = parse_body(&bytes)?;
+    let name = body.string("name", true);
+    let flavor = body.string("flavor", true);
+    let image = body.string("image", true);
+    let zone = zone_field(&mut body).unwrap_or_else(|| app.config().default_zone.clone());
+    let volume_size_gb = body.int("volume_size_gb", false).unwrap_or(10);
+    let bulk = body.int("bulk_volume_size_gb", false);
+    let volumes = body.object_list("volumes");
+    let interfaces = parse_interfaces(&mut body);
+    if body.has("ssh_keys") {
+        let _ = body.nullable_string_list("ssh_keys");
+    }
+    let _ = body.string("password", false);
+    let _ = body.string("user_data", false);
+    let use_public = body.boolean("use_public_network").unwrap_or(true);
+    let use_private = body.boolean("use_private_network").unwrap_or(false);
+    let use_ipv6 = body.boolean("use_ipv6").unwrap_or(true);
+    let _ = body.nullable_uuid("anti_affinity_with");
+    let groups = body.string_list("server_groups").unwrap_or_default();
+    let tags = body.tags().unwrap_or_default();
+
+    if let Some(f) = &flavor {
+        match find_flavor(f) {
+            None => body.error("flavor", format!("\"{f}\" is not a valid choice.")),
+            Some(fl) if !fl.zones.contains(&zone.as_str()) => body.error(
+                "flavor",
+                format!("Flavor \"{f}\" is not available in zone {zone}."),
+            ),
+            Some(_) => {}
+        }
+    }
+    if let Some(i) = &image
+        && find_image(i).is_none()
+    {
+        body.error("image", format!("\"{i}\" is not a valid choice."));
+    }
+    if volume_size_gb < 10 {
+        body.error(
+            "volume_size_gb",
+            "Ensure this value is greater than or equal to 10.",
+        );
+    }
+    if let Some(b) = bulk
+        && (b < 0 || b % 100 != 0)
+    {
+        body.error("bulk_volume_size_gb", "The size must be a multiple of 100.");
+    }
+    let mut extra_volumes = Vec::new();
+    for v in volumes.unwrap_or_default() {
+        let size = v.get("size_gb").and_then(Value::as_i64);
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("ssd")
+            .to_string();
+        match size {
+            Some(s) if s > 0 && (kind == "ssd" || kind == "bulk") => extra_volumes.push((kind, s)),
+            _ => body.error(
+                "volumes",
+                "Each volume needs a positive \"size_gb\" and a \"type\" of ssd or bulk.",
+            ),
+        }
+    }
+    if let Some(b) = bulk.filter(|b| *b > 0) {
+        extra_volumes.push(("bulk".to_string(), b));
+    }
+    let mut group_ids = Vec::new();
+    for g in &groups {
+        match crate::request::parse_uuid(g) {
+            Some(id) => group_ids.push(id),
+            None => body.error("server_groups", crate::request::NOT_UUID),
+        }
+    }
+    let name = match (name, flavor, image) {
+        (Some(n), Some(f), Some(i)) if body.ok_so_far() => (n, f, i),
+        _ => {
+            return Err(body
+                .finish()
+                .err()
+                .unwrap_or_else(|| ApiError::detail("invalid request")));
+        }
+    };
+    let specs = match interfaces {
+        Some(specs) => specs,
+        None => {
+            let mut specs = Vec::new();
+            if use_public {
+                specs.push(InterfaceSpec::Public { v4: None, v6: None });
+            }
+            if use_private {
+                // Stands in for the project's default private network (not documented).
+                specs.push(InterfaceSpec::Private {
+                    network: Some(Uuid::nil()),
+                    addresses: None,
+                });
+            }
+            specs
+        }
+    };
+    let timing = app.config().timing.server_create_s;
+    let id = app.write(|st, now| {
+        for g in &group_ids {
+            match st.server_groups.get(g) {
+                None => {
+                    return Err(ApiError::field(
+                        "server_groups",
+                        format!("Invalid pk \"{g}\" - object does not exist."),
+                    ));
+                }
+                Some(sg) if sg.zone != zone => {
+                    return Err(ApiError::field(
+                        "server_groups",
+                        "The server group is in another zone.",
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        let specs = specs
+            .into_iter()
+            .map(|s| match s {
+                InterfaceSpec::Private {
+                    network: Some(n),
+                    addresses,
+                } if n.is_nil() => InterfaceSpec::Private {
+                    network: Some(crate::resources::networks::default_network(st, now, &zone)),
+                    addresses,
+                },
+                other => other,
+            })
+            .collect();
+        insert_server(
+            st,
+            now,
+            timing,
+            NewServer {
+                uuid: None,
+                name: name.0,
+                flavor: name.1,
+                image: name.2,
+                zone: zone.clone(),
+                interfaces: specs,
+                use_ipv6,
+                volume_size_gb,
+                extra_volumes,
+                server_groups: group_ids.clone(),
+                tags,
+                settled: None,
+            },
+        )
+    })?;
+    app.read(&base, |ctx| {
+        ctx.st.servers.get(&id).map(|s| created(s.render(ctx)))
+    })
+    .ok_or(ApiError::NotFound)
+}
+
+async fn update(
+    AxState(app): AxState<App>,
+    Path(id): Path<String>,
+    bytes: Bytes,
+) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    let mut body = parse_body(&bytes)?;
+    let timing = app.config().timing.server_action_s;
+    app.write(|st, now| {
+        let server = st.servers.get(&id).ok_or(ApiError::NotFound)?;
+        body.immutable("zone", &json!({"slug": server.zone}));
+        body.immutable("image", &json!({"slug": server.image}));
+        body.immutable("status", &json!(server.status(now)));
+        let name = body.string("name", false);
+        let flavor = body.string("flavor", false);
+        let interfaces = parse_interfaces(&mut body);
+        let tags = body.tags();
+        if flavor.is_some() && (body.has("name") || body.has("interfaces") || body.has("tags")) {
+            return Err(ApiError::detail(
+                "Only one attribute can be changed at a time when changing the flavor.",
+            ));
+        }
+        if let Some(f) = &flavor
+            && f != &server.flavor
+        {
+            match find_flavor(f) {
+                None => body.error("flavor", format!("\"{f}\" is not a valid choice.")),
+                Some(_) if server.status(now) != "stopped" => {
+                    body.error("flavor", "The server must be stopped to change its flavor.")
+                }
+                Some(_) => {}
+            }
+        }
+        let new_interfaces = match &interfaces {
+            Some(specs) if body.ok_so_far() => Some(
+                build_interfaces(
+                    st,
+                    &server.zone,
+                    &server.name,
+                    specs,
+                    true,
+                    &server.interfaces,
+                    Some(id),
+                )
+                .map_err(|m| ApiError::field("interfaces", m))?,
+            ),
+            _ => None,
+        };
+        body.finish()?;
+        let server = st.servers.get_mut(&id).ok_or(ApiError::NotFound)?;
+        if let Some(n) = name {
+            server.name = n;
+        }
+        if let Some(f) = flavor
+            && f != server.flavor
+        {
+            server.flavor = f;
+            server.changing_until = Some(now + delta_from_secs(timing));
+        }
+        if let Some(i) = new_interfaces {
+            server.interfaces = i;
+        }
+        if let Some(t) = tags {
+            server.tags = t;
+        }
+        Ok(no_content())
+    })
+}
+
+async fn delete(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    app.write(|st, _| {
+        st.servers.shift_remove(&id).ok_or(ApiError::NotFound)?;
+        // Floating IPs stay, unassigned (the reference §8).
+        for fip in st.floating_ips.values_mut() {
+            if fip.server == Some(id) {
+                fip.server = None;
+            }
+        }
+        Ok(no_content())
+    })
+}
+
+async fn action(
+    AxState(app): AxState<App>,
+    Path((id, action)): Path<(String, String)>,
+    bytes: Bytes,
+) -> ApiResult<Response> {
+    let id = path_uuid(&id)?;
+    let target = match action.as_str() {
+        "start" | "reboot" => Power::Running,
+        "stop" => Power::Stopped,
+        _ => return Err(ApiError::NotFound),
+    };
+    // The body is ignored (Go sends none, the CLI sends `{}`), but must not be garbage.
+    parse_body(&bytes)?;
+    let timing = app.config().timing.server_action_s;
+    app.write(|st, now| {
+        let server = st.servers.get_mut(&id).ok_or(ApiError::NotFound)?;
+        server.power = target;
+        server.changing_until = Some(now + delta_from_secs(timing));
+        Ok(no_content())
+    })
+}
+
+/// Checks a reference to a server in a body.
+pub fn server_ref(body: &mut Body, st: &State, key: &str) -> Option<Uuid> {
+    existing_ref(body, key, false, |id| st.servers.contains_key(&id))
+}

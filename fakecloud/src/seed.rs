@@ -1,0 +1,393 @@
+//! Seed documents: networks, subnets, servers and floating IPs to preload (from `--seed FILE`,
+//! JSON or YAML, or `POST /_fake/seed`). The format is described in `fakecloud/README.md`;
+//! `fakecloud/examples/seed.yaml` is a complete example.
+
+use crate::catalogue::{find_flavor, find_image, region_exists, region_of_zone, zone_exists};
+use crate::clock::Time;
+use crate::error::{ApiError, ApiResult};
+use crate::resources::floating_ips::{NewFloatingIp, insert_floating_ip};
+use crate::resources::networks::insert_network;
+use crate::resources::servers::{AddressSpec, InterfaceSpec, NewServer, Power, insert_server};
+use crate::state::{State, Tags};
+use ipnet::IpNet;
+use serde::Deserialize;
+use std::net::IpAddr;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Seed {
+    #[serde(default)]
+    pub networks: Vec<SeedNetwork>,
+    #[serde(default)]
+    pub servers: Vec<SeedServer>,
+    #[serde(default)]
+    pub floating_ips: Vec<SeedFloatingIp>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedNetwork {
+    pub uuid: Option<Uuid>,
+    pub name: String,
+    pub zone: Option<String>,
+    pub mtu: Option<i64>,
+    #[serde(default)]
+    pub tags: Tags,
+    /// Without subnets, the network gets the automatic IPv4 subnet.
+    pub subnets: Option<Vec<SeedSubnet>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedSubnet {
+    pub uuid: Option<Uuid>,
+    pub cidr: IpNet,
+    pub gateway_address: Option<IpAddr>,
+    pub dns_servers: Option<Vec<String>>,
+    #[serde(default)]
+    pub tags: Tags,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A server as seeds and `POST /_fake/servers` describe it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedServer {
+    pub uuid: Option<Uuid>,
+    pub name: String,
+    pub flavor: Option<String>,
+    pub image: Option<String>,
+    pub zone: Option<String>,
+    /// `running` (default) or `stopped`; the server is settled, never `changing`.
+    pub status: Option<Power>,
+    #[serde(default)]
+    pub tags: Tags,
+    /// A public interface (default true).
+    #[serde(default = "yes")]
+    pub public: bool,
+    /// An IPv6 address on the public interface (default true).
+    #[serde(default = "yes")]
+    pub ipv6: bool,
+    pub public_ipv4: Option<IpAddr>,
+    pub public_ipv6: Option<IpAddr>,
+    #[serde(default)]
+    pub private: Vec<SeedPrivate>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedPrivate {
+    /// Network name or UUID.
+    pub network: String,
+    pub address: Option<IpAddr>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedFloatingIp {
+    #[serde(default = "four")]
+    pub ip_version: u8,
+    pub address: Option<IpAddr>,
+    pub prefix_length: Option<u8>,
+    /// `regional` (default) or `global`.
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub region: Option<String>,
+    /// Server name or UUID.
+    pub server: Option<String>,
+    pub reverse_ptr: Option<String>,
+    #[serde(default)]
+    pub tags: Tags,
+}
+
+fn four() -> u8 {
+    4
+}
+
+/// Parses a seed from JSON or YAML text (YAML is a superset, but JSON errors read better).
+pub fn parse_seed(text: &str) -> Result<Seed, String> {
+    if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).map_err(|e| format!("invalid seed (JSON): {e}"))
+    } else {
+        serde_yaml_ng::from_str(text).map_err(|e| format!("invalid seed (YAML): {e}"))
+    }
+}
+
+fn bad(key: &str, msg: impl Into<String>) -> ApiError {
+    ApiError::field(key, msg)
+}
+
+/// Finds a network by UUID or name (names must be unambiguous).
+fn network_by_ref(st: &State, r: &str) -> ApiResult<Uuid> {
+    if let Some(id) = crate::request::parse_uuid(r)
+        && st.networks.contains_key(&id)
+    {
+        return Ok(id);
+    }
+    let mut found = st.networks.values().filter(|n| n.name == r);
+    match (found.next(), found.next()) {
+        (Some(n), None) => Ok(n.uuid),
+        (Some(_), Some(_)) => Err(bad(
+            "private",
+            format!("network name \"{r}\" is ambiguous; use its UUID"),
+        )),
+        (None, _) => Err(bad("private", format!("network \"{r}\" does not exist"))),
+    }
+}
+
+/// Inserts one seed server (also what `POST /_fake/servers` does).
+pub fn add_server(
+    st: &mut State,
+    now: Time,
+    default_zone: &str,
+    s: &SeedServer,
+) -> ApiResult<Uuid> {
+    let zone = s.zone.clone().unwrap_or_else(|| default_zone.to_string());
+    if !zone_exists(&zone) {
+        return Err(bad("zone", format!("\"{zone}\" is not a valid zone")));
+    }
+    let flavor = s.flavor.clone().unwrap_or_else(|| "flex-4-2".to_string());
+    if find_flavor(&flavor).is_none() {
+        return Err(bad("flavor", format!("\"{flavor}\" is not a valid flavor")));
+    }
+    let image = s.image.clone().unwrap_or_else(|| "debian-12".to_string());
+    if find_image(&image).is_none() {
+        return Err(bad("image", format!("\"{image}\" is not a valid image")));
+    }
+    if s.name.is_empty() {
+        return Err(bad("name", "must not be empty"));
+    }
+    let mut interfaces = Vec::new();
+    if s.public {
+        interfaces.push(InterfaceSpec::Public {
+            v4: s.public_ipv4,
+            v6: s.public_ipv6,
+        });
+    }
+    for p in &s.private {
+        let network = network_by_ref(st, &p.network)?;
+        interfaces.push(InterfaceSpec::Private {
+            network: Some(network),
+            addresses: p.address.map(|a| {
+                vec![AddressSpec {
+                    subnet: None,
+                    address: Some(a),
+                }]
+            }),
+        });
+    }
+    insert_server(
+        st,
+        now,
+        0.0,
+        NewServer {
+            uuid: s.uuid,
+            name: s.name.clone(),
+            flavor,
+            image,
+            zone,
+            interfaces,
+            use_ipv6: s.ipv6,
+            volume_size_gb: 10,
+            extra_volumes: Vec::new(),
+            server_groups: Vec::new(),
+            tags: s.tags.clone(),
+            settled: Some(s.status.unwrap_or(Power::Running)),
+        },
+    )
+}
+
+/// Counts of what a seed created.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct SeedSummary {
+    pub networks: usize,
+    pub subnets: usize,
+    pub servers: usize,
+    pub floating_ips: usize,
+}
+
+/// Applies a seed all or nothing: on error the state is left as it was.
+pub fn apply_seed(
+    st: &mut State,
+    now: Time,
+    default_zone: &str,
+    seed: &Seed,
+) -> ApiResult<SeedSummary> {
+    let mut work = st.clone();
+    let mut summary = SeedSummary::default();
+    for n in &seed.networks {
+        let zone = n.zone.clone().unwrap_or_else(|| default_zone.to_string());
+        if !zone_exists(&zone) {
+            return Err(bad(
+                "networks",
+                format!("network \"{}\": \"{zone}\" is not a valid zone", n.name),
+            ));
+        }
+        let id = insert_network(
+            &mut work,
+            now,
+            n.uuid,
+            n.name.clone(),
+            zone,
+            n.mtu.unwrap_or(9000),
+            n.subnets.is_none(),
+            n.tags.clone(),
+        )?;
+        summary.networks += 1;
+        summary.subnets += usize::from(n.subnets.is_none());
+        for s in n.subnets.iter().flatten() {
+            let uuid = s.uuid.unwrap_or_else(Uuid::new_v4);
+            if s.cidr.trunc() != s.cidr {
+                return Err(bad(
+                    "networks",
+                    format!("subnet {}: host bits set; use {}", s.cidr, s.cidr.trunc()),
+                ));
+            }
+            if let Some(gw) = s.gateway_address
+                && !s.cidr.contains(&gw)
+            {
+                return Err(bad(
+                    "networks",
+                    format!("subnet {}: gateway {gw} lies outside", s.cidr),
+                ));
+            }
+            work.subnets.insert(
+                uuid,
+                crate::resources::networks::Subnet {
+                    uuid,
+                    network: id,
+                    cidr: s.cidr,
+                    gateway_address: s.gateway_address,
+                    dns_servers: s.dns_servers.clone().unwrap_or_else(|| {
+                        crate::state::ranges::DEFAULT_DNS
+                            .iter()
+                            .map(|d| d.to_string())
+                            .collect()
+                    }),
+                    tags: s.tags.clone(),
+                    created_at: now,
+                },
+            );
+            summary.subnets += 1;
+        }
+    }
+    for s in &seed.servers {
+        add_server(&mut work, now, default_zone, s).map_err(|e| match e {
+            ApiError::BadRequest(m) => {
+                let text = m
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                bad("servers", format!("server \"{}\": {text}", s.name))
+            }
+            other => other,
+        })?;
+        summary.servers += 1;
+    }
+    for f in &seed.floating_ips {
+        let global = match f.kind.as_deref() {
+            None | Some("regional") => false,
+            Some("global") => true,
+            Some(other) => {
+                return Err(bad(
+                    "floating_ips",
+                    format!("type \"{other}\" is not regional or global"),
+                ));
+            }
+        };
+        let server = match &f.server {
+            None => None,
+            Some(r) => Some(
+                crate::request::parse_uuid(r)
+                    .filter(|id| work.servers.contains_key(id))
+                    .or_else(|| work.servers.values().find(|s| &s.name == r).map(|s| s.uuid))
+                    .ok_or_else(|| bad("floating_ips", format!("server \"{r}\" does not exist")))?,
+            ),
+        };
+        let region = if global {
+            None
+        } else {
+            let r = f.region.clone().unwrap_or_else(|| {
+                server
+                    .and_then(|s| work.servers.get(&s))
+                    .map(|s| region_of_zone(&s.zone).to_string())
+                    .unwrap_or_else(|| region_of_zone(default_zone).to_string())
+            });
+            if !region_exists(&r) {
+                return Err(bad(
+                    "floating_ips",
+                    format!("region \"{r}\" does not exist"),
+                ));
+            }
+            Some(r)
+        };
+        if !matches!(f.ip_version, 4 | 6) {
+            return Err(bad("floating_ips", "ip_version must be 4 or 6"));
+        }
+        insert_floating_ip(
+            &mut work,
+            now,
+            NewFloatingIp {
+                ip_version: f.ip_version,
+                prefix_length: f.prefix_length,
+                global,
+                region,
+                server,
+                load_balancer: None,
+                reverse_ptr: f.reverse_ptr.clone(),
+                tags: f.tags.clone(),
+                address: f.address,
+            },
+        )?;
+        summary.floating_ips += 1;
+    }
+    *st = work;
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+
+    #[test]
+    fn example_seed_applies() {
+        let text = include_str!("../examples/seed.yaml");
+        let seed = parse_seed(text).expect("example parses");
+        let mut st = State::default();
+        let summary = apply_seed(&mut st, Utc::now(), "rma1", &seed).expect("applies");
+        assert_eq!(summary.servers, st.servers.len());
+        assert!(summary.servers >= 3);
+        for s in st.servers.values() {
+            assert!(
+                s.interfaces.iter().any(|i| !i.public),
+                "{} has a private interface",
+                s.name
+            );
+        }
+        assert_eq!(summary.floating_ips, st.floating_ips.len());
+    }
+
+    #[test]
+    fn bad_seed_changes_nothing_and_names_the_server() {
+        let seed = parse_seed(
+            r#"{"servers": [{"name": "a"}, {"name": "b", "private": [{"network": "nope"}]}]}"#,
+        )
+        .expect("parses");
+        let mut st = State::default();
+        let err = apply_seed(&mut st, Utc::now(), "rma1", &seed).expect_err("unknown network");
+        assert!(format!("{err:?}").contains("server \\\"b\\\""), "{err:?}");
+        assert!(st.servers.is_empty());
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_with_their_name() {
+        let err = parse_seed("servers:\n  - name: a\n    flavour: flex-4-2\n").expect_err("typo");
+        assert!(err.contains("flavour"), "{err}");
+    }
+}

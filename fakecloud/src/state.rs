@@ -1,0 +1,313 @@
+//! The in-memory store: every resource kind in insertion order, plus address allocation and
+//! the rendering context shared by all resource modules.
+
+use crate::clock::{Time, format_time};
+use crate::resources::{
+    floating_ips::FloatingIp,
+    load_balancers::{HealthMonitor, Listener, LoadBalancer, Member, Pool},
+    networks::{Network, Subnet},
+    server_groups::ServerGroup,
+    servers::Server,
+};
+use indexmap::IndexMap;
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashSet};
+use std::net::IpAddr;
+use uuid::Uuid;
+
+pub type Tags = BTreeMap<String, String>;
+
+/// Public address ranges fakecloud hands out. They do not overlap, so an address tells
+/// what it belongs to when a human reads a dump. The operator's real ranges are not known
+/// to us; these only look alike.
+pub mod ranges {
+    pub const SERVER_V4: &str = "185.98.120.0/22";
+    pub const SERVER_V6: &str = "2a06:c01:1:1::/64";
+    pub const VIP_V4: &str = "5.102.148.0/22";
+    pub const VIP_V6: &str = "2a06:c01:1:2::/64";
+    pub const FLOATING_V4: &str = "45.132.236.0/22";
+    pub const FLOATING_V6: &str = "2a06:c01:1:3::/64";
+    /// /56 floating networks are carved out of this /40.
+    pub const FLOATING_V6_NETWORKS: &str = "2a06:c02::/40";
+    /// Subnet of automatically created private networks (every network is isolated, so
+    /// the same CIDR can be reused).
+    pub const AUTO_SUBNET: &str = "172.16.0.0/24";
+    /// Resolvers a subnet gets when `dns_servers` is omitted or null (the real ones are not
+    /// documented; two entries is what the SDK tests assert).
+    pub const DEFAULT_DNS: [&str; 2] = ["5.102.144.101", "5.102.144.102"];
+}
+
+/// Fixed identities of the per-zone public network and its two subnets. They appear in
+/// server interfaces but not in `/v1/networks`, as on the real API.
+pub fn public_network_uuid(zone: &str) -> Uuid {
+    Uuid::new_v5(
+        &Uuid::NAMESPACE_URL,
+        format!("fakecloud:public:{zone}").as_bytes(),
+    )
+}
+
+pub fn public_subnet_uuid(zone: &str, version: u8) -> Uuid {
+    Uuid::new_v5(
+        &Uuid::NAMESPACE_URL,
+        format!("fakecloud:public:{zone}:v{version}").as_bytes(),
+    )
+}
+
+/// The synthetic subnet public VIPs of load balancers in `zone` live in.
+pub fn vip_subnet_uuid(zone: &str, version: u8) -> Uuid {
+    Uuid::new_v5(
+        &Uuid::NAMESPACE_URL,
+        format!("fakecloud:vip:{zone}:v{version}").as_bytes(),
+    )
+}
+
+/// Everything fakecloud knows about the account.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct State {
+    pub servers: IndexMap<Uuid, Server>,
+    pub server_groups: IndexMap<Uuid, ServerGroup>,
+    pub networks: IndexMap<Uuid, Network>,
+    pub subnets: IndexMap<Uuid, Subnet>,
+    pub floating_ips: IndexMap<IpAddr, FloatingIp>,
+    pub load_balancers: IndexMap<Uuid, LoadBalancer>,
+    pub pools: IndexMap<Uuid, Pool>,
+    pub members: IndexMap<Uuid, Member>,
+    pub listeners: IndexMap<Uuid, Listener>,
+    pub health_monitors: IndexMap<Uuid, HealthMonitor>,
+}
+
+impl State {
+    /// Every public address in use (servers, VIPs, floating IPs), for allocation.
+    pub fn public_addresses_in_use(&self) -> HashSet<IpAddr> {
+        let mut used = HashSet::new();
+        for s in self.servers.values() {
+            for i in &s.interfaces {
+                used.extend(i.addresses.iter().map(|a| a.address));
+            }
+        }
+        for lb in self.load_balancers.values() {
+            used.extend(lb.vip_addresses.iter().map(|v| v.address));
+        }
+        used.extend(self.floating_ips.keys().copied());
+        used
+    }
+
+    /// Addresses taken inside one private subnet (server interfaces and VIPs).
+    pub fn subnet_addresses_in_use(&self, subnet: Uuid) -> HashSet<IpAddr> {
+        let mut used = HashSet::new();
+        for s in self.servers.values() {
+            for i in &s.interfaces {
+                used.extend(
+                    i.addresses
+                        .iter()
+                        .filter(|a| a.subnet == subnet)
+                        .map(|a| a.address),
+                );
+            }
+        }
+        for lb in self.load_balancers.values() {
+            used.extend(
+                lb.vip_addresses
+                    .iter()
+                    .filter(|v| v.subnet == subnet)
+                    .map(|v| v.address),
+            );
+        }
+        used
+    }
+
+    /// Picks a free public address in `range`.
+    pub fn allocate_public(&self, range: &str) -> Option<IpAddr> {
+        let net: IpNet = range.parse().ok()?;
+        let used = self.public_addresses_in_use();
+        first_free(net, 10, |a| used.contains(&a))
+    }
+
+    /// Picks a free /56 for a global or regional IPv6 floating network.
+    pub fn allocate_v6_network(&self) -> Option<IpNet> {
+        let parent: IpNet = ranges::FLOATING_V6_NETWORKS.parse().ok()?;
+        let taken: HashSet<IpAddr> = self.floating_ips.keys().copied().collect();
+        parent
+            .subnets(56)
+            .ok()?
+            .skip(1)
+            .take(65_536)
+            .find(|n| !taken.contains(&n.network()))
+    }
+
+    /// Picks a free host address in a private subnet, skipping the gateway.
+    pub fn allocate_private(&self, subnet: &Subnet) -> Option<IpAddr> {
+        let mut used = self.subnet_addresses_in_use(subnet.uuid);
+        if let Some(gw) = subnet.gateway_address {
+            used.insert(gw);
+        }
+        first_free(subnet.cidr, 1, |a| used.contains(&a))
+    }
+
+    /// Subnets of a network, in creation order.
+    pub fn subnets_of(&self, network: Uuid) -> impl Iterator<Item = &Subnet> {
+        self.subnets.values().filter(move |s| s.network == network)
+    }
+}
+
+/// The first host address of `net` at or after `offset` that `taken` rejects not,
+/// excluding the network and (IPv4) broadcast addresses. Bounded, never loops forever.
+pub fn first_free(net: IpNet, offset: u128, taken: impl Fn(IpAddr) -> bool) -> Option<IpAddr> {
+    const MAX_SCAN: u128 = 1 << 20;
+    match net {
+        IpNet::V4(n) => {
+            let base = u32::from(n.network()) as u128;
+            let size = 1u128 << (32 - n.prefix_len());
+            (offset.max(1)..size.saturating_sub(1).min(MAX_SCAN))
+                .map(|i| IpAddr::from(std::net::Ipv4Addr::from((base + i) as u32)))
+                .find(|a| !taken(*a))
+        }
+        IpNet::V6(n) => {
+            let base = u128::from(n.network());
+            let host_bits = 128 - n.prefix_len() as u32;
+            let size = if host_bits >= 128 {
+                u128::MAX
+            } else {
+                1u128 << host_bits
+            };
+            (offset.max(1)..size.min(MAX_SCAN))
+                .map(|i| IpAddr::from(std::net::Ipv6Addr::from(base + i)))
+                .find(|a| !taken(*a))
+        }
+    }
+}
+
+/// What rendering a resource needs: the externally visible base URL, the virtual time, and
+/// the store (stubs embed names of other resources, which may change).
+pub struct Ctx<'a> {
+    pub base: &'a str,
+    pub now: Time,
+    pub st: &'a State,
+    pub timing: &'a crate::config::Timing,
+}
+
+impl Ctx<'_> {
+    pub fn href(&self, collection: &str, id: impl std::fmt::Display) -> String {
+        format!("{}/v1/{collection}/{id}", self.base)
+    }
+
+    pub fn zone_stub(zone: &str) -> Value {
+        json!({"slug": zone})
+    }
+
+    pub fn network_stub(&self, uuid: Uuid) -> Value {
+        match self.st.networks.get(&uuid) {
+            Some(n) => {
+                json!({"href": self.href("networks", uuid), "uuid": uuid.to_string(), "name": n.name})
+            }
+            None => {
+                json!({"href": self.href("networks", uuid), "uuid": uuid.to_string(), "name": "public"})
+            }
+        }
+    }
+
+    pub fn subnet_stub(&self, uuid: Uuid) -> Value {
+        let cidr = match self.st.subnets.get(&uuid) {
+            Some(s) => s.cidr.to_string(),
+            None => public_subnet_cidr(uuid),
+        };
+        json!({"href": self.href("subnets", uuid), "uuid": uuid.to_string(), "cidr": cidr})
+    }
+
+    pub fn server_stub(&self, uuid: Uuid) -> Value {
+        let mut v = json!({"href": self.href("servers", uuid), "uuid": uuid.to_string()});
+        if let Some(s) = self.st.servers.get(&uuid) {
+            v["name"] = json!(s.name);
+        }
+        v
+    }
+
+    pub fn load_balancer_stub(&self, uuid: Uuid) -> Value {
+        let name = self
+            .st
+            .load_balancers
+            .get(&uuid)
+            .map(|l| l.name.clone())
+            .unwrap_or_default();
+        json!({"href": self.href("load-balancers", uuid), "uuid": uuid.to_string(), "name": name})
+    }
+
+    pub fn pool_stub(&self, uuid: Uuid) -> Value {
+        let name = self
+            .st
+            .pools
+            .get(&uuid)
+            .map(|p| p.name.clone())
+            .unwrap_or_default();
+        json!({"href": self.href("load-balancers/pools", uuid), "uuid": uuid.to_string(), "name": name})
+    }
+
+    pub fn time(&self, t: Time) -> Value {
+        Value::String(format_time(t))
+    }
+}
+
+/// The CIDR of a synthetic public subnet, found by its UUID.
+fn public_subnet_cidr(uuid: Uuid) -> String {
+    for (zone, _) in crate::catalogue::ZONES {
+        if public_subnet_uuid(zone, 4) == uuid {
+            return ranges::SERVER_V4.to_string();
+        }
+        if public_subnet_uuid(zone, 6) == uuid {
+            return ranges::SERVER_V6.to_string();
+        }
+        if vip_subnet_uuid(zone, 4) == uuid {
+            return ranges::VIP_V4.to_string();
+        }
+        if vip_subnet_uuid(zone, 6) == uuid {
+            return ranges::VIP_V6.to_string();
+        }
+    }
+    String::new()
+}
+
+/// Whether `tags` satisfies every `tag:` filter (an empty value means "key present").
+pub fn tags_match(tags: &Tags, filters: &[(String, String)]) -> bool {
+    filters.iter().all(|(k, v)| match tags.get(k) {
+        Some(actual) => v.is_empty() || actual == v,
+        None => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_free_skips_network_and_taken() {
+        let net: IpNet = "10.0.0.0/30".parse().expect("cidr");
+        let a = first_free(net, 1, |_| false).expect("free");
+        assert_eq!(a.to_string(), "10.0.0.1");
+        let b = first_free(net, 1, |a| a.to_string() == "10.0.0.1").expect("free");
+        assert_eq!(b.to_string(), "10.0.0.2");
+        // .3 is broadcast: nothing left once .1 and .2 are taken.
+        assert!(first_free(net, 1, |a| a.to_string() != "10.0.0.3").is_none());
+    }
+
+    #[test]
+    fn tag_filters_and_semantics() {
+        let tags: Tags = [("env".to_string(), "prod".to_string())].into();
+        assert!(tags_match(&tags, &[("env".into(), "prod".into())]));
+        assert!(tags_match(&tags, &[("env".into(), "".into())]));
+        assert!(!tags_match(&tags, &[("env".into(), "dev".into())]));
+        assert!(!tags_match(
+            &tags,
+            &[("env".into(), "".into()), ("team".into(), "".into())]
+        ));
+        assert!(tags_match(&tags, &[]));
+    }
+
+    #[test]
+    fn v6_network_allocation_is_a_56() {
+        let st = State::default();
+        let net = st.allocate_v6_network().expect("free /56");
+        assert_eq!(net.prefix_len(), 56);
+    }
+}
