@@ -11,8 +11,8 @@ With --fakecloud the binary is started on an ephemeral port
 --lb-provision-delay 1) and always stopped at the end.
 
 Prints one line per check, `ok - <what>` or `FAIL - <what>: <detail>`, and at
-the end `N passed, M failed`. Exit status 1 if any check failed, 2 on usage
-or start-up errors.
+the end `N passed, M failed`. Exit status 1 if any check failed (including a
+failed fakecloud start-up), 2 on usage errors.
 
 Standard library only (Python 3.11); the CLI is run as a subprocess.
 Reference: /work/shared/reference/cloudscale-api.md (sections 1, 4-13, 15.2, 16).
@@ -112,6 +112,10 @@ class FakecloudProcess:
         except queue.Empty:
             raise RuntimeError(f"fakecloud printed nothing within {timeout}s")
         if line is None:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
             raise RuntimeError(
                 f"fakecloud exited (rc={self.proc.poll()}) before printing its address; "
                 f"stderr: {one_line(self.stderr_tail())}"
@@ -514,6 +518,26 @@ class Acceptance:
             if st != target:
                 st = self.wait_server_status(sid, target, timeout=60)
             self.eq(f"server {action}: status becomes {target}", st, target)
+            if action == "stop":
+                # scaling a stopped server (reference check 26)
+                res = self.cli_json("server update --flavor flex-4-4 (stopped)", "server", "update", sid,
+                                    "--flavor", "flex-4-4", "--wait")
+                self.eq("server update --flavor: flavor.slug flex-4-4", (res.get("flavor") or {}).get("slug"),
+                        "flex-4-4")
+                st = res.get("status")
+                if st != "stopped":
+                    st = self.wait_server_status(sid, "stopped", timeout=60)
+                self.eq("server update --flavor: server stays stopped", st, "stopped")
+
+        # name + flavor in one PATCH is rejected by the real API (reference check 25)
+        rc, out, err = self.cli("server", "update", sid, "--name", "x-" + self.rid, "--flavor", "flex-4-1")
+        self.check("server update --name --flavor together fails with 'API Response Error (400)' 'Only one attribute'",
+                   rc != 0 and "API Response Error (400)" in err and "Only one attribute" in err,
+                   f"rc {rc}, stderr {err.strip()[:200]!r}, stdout {out.strip()[:100]!r}")
+        srv = self.http_get("GET server after rejected update", f"/servers/{sid}")
+        self.check("rejected update changed nothing (name, flavor)",
+                   srv.get("name") == new_name and (srv.get("flavor") or {}).get("slug") == "flex-4-4",
+                   f"name {srv.get('name')!r}, flavor {srv.get('flavor')!r}")
 
     def section_networks(self):
         # network with auto-created subnet and all defaults
@@ -605,6 +629,20 @@ class Acceptance:
                    f"dns_servers {dns!r}")
         self.eq("subnet A: tags {}", sub_a.get("tags"), {})
         self.check_common("subnet", sub_a, "subnets")
+        shown = self.cli_json("subnet show <uuid> (right after create)", "subnet", "show", sub_a["uuid"])
+        self.eq("subnet show equals the create output", shown, sub_a)
+        # dns_servers edge cases the CLI cannot send (reference check 34), raw HTTP
+        st, data, raw = self.http("PATCH", sub_a["href"], {"dns_servers": ["0.0.0.0"]})
+        self.check("PATCH subnet dns_servers [0.0.0.0] -> 400 with a flat error", st == 400 and is_flat_error(data),
+                   f"status {st}, body {raw[:200]!r}")
+        got = self.http_get("GET subnet after rejected PATCH", sub_a["href"])
+        self.eq("rejected PATCH left dns_servers unchanged", got.get("dns_servers"), dns)
+        self.http_patch("PATCH subnet dns_servers []", sub_a["href"], {"dns_servers": []})
+        got = self.http_get("GET subnet after dns_servers []", sub_a["href"])
+        self.eq("PATCH dns_servers [] -> []", got.get("dns_servers", "<missing>"), [])
+        self.http_patch("PATCH subnet dns_servers null", sub_a["href"], {"dns_servers": None})
+        got = self.http_get("GET subnet after dns_servers null", sub_a["href"])
+        self.eq("PATCH dns_servers null -> back to the 2 defaults", got.get("dns_servers"), dns)
         self.subnet_a = sub_a
 
         # subnet B: with DNS servers and gateway
@@ -678,6 +716,8 @@ class Acceptance:
         self.eq("floating-ip v4: server null", fip4.get("server", "<missing>"), None)
         self.eq("floating-ip v4: tags {}", fip4.get("tags"), {})
         self.check_common("floating IP", fip4, "floating-ips", ident=ip4)
+        shown = self.cli_json("floating-ip show <ipv4> (right after create)", "floating-ip", "show", ip4)
+        self.eq("floating-ip show equals the create output", shown, fip4)
 
         fip6 = self.cli_json("floating-ip create --ip-version 6 (defaults)", "floating-ip", "create", "--ip-version", "6")
         self.require("floating-ip v6 created", isinstance(fip6, dict) and fip6.get("network"), f"got {fip6!r}")

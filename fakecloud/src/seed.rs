@@ -6,7 +6,7 @@ use crate::catalogue::{find_flavor, find_image, region_exists, region_of_zone, z
 use crate::clock::Time;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::floating_ips::{NewFloatingIp, insert_floating_ip};
-use crate::resources::networks::insert_network;
+use crate::resources::networks::{NewNetwork, insert_network};
 use crate::resources::servers::{AddressSpec, InterfaceSpec, NewServer, Power, insert_server};
 use crate::state::{State, Tags};
 use ipnet::IpNet;
@@ -230,12 +230,14 @@ pub fn apply_seed(
         let id = insert_network(
             &mut work,
             now,
-            n.uuid,
-            n.name.clone(),
-            zone,
-            n.mtu.unwrap_or(9000),
-            n.subnets.is_none(),
-            n.tags.clone(),
+            NewNetwork {
+                uuid: n.uuid,
+                name: n.name.clone(),
+                zone,
+                mtu: n.mtu.unwrap_or(9000),
+                auto_subnet: n.subnets.is_none(),
+                tags: n.tags.clone(),
+            },
         )?;
         summary.networks += 1;
         summary.subnets += usize::from(n.subnets.is_none());

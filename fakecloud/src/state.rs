@@ -179,6 +179,61 @@ pub fn first_free(net: IpNet, offset: u128, taken: impl Fn(IpAddr) -> bool) -> O
     }
 }
 
+/// `{base}/v1/{collection}/{id}`, serialized straight into the output (lists render many).
+pub struct Href<'a, I> {
+    pub base: &'a str,
+    pub collection: &'static str,
+    pub id: I,
+}
+
+impl<I: std::fmt::Display> Serialize for Href<'_, I> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!(
+            "{}/v1/{}/{}",
+            self.base, self.collection, self.id
+        ))
+    }
+}
+
+/// The stub of a named resource (`href`, `uuid`, `name`).
+#[derive(Serialize)]
+pub struct NamedStub<'a> {
+    pub href: Href<'a, Uuid>,
+    pub uuid: Uuid,
+    pub name: &'a str,
+}
+
+/// A CIDR held either by a subnet record or by a built-in range.
+pub enum CidrText {
+    Net(IpNet),
+    Static(&'static str),
+}
+
+impl Serialize for CidrText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CidrText::Net(n) => s.collect_str(n),
+            CidrText::Static(t) => s.serialize_str(t),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct SubnetStub<'a> {
+    pub href: Href<'a, Uuid>,
+    pub uuid: Uuid,
+    pub cidr: CidrText,
+}
+
+/// A timestamp in the API's format, serialized without an intermediate String.
+pub struct TimeText(pub Time);
+
+impl Serialize for TimeText {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&self.0.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+    }
+}
+
 /// What rendering a resource needs: the externally visible base URL, the virtual time, and
 /// the store (stubs embed names of other resources, which may change).
 pub struct Ctx<'a> {
@@ -191,6 +246,38 @@ pub struct Ctx<'a> {
 impl Ctx<'_> {
     pub fn href(&self, collection: &str, id: impl std::fmt::Display) -> String {
         format!("{}/v1/{collection}/{id}", self.base)
+    }
+
+    pub fn href_of<I>(&self, collection: &'static str, id: I) -> Href<'_, I> {
+        Href {
+            base: self.base,
+            collection,
+            id,
+        }
+    }
+
+    pub fn network_ref(&self, uuid: Uuid) -> NamedStub<'_> {
+        NamedStub {
+            href: self.href_of("networks", uuid),
+            uuid,
+            name: self
+                .st
+                .networks
+                .get(&uuid)
+                .map(|n| n.name.as_str())
+                .unwrap_or("public"),
+        }
+    }
+
+    pub fn subnet_ref(&self, uuid: Uuid) -> SubnetStub<'_> {
+        SubnetStub {
+            href: self.href_of("subnets", uuid),
+            uuid,
+            cidr: match self.st.subnets.get(&uuid) {
+                Some(s) => CidrText::Net(s.cidr),
+                None => CidrText::Static(public_subnet_cidr(uuid)),
+            },
+        }
     }
 
     pub fn zone_stub(zone: &str) -> Value {
@@ -209,11 +296,7 @@ impl Ctx<'_> {
     }
 
     pub fn subnet_stub(&self, uuid: Uuid) -> Value {
-        let cidr = match self.st.subnets.get(&uuid) {
-            Some(s) => s.cidr.to_string(),
-            None => public_subnet_cidr(uuid),
-        };
-        json!({"href": self.href("subnets", uuid), "uuid": uuid.to_string(), "cidr": cidr})
+        serde_json::to_value(self.subnet_ref(uuid)).unwrap_or(Value::Null)
     }
 
     pub fn server_stub(&self, uuid: Uuid) -> Value {
@@ -249,23 +332,24 @@ impl Ctx<'_> {
     }
 }
 
-/// The CIDR of a synthetic public subnet, found by its UUID.
-fn public_subnet_cidr(uuid: Uuid) -> String {
-    for (zone, _) in crate::catalogue::ZONES {
-        if public_subnet_uuid(zone, 4) == uuid {
-            return ranges::SERVER_V4.to_string();
+/// The CIDR of a synthetic public subnet, found by its UUID. The table is built once: these
+/// stubs are rendered for every address of every server in every list.
+fn public_subnet_cidr(uuid: Uuid) -> &'static str {
+    static TABLE: std::sync::LazyLock<Vec<(Uuid, &'static str)>> = std::sync::LazyLock::new(|| {
+        let mut t = Vec::new();
+        for (zone, _) in crate::catalogue::ZONES {
+            t.push((public_subnet_uuid(zone, 4), ranges::SERVER_V4));
+            t.push((public_subnet_uuid(zone, 6), ranges::SERVER_V6));
+            t.push((vip_subnet_uuid(zone, 4), ranges::VIP_V4));
+            t.push((vip_subnet_uuid(zone, 6), ranges::VIP_V6));
         }
-        if public_subnet_uuid(zone, 6) == uuid {
-            return ranges::SERVER_V6.to_string();
-        }
-        if vip_subnet_uuid(zone, 4) == uuid {
-            return ranges::VIP_V4.to_string();
-        }
-        if vip_subnet_uuid(zone, 6) == uuid {
-            return ranges::VIP_V6.to_string();
-        }
-    }
-    String::new()
+        t
+    });
+    TABLE
+        .iter()
+        .find(|(u, _)| *u == uuid)
+        .map(|(_, c)| *c)
+        .unwrap_or("")
 }
 
 /// Whether `tags` satisfies every `tag:` filter (an empty value means "key present").

@@ -629,17 +629,52 @@ async fn check_05_validation_error_body_is_flat() {
 #[tokio::test]
 async fn check_06_create_returns_201_equal_to_following_get() {
     let (fc, api) = start().await;
-    let (net, subnet) = private_subnet(&api, "192.168.42.0/24").await;
-    let server = make_server(&api, "srv", json!({})).await;
-    let group = api
-        .create(
-            "/server-groups",
-            json!({"name": "grp", "type": "anti-affinity"}),
-        )
-        .await;
-    let fip = api.create("/floating-ips", json!({"ip_version": 4})).await;
-    let lb = make_lb(&api, "lb").await;
-    let lb = wait_for(
+    // Each resource is compared with an immediate GET of its href, before
+    // anything else is created that could legitimately change it.
+    async fn created_equals_get(api: &Api, path: &str, body: Value) -> Value {
+        let created = api.create(path, body).await;
+        let href = s(&created, "href");
+        let got = api.fetch(href).await;
+        assert_eq!(
+            got, created,
+            "GET {href} must equal the POST {path} response"
+        );
+        created
+    }
+    let net = created_equals_get(
+        &api,
+        "/networks",
+        json!({"name": "n", "auto_create_ipv4_subnet": false}),
+    )
+    .await;
+    created_equals_get(&api, "/networks", json!({"name": "auto"})).await;
+    let subnet = created_equals_get(
+        &api,
+        "/subnets",
+        json!({"cidr": "192.168.42.0/24", "network": id(&net)}),
+    )
+    .await;
+    created_equals_get(
+        &api,
+        "/servers",
+        json!({"name": "srv", "flavor": FLAVOR, "image": IMAGE}),
+    )
+    .await;
+    created_equals_get(
+        &api,
+        "/server-groups",
+        json!({"name": "grp", "type": "anti-affinity"}),
+    )
+    .await;
+    created_equals_get(&api, "/floating-ips", json!({"ip_version": 4})).await;
+    created_equals_get(&api, "/floating-ips", json!({"ip_version": 6})).await;
+    let lb = created_equals_get(
+        &api,
+        "/load-balancers",
+        json!({"name": "lb", "flavor": "lb-standard", "zone": "rma1"}),
+    )
+    .await;
+    wait_for(
         &fc,
         &api,
         &format!("/load-balancers/{}", id(&lb)),
@@ -648,18 +683,32 @@ async fn check_06_create_returns_201_equal_to_following_get() {
         |v| v["status"] == "running",
     )
     .await;
-    let pool = make_pool(&api, &lb).await;
-    let member = make_member(&api, &pool, &subnet, "m", "192.168.42.11").await;
-    let listener = make_listener(&api, &pool, 80).await;
-    let monitor = make_monitor(&api, &pool).await;
-    let extra_lb = make_lb(&api, "lb-2").await;
-    for created in [
-        &net, &subnet, &server, &group, &fip, &extra_lb, &pool, &member, &listener, &monitor,
-    ] {
-        let href = s(created, "href");
-        let got = api.fetch(href).await;
-        assert_eq!(&got, created, "GET {href} must equal the POST response");
-    }
+    let pool = created_equals_get(
+        &api,
+        "/load-balancers/pools",
+        json!({"name": "p", "algorithm": "round_robin", "protocol": "tcp",
+               "load_balancer": id(&lb)}),
+    )
+    .await;
+    created_equals_get(
+        &api,
+        &members_path(&pool),
+        json!({"name": "m", "address": "192.168.42.11", "protocol_port": 80,
+               "subnet": id(&subnet)}),
+    )
+    .await;
+    created_equals_get(
+        &api,
+        "/load-balancers/listeners",
+        json!({"name": "tcp/80", "pool": id(&pool), "protocol": "tcp", "protocol_port": 80}),
+    )
+    .await;
+    created_equals_get(
+        &api,
+        "/load-balancers/health-monitors",
+        json!({"pool": id(&pool), "type": "tcp"}),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -2536,7 +2585,7 @@ async fn extra_floating_ip_cannot_be_unassigned() {
 async fn extra_unknown_path_is_404_not_found() {
     let (_fc, api) = start().await;
     api.assert_not_found("/no-such-resource").await;
-    api.assert_not_found("/servers/00000000-0000-4000-8000-000000000000/explode")
+    api.assert_not_found("/no-such-resource/00000000-0000-4000-8000-000000000000")
         .await;
 }
 

@@ -68,6 +68,19 @@ pub fn ok(v: Value) -> Response {
     (StatusCode::OK, Json(v)).into_response()
 }
 
+/// A JSON response serialized straight from a borrowed view (no intermediate `Value`).
+pub fn json_response<T: serde::Serialize + ?Sized>(status: StatusCode, body: &T) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => (
+            status,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            bytes,
+        )
+            .into_response(),
+        Err(e) => ApiError::detail(format!("cannot serialize response: {e}")).into_response(),
+    }
+}
+
 /// 201 with the created resource.
 pub fn created(v: Value) -> Response {
     (StatusCode::CREATED, Json(v)).into_response()

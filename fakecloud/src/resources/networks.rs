@@ -73,18 +73,21 @@ fn default_dns() -> Vec<String> {
     ranges::DEFAULT_DNS.iter().map(|s| s.to_string()).collect()
 }
 
+/// What a network is created from (API or seed).
+#[derive(Debug, Clone)]
+pub struct NewNetwork {
+    pub uuid: Option<Uuid>,
+    pub name: String,
+    pub zone: String,
+    pub mtu: i64,
+    /// Create the automatic IPv4 subnet.
+    pub auto_subnet: bool,
+    pub tags: Tags,
+}
+
 /// Inserts a network (and, if asked, its automatic IPv4 subnet).
-pub fn insert_network(
-    st: &mut State,
-    now: Time,
-    uuid: Option<Uuid>,
-    name: String,
-    zone: String,
-    mtu: i64,
-    auto_subnet: bool,
-    tags: Tags,
-) -> ApiResult<Uuid> {
-    let uuid = uuid.unwrap_or_else(Uuid::new_v4);
+pub fn insert_network(st: &mut State, now: Time, new: NewNetwork) -> ApiResult<Uuid> {
+    let uuid = new.uuid.unwrap_or_else(Uuid::new_v4);
     if st.networks.contains_key(&uuid) {
         return Err(ApiError::field(
             "uuid",
@@ -95,14 +98,14 @@ pub fn insert_network(
         uuid,
         Network {
             uuid,
-            name,
-            zone,
-            mtu,
-            tags,
+            name: new.name,
+            zone: new.zone,
+            mtu: new.mtu,
+            tags: new.tags,
             created_at: now,
         },
     );
-    if auto_subnet {
+    if new.auto_subnet {
         let cidr: IpNet = ranges::AUTO_SUBNET
             .parse()
             .map_err(|_| ApiError::detail("bad built-in subnet"))?;
@@ -136,12 +139,14 @@ pub fn default_network(st: &mut State, now: Time, zone: &str) -> Uuid {
     insert_network(
         st,
         now,
-        None,
-        "default-network".into(),
-        zone.into(),
-        9000,
-        true,
-        Tags::new(),
+        NewNetwork {
+            uuid: None,
+            name: "default-network".into(),
+            zone: zone.into(),
+            mtu: 9000,
+            auto_subnet: true,
+            tags: Tags::new(),
+        },
     )
     .unwrap_or_else(|_| Uuid::nil())
 }
@@ -261,7 +266,20 @@ async fn create_network(
             .err()
             .unwrap_or_else(|| ApiError::detail("invalid request")));
     };
-    let id = app.write(|st, now| insert_network(st, now, None, name, zone, mtu, auto, tags))?;
+    let id = app.write(|st, now| {
+        insert_network(
+            st,
+            now,
+            NewNetwork {
+                uuid: None,
+                name,
+                zone,
+                mtu,
+                auto_subnet: auto,
+                tags,
+            },
+        )
+    })?;
     app.read(&base, |ctx| {
         ctx.st.networks.get(&id).map(|n| created(n.render(ctx)))
     })

@@ -1,15 +1,19 @@
 //! Servers: `/v1/servers`, actions, and the interface/address model shared with admin seeds.
 
-use super::{ListQuery, created, existing_ref, no_content, ok, parse_body, path_uuid};
+use super::{ListQuery, created, existing_ref, json_response, no_content, parse_body, path_uuid};
 use crate::app::{App, Base};
 use crate::catalogue::{find_flavor, find_image, zone_choices, zone_exists};
 use crate::clock::{Time, delta_from_secs};
 use crate::error::{ApiError, ApiResult};
 use crate::request::Body;
-use crate::state::{Ctx, State, Tags, public_network_uuid, public_subnet_uuid, ranges};
+use crate::state::{
+    Ctx, Href, NamedStub, State, SubnetStub, Tags, TimeText, public_network_uuid,
+    public_subnet_uuid, ranges,
+};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State as AxState};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use ipnet::IpNet;
@@ -96,6 +100,12 @@ impl Server {
     }
 
     pub fn render(&self, ctx: &Ctx) -> Value {
+        serde_json::to_value(self.view(ctx)).unwrap_or(Value::Null)
+    }
+
+    /// The API representation, borrowed from the record and serialized directly (server
+    /// lists are the hottest read path).
+    pub fn view<'a>(&'a self, ctx: &'a Ctx) -> ServerView<'a> {
         let booted = self.created_at + delta_from_secs(ctx.timing.server_create_s) <= ctx.now;
         // Host keys are only known once the first boot is over, as on the real API.
         let fingerprints = booted.then(|| {
@@ -109,52 +119,142 @@ impl Server {
                 self.name
             )]
         });
-        let flavor = find_flavor(&self.flavor)
-            .map(|f| f.stub())
-            .unwrap_or(Value::Null);
-        let image = find_image(&self.image)
-            .map(|i| i.stub())
-            .unwrap_or(Value::Null);
-        json!({
-            "href": ctx.href("servers", self.uuid),
-            "uuid": self.uuid.to_string(),
-            "name": self.name,
-            "status": self.status(ctx.now),
-            "zone": Ctx::zone_stub(&self.zone),
-            "flavor": flavor,
-            "image": image,
-            "volumes": self.volumes.iter().map(|v| json!({
-                "href": ctx.href("volumes", v.uuid),
-                "uuid": v.uuid.to_string(),
-                "name": v.name,
-                "type": v.kind,
-                "size_gb": v.size_gb,
-                "device_path": Value::Null,
-            })).collect::<Vec<_>>(),
-            "interfaces": self.interfaces.iter().map(|i| json!({
-                "type": if i.public { "public" } else { "private" },
-                "network": ctx.network_stub(i.network),
-                "addresses": i.addresses.iter().map(|a| json!({
-                    "version": a.version,
-                    "address": a.address.to_string(),
-                    "prefix_length": a.prefix_length,
-                    "gateway": a.gateway.map(|g| g.to_string()),
-                    "reverse_ptr": a.reverse_ptr,
-                    "subnet": ctx.subnet_stub(a.subnet),
-                })).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "ssh_fingerprints": fingerprints,
-            "ssh_host_keys": host_keys,
-            "anti_affinity_with": [],
-            "server_groups": self.server_groups.iter().filter_map(|g| ctx.st.server_groups.get(g)).map(|g| json!({
-                "href": ctx.href("server-groups", g.uuid),
-                "uuid": g.uuid.to_string(),
-                "name": g.name,
-            })).collect::<Vec<_>>(),
-            "tags": self.tags,
-            "created_at": ctx.time(self.created_at),
-        })
+        ServerView {
+            href: ctx.href_of("servers", self.uuid),
+            uuid: self.uuid,
+            name: &self.name,
+            status: self.status(ctx.now),
+            zone: ZoneStub { slug: &self.zone },
+            flavor: find_flavor(&self.flavor).map(|f| FlavorStub {
+                slug: f.slug,
+                name: f.name,
+                vcpu_count: f.vcpu_count,
+                memory_gb: f.memory_gb,
+            }),
+            image: find_image(&self.image).map(|i| ImageStub {
+                slug: i.slug,
+                name: i.name,
+                operating_system: i.operating_system,
+                default_username: i.default_username,
+            }),
+            volumes: self
+                .volumes
+                .iter()
+                .map(|v| VolumeView {
+                    href: ctx.href_of("volumes", v.uuid),
+                    uuid: v.uuid,
+                    name: &v.name,
+                    kind: &v.kind,
+                    size_gb: v.size_gb,
+                    device_path: None,
+                })
+                .collect(),
+            interfaces: self
+                .interfaces
+                .iter()
+                .map(|i| InterfaceView {
+                    kind: if i.public { "public" } else { "private" },
+                    network: ctx.network_ref(i.network),
+                    addresses: i
+                        .addresses
+                        .iter()
+                        .map(|a| AddressView {
+                            version: a.version,
+                            address: a.address,
+                            prefix_length: a.prefix_length,
+                            gateway: a.gateway,
+                            reverse_ptr: &a.reverse_ptr,
+                            subnet: ctx.subnet_ref(a.subnet),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            ssh_fingerprints: fingerprints,
+            ssh_host_keys: host_keys,
+            anti_affinity_with: [],
+            server_groups: self
+                .server_groups
+                .iter()
+                .filter_map(|g| ctx.st.server_groups.get(g))
+                .map(|g| NamedStub {
+                    href: ctx.href_of("server-groups", g.uuid),
+                    uuid: g.uuid,
+                    name: &g.name,
+                })
+                .collect(),
+            tags: &self.tags,
+            created_at: TimeText(self.created_at),
+        }
     }
+}
+
+#[derive(Serialize)]
+pub struct ZoneStub<'a> {
+    pub slug: &'a str,
+}
+
+#[derive(Serialize)]
+pub struct FlavorStub {
+    pub slug: &'static str,
+    pub name: &'static str,
+    pub vcpu_count: u32,
+    pub memory_gb: u32,
+}
+
+#[derive(Serialize)]
+pub struct ImageStub {
+    pub slug: &'static str,
+    pub name: &'static str,
+    pub operating_system: &'static str,
+    pub default_username: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct VolumeView<'a> {
+    pub href: Href<'a, Uuid>,
+    pub uuid: Uuid,
+    pub name: &'a str,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    pub size_gb: i64,
+    pub device_path: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+pub struct AddressView<'a> {
+    pub version: u8,
+    pub address: IpAddr,
+    pub prefix_length: u8,
+    pub gateway: Option<IpAddr>,
+    pub reverse_ptr: &'a str,
+    pub subnet: SubnetStub<'a>,
+}
+
+#[derive(Serialize)]
+pub struct InterfaceView<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub network: NamedStub<'a>,
+    pub addresses: Vec<AddressView<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct ServerView<'a> {
+    pub href: Href<'a, Uuid>,
+    pub uuid: Uuid,
+    pub name: &'a str,
+    pub status: &'static str,
+    pub zone: ZoneStub<'a>,
+    pub flavor: Option<FlavorStub>,
+    pub image: Option<ImageStub>,
+    pub volumes: Vec<VolumeView<'a>>,
+    pub interfaces: Vec<InterfaceView<'a>>,
+    pub ssh_fingerprints: Option<Vec<String>>,
+    pub ssh_host_keys: Option<Vec<String>>,
+    pub anti_affinity_with: [u8; 0],
+    pub server_groups: Vec<NamedStub<'a>>,
+    pub tags: &'a Tags,
+    pub created_at: TimeText,
 }
 
 /// What a client asks for one interface.
@@ -566,16 +666,16 @@ pub fn routes() -> Router<App> {
 
 async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
     let q = ListQuery::parse(q.as_deref());
-    ok(app.read(&base, |ctx| {
-        Value::Array(
-            ctx.st
-                .servers
-                .values()
-                .filter(|s| q.matches(Some(&s.name), &s.tags))
-                .map(|s| s.render(ctx))
-                .collect(),
-        )
-    }))
+    app.read(&base, |ctx| {
+        let views: Vec<ServerView> = ctx
+            .st
+            .servers
+            .values()
+            .filter(|s| q.matches(Some(&s.name), &s.tags))
+            .map(|s| s.view(ctx))
+            .collect();
+        json_response(StatusCode::OK, &views)
+    })
 }
 
 async fn show(
@@ -585,7 +685,10 @@ async fn show(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st.servers.get(&id).map(|s| ok(s.render(ctx)))
+        ctx.st
+            .servers
+            .get(&id)
+            .map(|s| json_response(StatusCode::OK, &s.view(ctx)))
     })
     .ok_or(ApiError::NotFound)
 }
