@@ -8,7 +8,8 @@ Usage:
 
 With --fakecloud the binary is started on an ephemeral port
 (--listen 127.0.0.1:0 --token acceptance-token --server-delay 0
---lb-provision-delay 1) and always stopped at the end.
+--lb-provision-delay 1 --lb-reconfigure-delay 0.2 --floating-ip-delay 0.2)
+and always stopped at the end.
 
 Prints one line per check, `ok - <what>` or `FAIL - <what>: <detail>`, and at
 the end `N passed, M failed`. Exit status 1 if any check failed (including a
@@ -85,6 +86,8 @@ class FakecloudProcess:
             "--token", FAKECLOUD_TOKEN,
             "--server-delay", "0",
             "--lb-provision-delay", "1",
+            "--lb-reconfigure-delay", "0.2",
+            "--floating-ip-delay", "0.2",
         ]
         self.proc = subprocess.Popen(
             cmd,

@@ -1,14 +1,15 @@
 //! The admin API under `/_fake/`: never used by real clients, open without a token.
 
 use crate::app::{App, Base};
-use crate::clock::format_time;
+use crate::clock::{format_time, parse_time};
+use crate::dataplane::{BackendDecl, Behaviour, availability};
 use crate::error::{ApiError, ApiResult};
-use crate::resources::{created, no_content, ok};
+use crate::resources::{created, json_response, no_content, ok};
 use crate::seed::{Seed, SeedServer, add_server, apply_seed};
 use crate::state::State;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State as AxState;
+use axum::extract::{Path, Query, State as AxState};
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde::Deserialize;
@@ -25,6 +26,17 @@ pub fn routes() -> Router<App> {
         .route("/clock", get(clock))
         .route("/clock/advance", post(advance))
         .route("/state", get(dump).put(restore))
+        .route(
+            "/backends",
+            get(list_backends)
+                .post(declare_backends)
+                .delete(clear_backends),
+        )
+        .route(
+            "/load-balancers/{uuid}/availability",
+            get(availability_handler),
+        )
+        .route("/load-balancers/{uuid}/timeline", get(timeline))
 }
 
 /// Decodes an admin body; serde's message names the offending field.
@@ -100,11 +112,201 @@ async fn advance(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult<Response
 
 async fn dump(AxState(app): AxState<App>) -> Response {
     let st = app.0.state.read();
-    ok(json!(*st))
+    // Serialized directly: going through `Value` would sort the maps and lose creation order.
+    json_response(axum::http::StatusCode::OK, &*st)
 }
 
 async fn restore(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult<Response> {
     let st: State = decode(&bytes)?;
     *app.0.state.write() = st;
     Ok(no_content())
+}
+
+// ---- data plane: backends, availability oracle, timeline --------------------------------
+
+/// The client address availability is computed for when none is given (TEST-NET-3).
+pub const DEFAULT_CLIENT: &str = "203.0.113.10";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackendRequest {
+    address: std::net::IpAddr,
+    /// Omitted: every port of the address.
+    port: Option<u16>,
+    #[serde(default)]
+    tcp: Option<bool>,
+    #[serde(default)]
+    udp: Option<bool>,
+    #[serde(default)]
+    http_status: Option<u16>,
+    /// `true`: forget earlier declarations for this address (and port): back to "answers
+    /// while its server runs".
+    #[serde(default)]
+    default: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(BackendRequest),
+    Many(Vec<BackendRequest>),
+}
+
+async fn declare_backends(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult<Response> {
+    let list = match decode::<OneOrMany>(&bytes)? {
+        OneOrMany::One(b) => vec![b],
+        OneOrMany::Many(v) => v,
+    };
+    for b in &list {
+        if b.default && (b.tcp.is_some() || b.udp.is_some() || b.http_status.is_some()) {
+            return Err(ApiError::field(
+                "default",
+                format!(
+                    "{}: \"default\" cannot be combined with tcp, udp or http_status",
+                    b.address
+                ),
+            ));
+        }
+        if b.http_status.is_some_and(|s| !(100..=599).contains(&s)) {
+            return Err(ApiError::field(
+                "http_status",
+                "must be between 100 and 599",
+            ));
+        }
+    }
+    let count = list.len();
+    app.write(|st, now| {
+        for b in list {
+            let behaviour = (!b.default).then(|| Behaviour {
+                tcp: b.tcp.unwrap_or(true),
+                udp: b.udp.unwrap_or(true),
+                http_status: b.http_status.unwrap_or(200),
+            });
+            st.dataplane.backends.push(BackendDecl {
+                at: now,
+                address: b.address,
+                port: b.port,
+                behaviour,
+            });
+        }
+        Ok(())
+    })?;
+    Ok(ok(json!({"declared": count})))
+}
+
+/// The declarations in force now, one per address and port.
+async fn list_backends(AxState(app): AxState<App>) -> Response {
+    let now = app.now();
+    let st = app.0.state.read();
+    let mut current: Vec<&BackendDecl> = Vec::new();
+    for d in st.dataplane.backends.iter().filter(|d| d.at <= now) {
+        current.retain(|c| !(c.address == d.address && c.port == d.port));
+        if d.behaviour.is_some() {
+            current.push(d);
+        }
+    }
+    ok(json!(
+        current
+            .iter()
+            .map(|d| {
+                let b = d.behaviour.unwrap_or_default();
+                json!({"address": d.address, "port": d.port, "tcp": b.tcp, "udp": b.udp,
+                       "http_status": b.http_status, "since": format_time(d.at)})
+            })
+            .collect::<Vec<_>>()
+    ))
+}
+
+/// Forgets every declaration from now on (history before now is kept for the oracle).
+async fn clear_backends(AxState(app): AxState<App>) -> ApiResult<Response> {
+    app.write(|st, now| {
+        let mut keys: Vec<(std::net::IpAddr, Option<u16>)> = Vec::new();
+        for d in &st.dataplane.backends {
+            if !keys.contains(&(d.address, d.port)) {
+                keys.push((d.address, d.port));
+            }
+        }
+        for (address, port) in keys {
+            st.dataplane.backends.push(BackendDecl {
+                at: now,
+                address,
+                port,
+                behaviour: None,
+            });
+        }
+        Ok(())
+    })?;
+    Ok(no_content())
+}
+
+#[derive(Deserialize)]
+struct AvailabilityQuery {
+    from: Option<String>,
+    to: Option<String>,
+    client: Option<String>,
+}
+
+async fn availability_handler(
+    AxState(app): AxState<App>,
+    Path(id): Path<String>,
+    Query(q): Query<AvailabilityQuery>,
+) -> ApiResult<Response> {
+    let id = crate::resources::path_uuid(&id)?;
+    let now = app.now();
+    let time = |key: &str, v: &Option<String>| -> ApiResult<Option<crate::clock::Time>> {
+        match v {
+            None => Ok(None),
+            Some(s) => parse_time(s).map(Some).ok_or_else(|| {
+                ApiError::field(key, format!("\"{s}\" is not an RFC 3339 timestamp"))
+            }),
+        }
+    };
+    let from = time("from", &q.from)?;
+    let to = time("to", &q.to)?;
+    let client: std::net::IpAddr = q
+        .client
+        .as_deref()
+        .unwrap_or(DEFAULT_CLIENT)
+        .parse()
+        .map_err(|_| ApiError::field("client", "not an IP address"))?;
+    let propagation = app.config().timing.floating_ip_propagation_s;
+    let st = app.0.state.read();
+    let lb = st.dataplane.lbs.get(&id).ok_or(ApiError::NotFound)?;
+    let from = from.unwrap_or(lb.created_at);
+    // The future is not known yet: the window ends now at the latest.
+    let to = to.unwrap_or(now).min(now);
+    if to < from {
+        return Err(ApiError::field(
+            "to",
+            "the window ends before it starts (or after now)",
+        ));
+    }
+    let entries =
+        availability(&st.dataplane, id, from, to, client, propagation).unwrap_or_default();
+    Ok(ok(json!({
+        "load_balancer": id,
+        "name": lb.name,
+        "from": format_time(from),
+        "to": format_time(to),
+        "client": client,
+        "entries": entries,
+    })))
+}
+
+async fn timeline(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
+    let id = crate::resources::path_uuid(&id)?;
+    let st = app.0.state.read();
+    let lb = st.dataplane.lbs.get(&id).ok_or(ApiError::NotFound)?;
+    Ok(ok(json!({
+        "load_balancer": id,
+        "name": lb.name,
+        "created_at": format_time(lb.created_at),
+        "ready_at": format_time(lb.ready_at),
+        "deleted_at": lb.deleted_at.map(format_time),
+        "operations": lb.ops.iter().map(|o| json!({
+            "requested_at": format_time(o.requested_at),
+            "effective_at": format_time(o.effective_at),
+            "operation": o.operation,
+        })).collect::<Vec<_>>(),
+    })))
 }

@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::error::{ApiError, ApiResult};
 use crate::state::{Ctx, State};
 use axum::Router;
-use axum::extract::{FromRequestParts, MatchedPath, Request, State as AxState};
+use axum::extract::{FromRequestParts, MatchedPath, OriginalUri, Request, State as AxState};
 use axum::http::{Method, Uri, header, request::Parts};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -170,8 +170,14 @@ async fn require_token(AxState(app): AxState<App>, req: Request, next: Next) -> 
 async fn log_request(AxState(app): AxState<App>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = req.method().to_string();
-    let path = req.uri().path().to_string();
-    let query = req.uri().query().map(str::to_string);
+    // The full path as sent (the nested `/v1` router sees it without the prefix).
+    let uri = req
+        .extensions()
+        .get::<OriginalUri>()
+        .map(|o| o.0.clone())
+        .unwrap_or_else(|| req.uri().clone());
+    let path = uri.path().to_string();
+    let query = uri.query().map(str::to_string);
     let route = req
         .extensions()
         .get::<MatchedPath>()

@@ -37,10 +37,14 @@ pub struct Clock {
 
 impl Clock {
     pub fn new(mode: ClockMode) -> Self {
+        let start = match mode {
+            ClockMode::Manual => parse_time(MANUAL_EPOCH).unwrap_or_else(Utc::now),
+            ClockMode::Scaled { .. } => Utc::now(),
+        };
         Clock {
             inner: Mutex::new(Inner {
                 mode,
-                anchor_virtual: Utc::now(),
+                anchor_virtual: start,
                 anchor_real: Instant::now(),
             }),
         }
@@ -77,6 +81,29 @@ pub fn delta_from_secs(secs: f64) -> TimeDelta {
     }
     let micros = (secs * 1_000_000.0).min(i64::MAX as f64 / 2.0) as i64;
     TimeDelta::microseconds(micros)
+}
+
+/// Where a manual clock starts: a fixed instant, so that runs are identical to the byte.
+pub const MANUAL_EPOCH: &str = "2026-01-01T00:00:00Z";
+
+/// Serde helper: a timestamp in the API's format.
+pub fn ser_time<S: serde::Serializer>(t: &Time, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&t.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+}
+
+/// Serde helper for optional timestamps.
+pub fn ser_opt_time<S: serde::Serializer>(t: &Option<Time>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => ser_time(t, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// Parses an RFC 3339 timestamp into virtual time.
+pub fn parse_time(s: &str) -> Option<Time> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// Formats a timestamp as the API does: RFC 3339, UTC, microseconds, `Z`.

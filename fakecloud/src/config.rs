@@ -16,14 +16,22 @@ pub struct Timing {
     pub server_action_s: f64,
     /// A new load balancer is `changing` this long before it is `running`.
     pub lb_provision_s: f64,
+    /// Each write on a load balancer or anything under it keeps it `changing` this long
+    /// (changes queue, one at a time); the data plane sees the change when it is over.
+    pub lb_reconfigure_s: f64,
+    /// A floating IP carries traffic to its new target this long after the assignment.
+    pub floating_ip_propagation_s: f64,
 }
 
 impl Default for Timing {
     fn default() -> Self {
+        // Calibrated against the reference CCM's call sequences: see fakecloud/MODEL.md.
         Timing {
-            server_create_s: 2.0,
-            server_action_s: 2.0,
-            lb_provision_s: 5.0,
+            server_create_s: 30.0,
+            server_action_s: 10.0,
+            lb_provision_s: 60.0,
+            lb_reconfigure_s: 10.0,
+            floating_ip_propagation_s: 10.0,
         }
     }
 }
@@ -74,6 +82,7 @@ impl Config {
                 server_create_s: 5.0,
                 server_action_s: 5.0,
                 lb_provision_s: 30.0,
+                ..Timing::default()
             },
             ..Config::default()
         }

@@ -18,6 +18,7 @@ pub mod app;
 pub mod catalogue;
 pub mod clock;
 pub mod config;
+pub mod dataplane;
 pub mod error;
 pub mod request;
 pub mod resources;

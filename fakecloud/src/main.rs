@@ -29,14 +29,23 @@ struct Args {
     #[arg(long)]
     seed: Option<PathBuf>,
     /// Virtual seconds a new load balancer stays `changing`.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = Timing::default().lb_provision_s)]
     lb_provision_delay: f64,
+    /// Virtual seconds each change of a load balancer (or anything under it) takes to apply.
+    #[arg(long, default_value_t = Timing::default().lb_reconfigure_s)]
+    lb_reconfigure_delay: f64,
+    /// Virtual seconds before a floating IP carries traffic to its new target.
+    #[arg(long, default_value_t = Timing::default().floating_ip_propagation_s)]
+    floating_ip_delay: f64,
     /// Virtual seconds a server stays `changing` after create, start, stop or reboot.
-    #[arg(long, default_value_t = 2.0)]
-    server_delay: f64,
+    #[arg(long)]
+    server_delay: Option<f64>,
     /// Virtual seconds per real second (100 makes 120 s of delays pass in 1.2 s).
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
+    /// Virtual time moves only on `POST /_fake/clock/advance` (deterministic runs).
+    #[arg(long, conflicts_with = "time_scale")]
+    manual_clock: bool,
     /// Log format: `text` or `json`.
     #[arg(long, default_value = "text")]
     log_format: String,
@@ -52,9 +61,19 @@ async fn main() -> anyhow::Result<()> {
             args.time_scale
         );
     }
+    let defaults = Timing::default();
+    let timing = Timing {
+        server_create_s: args.server_delay.unwrap_or(defaults.server_create_s),
+        server_action_s: args.server_delay.unwrap_or(defaults.server_action_s),
+        lb_provision_s: args.lb_provision_delay,
+        lb_reconfigure_s: args.lb_reconfigure_delay,
+        floating_ip_propagation_s: args.floating_ip_delay,
+    };
     for (flag, v) in [
-        ("--lb-provision-delay", args.lb_provision_delay),
-        ("--server-delay", args.server_delay),
+        ("--lb-provision-delay", timing.lb_provision_s),
+        ("--lb-reconfigure-delay", timing.lb_reconfigure_s),
+        ("--floating-ip-delay", timing.floating_ip_propagation_s),
+        ("--server-delay", timing.server_create_s),
     ] {
         if !(v.is_finite() && v >= 0.0) {
             bail!("{flag} must be a non-negative number of seconds, got {v}");
@@ -82,14 +101,14 @@ async fn main() -> anyhow::Result<()> {
         read_only_tokens: args.read_only_tokens.clone(),
         public_url: args.public_url.clone(),
         default_zone: args.default_zone.clone(),
-        clock: ClockMode::Scaled {
-            scale: args.time_scale,
+        clock: if args.manual_clock {
+            ClockMode::Manual
+        } else {
+            ClockMode::Scaled {
+                scale: args.time_scale,
+            }
         },
-        timing: Timing {
-            server_create_s: args.server_delay,
-            server_action_s: args.server_delay,
-            lb_provision_s: args.lb_provision_delay,
-        },
+        timing,
         ..Config::default()
     };
     let app = App::new(config);

@@ -64,18 +64,91 @@ pub fn vip_subnet_uuid(zone: &str, version: u8) -> Uuid {
 }
 
 /// Everything fakecloud knows about the account.
+///
+/// Each collection is dumped as a JSON array in creation order (not an object keyed by ID):
+/// tools that sort object keys would otherwise reorder lists on a dump/restore round trip.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct State {
+    #[serde(with = "as_list")]
     pub servers: IndexMap<Uuid, Server>,
+    #[serde(with = "as_list")]
     pub server_groups: IndexMap<Uuid, ServerGroup>,
+    #[serde(with = "as_list")]
     pub networks: IndexMap<Uuid, Network>,
+    #[serde(with = "as_list")]
     pub subnets: IndexMap<Uuid, Subnet>,
+    #[serde(with = "as_list")]
     pub floating_ips: IndexMap<IpAddr, FloatingIp>,
+    #[serde(with = "as_list")]
     pub load_balancers: IndexMap<Uuid, LoadBalancer>,
+    #[serde(with = "as_list")]
     pub pools: IndexMap<Uuid, Pool>,
+    #[serde(with = "as_list")]
     pub members: IndexMap<Uuid, Member>,
+    #[serde(with = "as_list")]
     pub listeners: IndexMap<Uuid, Listener>,
+    #[serde(with = "as_list")]
     pub health_monitors: IndexMap<Uuid, HealthMonitor>,
+    #[serde(default)]
+    pub dataplane: crate::dataplane::DataPlane,
+}
+
+/// A record that knows its own key in the store.
+pub trait Keyed {
+    type Key: std::hash::Hash + Eq;
+    fn key(&self) -> Self::Key;
+}
+
+macro_rules! keyed_by_uuid {
+    ($($t:ty),*) => {$(
+        impl Keyed for $t {
+            type Key = Uuid;
+            fn key(&self) -> Uuid {
+                self.uuid
+            }
+        }
+    )*};
+}
+keyed_by_uuid!(
+    Server,
+    ServerGroup,
+    Network,
+    Subnet,
+    LoadBalancer,
+    Pool,
+    Member,
+    Listener,
+    HealthMonitor
+);
+
+impl Keyed for FloatingIp {
+    type Key = IpAddr;
+    fn key(&self) -> IpAddr {
+        self.address()
+    }
+}
+
+/// Serde adapter: an `IndexMap` of records as a list of records.
+mod as_list {
+    use super::Keyed;
+    use indexmap::IndexMap;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<K, V: Serialize, S: Serializer>(
+        map: &IndexMap<K, V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map.values())
+    }
+
+    pub fn deserialize<'de, V, D>(d: D) -> Result<IndexMap<V::Key, V>, D::Error>
+    where
+        V: Keyed + Deserialize<'de>,
+        D: Deserializer<'de>,
+    {
+        let list = Vec::<V>::deserialize(d)?;
+        Ok(list.into_iter().map(|v| (v.key(), v)).collect())
+    }
 }
 
 impl State {

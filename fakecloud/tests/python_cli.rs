@@ -27,6 +27,8 @@ async fn check_61_python_cli_completes_crud_on_every_resource() {
             server_create_s: 0.2,
             server_action_s: 0.2,
             lb_provision_s: 1.0,
+            lb_reconfigure_s: 0.2,
+            floating_ip_propagation_s: 0.2,
         },
         ..Config::for_tests()
     };

@@ -231,6 +231,10 @@ pub fn insert_floating_ip(st: &mut State, now: Time, new: NewFloatingIp) -> ApiR
             assigned_at: assigned.then_some(now),
         },
     );
+    if new.load_balancer.is_some() {
+        st.dataplane
+            .record_floating(network.network(), new.load_balancer, now);
+    }
     Ok(network.network())
 }
 
@@ -378,11 +382,16 @@ async fn update(
         body.finish()?;
         let fip = st.floating_ips.get_mut(&ip).ok_or(ApiError::NotFound)?;
         if server.is_some() || lb.is_some() {
-            if (server, lb) != (fip.server, fip.load_balancer) {
+            let moved = (server, lb) != (fip.server, fip.load_balancer);
+            if moved {
                 fip.assigned_at = Some(now);
             }
             fip.server = server;
             fip.load_balancer = lb;
+            if moved {
+                let address = fip.address();
+                st.dataplane.record_floating(address, lb, now);
+            }
         }
         if let Some(p) = reverse_ptr {
             fip.reverse_ptr = p;
@@ -396,10 +405,11 @@ async fn update(
 
 async fn delete(AxState(app): AxState<App>, Path(ip): Path<String>) -> ApiResult<Response> {
     let ip = path_ip(&ip)?;
-    app.write(|st, _| {
+    app.write(|st, now| {
         st.floating_ips
             .shift_remove(&ip)
             .ok_or(ApiError::NotFound)?;
+        st.dataplane.record_floating(ip, None, now);
         Ok(no_content())
     })
 }

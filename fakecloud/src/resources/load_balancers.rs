@@ -14,6 +14,11 @@ use super::{ListQuery, choice, created, existing_ref, no_content, ok, parse_body
 use crate::app::{App, Base};
 use crate::catalogue::{LB_FLAVOR_SLUG, lb_flavor_stub, zone_choices, zone_exists};
 use crate::clock::{Time, delta_from_secs};
+use crate::config::Timing;
+use crate::dataplane::{
+    AppliedOp, Health, LbConfig, LbHistory, ListenerCfg, MemberCfg, MonitorCfg, health_at,
+    member_health,
+};
 use crate::error::{ApiError, ApiResult};
 use crate::request::{Body, REQUIRED};
 use crate::state::{Ctx, State, Tags, ranges, vip_subnet_uuid};
@@ -53,13 +58,14 @@ pub struct LoadBalancer {
     pub vip_addresses: Vec<Vip>,
     pub tags: Tags,
     pub created_at: Time,
-    /// The load balancer reports `changing` until this time.
-    pub ready_at: Time,
+    /// The load balancer reports `changing` until this time: provisioning, then every
+    /// queued change.
+    pub busy_until: Time,
 }
 
 impl LoadBalancer {
     pub fn status(&self, now: Time) -> &'static str {
-        if now < self.ready_at {
+        if now < self.busy_until {
             "changing"
         } else {
             "running"
@@ -137,19 +143,13 @@ impl Member {
     /// checks at `delay_s` have run since the member or the monitor appeared; then `up` when
     /// the backend answers, `down` when it does not.
     pub fn monitor_status(&self, st: &State, now: Time) -> &'static str {
-        let Some(monitor) = st.health_monitors.values().find(|m| m.pool == self.pool) else {
-            return "no_monitor";
-        };
-        let start = self.created_at.max(monitor.created_at);
-        let settle = delta_from_secs((monitor.up_threshold * monitor.delay_s) as f64);
-        if now < start + settle {
-            return "changing";
-        }
-        if backend_answers(st, self.address, now) {
-            "up"
-        } else {
-            "down"
-        }
+        let has_monitor = st.health_monitors.values().any(|m| m.pool == self.pool);
+        let lb = st.pools.get(&self.pool).map(|p| p.load_balancer);
+        let health = lb
+            .and_then(|lb| st.dataplane.lbs.get(&lb))
+            .map(|h| health_at(&member_health(&st.dataplane, h, self.uuid, now), now))
+            .unwrap_or(Health::Absent);
+        health.api_status(has_monitor)
     }
 
     pub fn render(&self, ctx: &Ctx) -> Value {
@@ -170,19 +170,6 @@ impl Member {
             "created_at": ctx.time(self.created_at),
         })
     }
-}
-
-/// Whether a member's backend would answer its health check: a server owning the address
-/// answers while it runs; an address no server owns is assumed to answer.
-fn backend_answers(st: &State, address: IpAddr, now: Time) -> bool {
-    st.servers
-        .values()
-        .find(|s| {
-            s.interfaces
-                .iter()
-                .any(|i| i.addresses.iter().any(|a| a.address == address))
-        })
-        .is_none_or(|s| s.is_running(now))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -277,11 +264,92 @@ impl HealthMonitor {
     }
 }
 
+/// The configuration of `lb` as the API shows it now: what the data plane will run once
+/// the change just made is applied.
+fn snapshot(st: &State, lb: Uuid) -> LbConfig {
+    let pools: Vec<Uuid> = st
+        .pools
+        .values()
+        .filter(|p| p.load_balancer == lb)
+        .map(|p| p.uuid)
+        .collect();
+    LbConfig {
+        listeners: st
+            .listeners
+            .values()
+            .filter(|l| l.load_balancer == lb)
+            .map(|l| ListenerCfg {
+                uuid: l.uuid,
+                name: l.name.clone(),
+                protocol: l.protocol.clone(),
+                port: l.protocol_port,
+                allowed_cidrs: l
+                    .allowed_cidrs
+                    .iter()
+                    .filter_map(|c| c.parse().ok())
+                    .collect(),
+                pool: l.pool,
+            })
+            .collect(),
+        members: st
+            .members
+            .values()
+            .filter(|m| pools.contains(&m.pool))
+            .map(|m| MemberCfg {
+                uuid: m.uuid,
+                pool: m.pool,
+                address: m.address,
+                protocol_port: m.protocol_port,
+                monitor_port: m.monitor_port,
+                enabled: m.enabled,
+            })
+            .collect(),
+        monitors: st
+            .health_monitors
+            .values()
+            .filter(|m| m.load_balancer == lb)
+            .map(|m| MonitorCfg {
+                uuid: m.uuid,
+                pool: m.pool,
+                kind: m.kind.clone(),
+                delay_s: m.delay_s,
+                up_threshold: m.up_threshold,
+                down_threshold: m.down_threshold,
+                http: m.http.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Queues a change on `lb`: it is applied after the changes before it, each taking
+/// `lb_reconfigure_s`, and the load balancer reports `changing` until the last is done.
+pub fn record_lb_op(st: &mut State, lb: Uuid, now: Time, timing: &Timing, operation: String) {
+    let config = snapshot(st, lb);
+    let Some(rec) = st.load_balancers.get_mut(&lb) else {
+        return;
+    };
+    let effective_at = rec.busy_until.max(now) + delta_from_secs(timing.lb_reconfigure_s);
+    rec.busy_until = effective_at;
+    if let Some(history) = st.dataplane.lbs.get_mut(&lb) {
+        history.name = rec.name.clone();
+        history.ops.push(AppliedOp {
+            requested_at: now,
+            effective_at,
+            operation,
+            config,
+        });
+    }
+}
+
 /// Everything under a load balancer is removed with it; floating IPs stay, unassigned.
-pub fn delete_load_balancer(st: &mut State, id: Uuid) -> ApiResult<()> {
+/// The data plane stops at once.
+pub fn delete_load_balancer(st: &mut State, id: Uuid, now: Time) -> ApiResult<()> {
     st.load_balancers
         .shift_remove(&id)
         .ok_or(ApiError::NotFound)?;
+    if let Some(h) = st.dataplane.lbs.get_mut(&id) {
+        h.deleted_at = Some(now);
+    }
     let pools: Vec<Uuid> = st
         .pools
         .values()
@@ -296,9 +364,61 @@ pub fn delete_load_balancer(st: &mut State, id: Uuid) -> ApiResult<()> {
     for fip in st.floating_ips.values_mut() {
         if fip.load_balancer == Some(id) {
             fip.load_balancer = None;
+            st.dataplane.record_floating(fip.address(), None, now);
         }
     }
     Ok(())
+}
+
+/// `(load balancer, "load balancer \"name\"")` for the timeline.
+fn describe_lb(st: &State, id: Uuid) -> Option<(Uuid, String)> {
+    let l = st.load_balancers.get(&id)?;
+    Some((id, format!("load balancer \"{}\"", l.name)))
+}
+
+fn describe_pool(st: &State, id: Uuid) -> Option<(Uuid, String)> {
+    let p = st.pools.get(&id)?;
+    Some((
+        p.load_balancer,
+        format!("pool \"{}\" ({} {})", p.name, p.protocol, p.algorithm),
+    ))
+}
+
+fn describe_member(st: &State, id: Uuid) -> Option<(Uuid, String)> {
+    let m = st.members.get(&id)?;
+    let p = st.pools.get(&m.pool)?;
+    let enabled = if m.enabled { "" } else { ", disabled" };
+    Some((
+        p.load_balancer,
+        format!(
+            "member \"{}\" of pool \"{}\" ({}:{}{enabled})",
+            m.name, p.name, m.address, m.protocol_port
+        ),
+    ))
+}
+
+fn describe_listener(st: &State, id: Uuid) -> Option<(Uuid, String)> {
+    let l = st.listeners.get(&id)?;
+    Some((
+        l.load_balancer,
+        format!(
+            "listener \"{}\" ({} {})",
+            l.name, l.protocol, l.protocol_port
+        ),
+    ))
+}
+
+fn describe_monitor(st: &State, id: Uuid) -> Option<(Uuid, String)> {
+    let m = st.health_monitors.get(&id)?;
+    let pool = st
+        .pools
+        .get(&m.pool)
+        .map(|p| p.name.as_str())
+        .unwrap_or("?");
+    Some((
+        m.load_balancer,
+        format!("health monitor of pool \"{pool}\" ({})", m.kind),
+    ))
 }
 
 fn delete_pool(st: &mut State, id: Uuid) {
@@ -450,6 +570,7 @@ async fn create_lb(
     let mut body = parse_body(&bytes)?;
     let provision = app.config().timing.lb_provision_s;
     let id = app.write(|st, now| {
+        let ready_at = now + delta_from_secs(provision);
         let name = body.string("name", true);
         let flavor = body.string("flavor", true);
         if let Some(f) = &flavor
@@ -550,6 +671,22 @@ async fn create_lb(
             }
         }
         let uuid = Uuid::new_v4();
+        st.dataplane.lbs.insert(
+            uuid,
+            LbHistory {
+                name: name.clone(),
+                created_at: now,
+                ready_at,
+                deleted_at: None,
+                vips: vip_addresses.iter().map(|v| v.address).collect(),
+                ops: vec![AppliedOp {
+                    requested_at: now,
+                    effective_at: ready_at,
+                    operation: format!("provision load balancer \"{name}\""),
+                    config: LbConfig::default(),
+                }],
+            },
+        );
         st.load_balancers.insert(
             uuid,
             LoadBalancer {
@@ -560,7 +697,7 @@ async fn create_lb(
                 vip_addresses,
                 tags,
                 created_at: now,
-                ready_at: now + delta_from_secs(provision),
+                busy_until: ready_at,
             },
         );
         Ok(uuid)
@@ -586,7 +723,8 @@ async fn update_lb(
         ctx.st.load_balancers.get(&id).map(|l| l.render(ctx))
     });
     let current = current.ok_or(ApiError::NotFound)?;
-    app.write(|st, _| {
+    let timing = app.config().timing.clone();
+    app.write(|st, now| {
         let lb = st.load_balancers.get_mut(&id).ok_or(ApiError::NotFound)?;
         body.immutable("zone", &current["zone"]);
         body.immutable("flavor", &current["flavor"]);
@@ -601,6 +739,9 @@ async fn update_lb(
         }
         if let Some(t) = tags {
             lb.tags = t;
+        }
+        if let Some((lb, what)) = describe_lb(st, id) {
+            record_lb_op(st, lb, now, &timing, format!("update {what}"));
         }
         Ok(no_content())
     })
@@ -631,7 +772,7 @@ fn same_vips(sent: Option<&Value>, current: &[Vip]) -> bool {
 
 async fn delete_lb(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
-    app.write(|st, _| delete_load_balancer(st, id))?;
+    app.write(|st, now| delete_load_balancer(st, id, now))?;
     Ok(no_content())
 }
 
@@ -673,6 +814,7 @@ async fn create_pool(
     bytes: Bytes,
 ) -> ApiResult<Response> {
     let mut body = parse_body(&bytes)?;
+    let timing = app.config().timing.clone();
     let id = app.write(|st, now| {
         let name = body.string("name", true);
         let lb = existing_ref(&mut body, "load_balancer", true, |l| {
@@ -703,6 +845,9 @@ async fn create_pool(
                 created_at: now,
             },
         );
+        if let Some((lb, what)) = describe_pool(st, uuid) {
+            record_lb_op(st, lb, now, &timing, format!("create {what}"));
+        }
         Ok(uuid)
     })?;
     app.read(&base, |ctx| {
@@ -718,7 +863,8 @@ async fn update_pool(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     let mut body = parse_body(&bytes)?;
-    app.write(|st, _| {
+    let timing = app.config().timing.clone();
+    app.write(|st, now| {
         let pool = st.pools.get_mut(&id).ok_or(ApiError::NotFound)?;
         body.immutable("algorithm", &json!(pool.algorithm));
         body.immutable("protocol", &json!(pool.protocol));
@@ -735,6 +881,9 @@ async fn update_pool(
         if let Some(t) = tags {
             pool.tags = t;
         }
+        if let Some((lb, what)) = describe_pool(st, id) {
+            record_lb_op(st, lb, now, &timing, format!("update {what}"));
+        }
         Ok(no_content())
     })
 }
@@ -744,11 +893,16 @@ async fn delete_pool_handler(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
-    app.write(|st, _| {
+    let timing = app.config().timing.clone();
+    app.write(|st, now| {
         if !st.pools.contains_key(&id) {
             return Err(ApiError::NotFound);
         }
+        let described = describe_pool(st, id);
         delete_pool(st, id);
+        if let Some((lb, what)) = described {
+            record_lb_op(st, lb, now, &timing, format!("delete {what}"));
+        }
         Ok(no_content())
     })
 }
@@ -812,6 +966,7 @@ async fn create_member(
 ) -> ApiResult<Response> {
     let pool = path_uuid(&pool)?;
     let mut body = parse_body(&bytes)?;
+    let timing = app.config().timing.clone();
     let id = app.write(|st, now| {
         if !st.pools.contains_key(&pool) {
             return Err(ApiError::NotFound);
@@ -877,6 +1032,9 @@ async fn create_member(
                 created_at: now,
             },
         );
+        if let Some((lb, what)) = describe_member(st, uuid) {
+            record_lb_op(st, lb, now, &timing, format!("create {what}"));
+        }
         Ok(uuid)
     })?;
     app.read(&base, |ctx| {
@@ -892,7 +1050,8 @@ async fn update_member(
 ) -> ApiResult<Response> {
     let (pool, id) = (path_uuid(&pool)?, path_uuid(&id)?);
     let mut body = parse_body(&bytes)?;
-    app.write(|st, _| {
+    let timing = app.config().timing.clone();
+    app.write(|st, now| {
         let member = st
             .members
             .get_mut(&id)
@@ -915,6 +1074,9 @@ async fn update_member(
         if let Some(t) = tags {
             member.tags = t;
         }
+        if let Some((lb, what)) = describe_member(st, id) {
+            record_lb_op(st, lb, now, &timing, format!("update {what}"));
+        }
         Ok(no_content())
     })
 }
@@ -924,11 +1086,16 @@ async fn delete_member(
     Path((pool, id)): Path<(String, String)>,
 ) -> ApiResult<Response> {
     let (pool, id) = (path_uuid(&pool)?, path_uuid(&id)?);
-    app.write(|st, _| {
+    let timing = app.config().timing.clone();
+    app.write(|st, now| {
         if st.members.get(&id).is_none_or(|m| m.pool != pool) {
             return Err(ApiError::NotFound);
         }
+        let described = describe_member(st, id);
         st.members.shift_remove(&id);
+        if let Some((lb, what)) = described {
+            record_lb_op(st, lb, now, &timing, format!("delete {what}"));
+        }
         Ok(no_content())
     })
 }
@@ -1029,6 +1196,7 @@ async fn create_listener(
     bytes: Bytes,
 ) -> ApiResult<Response> {
     let mut body = parse_body(&bytes)?;
+    let timing = app.config().timing.clone();
     let id = app.write(|st, now| {
         let name = body.string("name", true);
         let pool = existing_ref(&mut body, "pool", true, |p| st.pools.contains_key(&p));
@@ -1071,6 +1239,9 @@ async fn create_listener(
                 created_at: now,
             },
         );
+        if let Some((lb, what)) = describe_listener(st, uuid) {
+            record_lb_op(st, lb, now, &timing, format!("create {what}"));
+        }
         Ok(uuid)
     })?;
     app.read(&base, |ctx| {
@@ -1086,7 +1257,8 @@ async fn update_listener(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     let mut body = parse_body(&bytes)?;
-    app.write(|st, _| {
+    let timing = app.config().timing.clone();
+    app.write(|st, now| {
         let current = st.listeners.get(&id).ok_or(ApiError::NotFound)?.clone();
         body.immutable(
             "pool",
@@ -1142,6 +1314,9 @@ async fn update_listener(
         if let Some(t) = tags {
             l.tags = t;
         }
+        if let Some((lb, what)) = describe_listener(st, id) {
+            record_lb_op(st, lb, now, &timing, format!("update {what}"));
+        }
         Ok(no_content())
     })
 }
@@ -1151,8 +1326,13 @@ async fn delete_listener(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
-    app.write(|st, _| {
+    let timing = app.config().timing.clone();
+    app.write(|st, now| {
+        let described = describe_listener(st, id);
         st.listeners.shift_remove(&id).ok_or(ApiError::NotFound)?;
+        if let Some((lb, what)) = described {
+            record_lb_op(st, lb, now, &timing, format!("delete {what}"));
+        }
         Ok(no_content())
     })
 }
@@ -1282,6 +1462,7 @@ async fn create_monitor(
     bytes: Bytes,
 ) -> ApiResult<Response> {
     let mut body = parse_body(&bytes)?;
+    let timing = app.config().timing.clone();
     let id = app.write(|st, now| {
         let pool = existing_ref(&mut body, "pool", true, |p| st.pools.contains_key(&p));
         let kind = choice(&mut body, "type", true, MONITOR_TYPES);
@@ -1336,6 +1517,9 @@ async fn create_monitor(
                 created_at: now,
             },
         );
+        if let Some((lb, what)) = describe_monitor(st, uuid) {
+            record_lb_op(st, lb, now, &timing, format!("create {what}"));
+        }
         Ok(uuid)
     })?;
     app.read(&base, |ctx| {
@@ -1354,7 +1538,8 @@ async fn update_monitor(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     let mut body = parse_body(&bytes)?;
-    app.write(|st, _| {
+    let timing = app.config().timing.clone();
+    app.write(|st, now| {
         let m = st.health_monitors.get_mut(&id).ok_or(ApiError::NotFound)?;
         body.immutable("type", &json!(m.kind));
         body.immutable("pool", &json!({"uuid": m.pool.to_string()}));
@@ -1388,16 +1573,24 @@ async fn update_monitor(
         if let Some(t) = tags {
             m.tags = t;
         }
+        if let Some((lb, what)) = describe_monitor(st, id) {
+            record_lb_op(st, lb, now, &timing, format!("update {what}"));
+        }
         Ok(no_content())
     })
 }
 
 async fn delete_monitor(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
-    app.write(|st, _| {
+    let timing = app.config().timing.clone();
+    app.write(|st, now| {
+        let described = describe_monitor(st, id);
         st.health_monitors
             .shift_remove(&id)
             .ok_or(ApiError::NotFound)?;
+        if let Some((lb, what)) = described {
+            record_lb_op(st, lb, now, &timing, format!("delete {what}"));
+        }
         Ok(no_content())
     })
 }

@@ -89,6 +89,14 @@ impl Server {
         self.status(now) == "running"
     }
 
+    /// Every address of every interface (what the data plane knows the host by).
+    pub fn addresses(&self) -> Vec<IpAddr> {
+        self.interfaces
+            .iter()
+            .flat_map(|i| i.addresses.iter().map(|a| a.address))
+            .collect()
+    }
+
     /// The first address of `version` on the public interface (what `next_hop` uses).
     pub fn public_address(&self, version: u8) -> Option<IpAddr> {
         self.interfaces
@@ -654,6 +662,15 @@ pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -
             changing_until,
         },
     );
+    let transitions: Vec<(Time, bool)> = match changing_until {
+        Some(ready) => vec![(now, false), (ready, power == Power::Running)],
+        None => vec![(now, power == Power::Running)],
+    };
+    if let Some(s) = st.servers.get(&uuid) {
+        let (name, addresses) = (s.name.clone(), s.addresses());
+        st.dataplane
+            .record_host(uuid, &name, addresses, now, &transitions);
+    }
     Ok(uuid)
 }
 
@@ -933,14 +950,32 @@ async fn update(
         if let Some(t) = tags {
             server.tags = t;
         }
+        let (name, addresses, changing) = (
+            server.name.clone(),
+            server.addresses(),
+            server.changing_until,
+        );
+        // A flavor change passes through `changing` (the server is stopped anyway).
+        let transitions: Vec<(Time, bool)> = match changing {
+            Some(t) if t > now => vec![(now, false)],
+            _ => Vec::new(),
+        };
+        if transitions.is_empty() {
+            st.dataplane.set_host_addresses(id, &name, addresses);
+        } else {
+            st.dataplane
+                .record_host(id, &name, addresses, now, &transitions);
+        }
         Ok(no_content())
     })
 }
 
 async fn delete(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
-    app.write(|st, _| {
-        st.servers.shift_remove(&id).ok_or(ApiError::NotFound)?;
+    app.write(|st, now| {
+        let server = st.servers.shift_remove(&id).ok_or(ApiError::NotFound)?;
+        st.dataplane
+            .record_host(id, &server.name, server.addresses(), now, &[(now, false)]);
         // Floating IPs stay, unassigned (the reference §8).
         for fip in st.floating_ips.values_mut() {
             if fip.server == Some(id) {
@@ -968,7 +1003,18 @@ async fn action(
     app.write(|st, now| {
         let server = st.servers.get_mut(&id).ok_or(ApiError::NotFound)?;
         server.power = target;
-        server.changing_until = Some(now + delta_from_secs(timing));
+        let ready = now + delta_from_secs(timing);
+        server.changing_until = Some(ready);
+        let (name, addresses) = (server.name.clone(), server.addresses());
+        // Stop, start and reboot all interrupt service at once; start and reboot answer again
+        // once the transition is over.
+        st.dataplane.record_host(
+            id,
+            &name,
+            addresses,
+            now,
+            &[(now, false), (ready, target == Power::Running)],
+        );
         Ok(no_content())
     })
 }

@@ -1,0 +1,660 @@
+//! The load-balancer data-plane model: what the load balancers *do*, as opposed to what the
+//! API *shows*. See `fakecloud/MODEL.md` for the model, its rules and its assumptions.
+//!
+//! The API view changes the moment a request is answered; the data plane sees each change
+//! only once the load balancer has applied it. Every change is kept as an [`AppliedOp`] with
+//! the configuration the load balancer runs from its `effective_at` on, so that any past
+//! moment can be asked: would a new connection from this client to this address and port
+//! have succeeded?
+//!
+//! Everything here is a pure function of the recorded history and a point in virtual time.
+//! History at or before "now" never changes (new records are effective now or later), so
+//! repeated queries agree and a manual clock gives identical answers run after run.
+
+use crate::clock::{Time, delta_from_secs};
+use crate::resources::load_balancers::HttpCheck;
+use indexmap::IndexMap;
+use ipnet::IpNet;
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+use uuid::Uuid;
+
+/// All history the data plane needs; part of the state dump.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub struct DataPlane {
+    pub lbs: IndexMap<Uuid, LbHistory>,
+    /// Per server: its addresses and when it answered (running) or not.
+    pub hosts: IndexMap<Uuid, HostHistory>,
+    /// Backend behaviour declared through `/_fake/backends`, in time order.
+    pub backends: Vec<BackendDecl>,
+    /// Floating IP assignments, in time order.
+    pub floating: Vec<FloatingEvent>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LbHistory {
+    pub name: String,
+    pub created_at: Time,
+    /// Provisioning done: VIPs answer (with an empty configuration) from here on.
+    pub ready_at: Time,
+    pub deleted_at: Option<Time>,
+    pub vips: Vec<IpAddr>,
+    /// Applied operations in the order the load balancer applies them.
+    pub ops: Vec<AppliedOp>,
+}
+
+/// One API write as the load balancer applies it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AppliedOp {
+    pub requested_at: Time,
+    pub effective_at: Time,
+    /// e.g. `create listener "tcp/80" (tcp 80)`.
+    pub operation: String,
+    /// The configuration the data plane runs from `effective_at` on.
+    pub config: LbConfig,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LbConfig {
+    pub listeners: Vec<ListenerCfg>,
+    pub members: Vec<MemberCfg>,
+    pub monitors: Vec<MonitorCfg>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListenerCfg {
+    pub uuid: Uuid,
+    pub name: String,
+    pub protocol: String,
+    pub port: u16,
+    pub allowed_cidrs: Vec<IpNet>,
+    pub pool: Option<Uuid>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemberCfg {
+    pub uuid: Uuid,
+    pub pool: Uuid,
+    pub address: IpAddr,
+    pub protocol_port: u16,
+    pub monitor_port: Option<u16>,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MonitorCfg {
+    pub uuid: Uuid,
+    pub pool: Uuid,
+    pub kind: String,
+    pub delay_s: i64,
+    pub up_threshold: i64,
+    pub down_threshold: i64,
+    pub http: Option<HttpCheck>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostHistory {
+    pub name: String,
+    pub addresses: Vec<IpAddr>,
+    /// `(since, answering)`, in time order; entries may lie in the future (a boot in
+    /// progress) and are cut back when a later action overrides them.
+    pub log: Vec<(Time, bool)>,
+}
+
+/// How a backend address (and optionally port) answers, from `at` on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BackendDecl {
+    pub at: Time,
+    pub address: IpAddr,
+    /// `None`: every port of the address.
+    pub port: Option<u16>,
+    /// `None`: back to the default (answers while its server runs).
+    pub behaviour: Option<Behaviour>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Behaviour {
+    /// A TCP connect succeeds.
+    pub tcp: bool,
+    /// A UDP probe is answered.
+    pub udp: bool,
+    /// Status of an HTTP check (only when `tcp`).
+    pub http_status: u16,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour {
+            tcp: true,
+            udp: true,
+            http_status: 200,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FloatingEvent {
+    pub at: Time,
+    pub address: IpAddr,
+    /// The load balancer the IP points to from `at` on (`None`: a server, or deleted).
+    pub load_balancer: Option<Uuid>,
+}
+
+// ---- recording ------------------------------------------------------------------------
+
+impl DataPlane {
+    pub fn record_host(
+        &mut self,
+        server: Uuid,
+        name: &str,
+        addresses: Vec<IpAddr>,
+        now: Time,
+        transitions: &[(Time, bool)],
+    ) {
+        let host = self.hosts.entry(server).or_default();
+        host.name = name.to_string();
+        host.addresses = addresses;
+        // A new action overrides whatever was scheduled after now.
+        host.log.retain(|(t, _)| *t < now);
+        host.log.extend_from_slice(transitions);
+    }
+
+    /// Updates a host's addresses without touching its power history.
+    pub fn set_host_addresses(&mut self, server: Uuid, name: &str, addresses: Vec<IpAddr>) {
+        let host = self.hosts.entry(server).or_default();
+        host.name = name.to_string();
+        host.addresses = addresses;
+    }
+
+    pub fn record_floating(&mut self, address: IpAddr, load_balancer: Option<Uuid>, now: Time) {
+        self.floating.push(FloatingEvent {
+            at: now,
+            address,
+            load_balancer,
+        });
+    }
+
+    /// Whether the host owning `address` answers at `t` (`None`: no server owns it).
+    fn host_answers(&self, address: IpAddr, t: Time) -> Option<bool> {
+        let host = self
+            .hosts
+            .values()
+            .find(|h| h.addresses.contains(&address))?;
+        Some(
+            host.log
+                .iter()
+                .take_while(|(since, _)| *since <= t)
+                .last()
+                .is_some_and(|(_, up)| *up),
+        )
+    }
+
+    /// How `address:port` behaves at `t`: declarations first (port over address-wide), then
+    /// the default; a server that is not running never answers.
+    pub fn behaviour(&self, address: IpAddr, port: u16, t: Time) -> Behaviour {
+        if self.host_answers(address, t) == Some(false) {
+            return Behaviour {
+                tcp: false,
+                udp: false,
+                http_status: 0,
+            };
+        }
+        let latest = |want: Option<u16>| {
+            self.backends
+                .iter()
+                .filter(|d| d.at <= t && d.address == address && d.port == want)
+                .next_back()
+        };
+        match latest(Some(port)) {
+            Some(d) if d.behaviour.is_some() => d.behaviour.unwrap_or_default(),
+            _ => latest(None).and_then(|d| d.behaviour).unwrap_or_default(),
+        }
+    }
+
+    /// Times at which anything about `address` may change.
+    fn address_change_points(&self, address: IpAddr, out: &mut Vec<Time>) {
+        if let Some(host) = self.hosts.values().find(|h| h.addresses.contains(&address)) {
+            out.extend(host.log.iter().map(|(t, _)| *t));
+        }
+        out.extend(
+            self.backends
+                .iter()
+                .filter(|d| d.address == address)
+                .map(|d| d.at),
+        );
+    }
+}
+
+impl LbHistory {
+    /// The configuration running at `t`, if the load balancer is up then.
+    pub fn config_at(&self, t: Time) -> Option<&LbConfig> {
+        if t < self.ready_at || self.deleted_at.is_some_and(|d| t >= d) {
+            return None;
+        }
+        self.ops
+            .iter()
+            .take_while(|op| op.effective_at <= t)
+            .last()
+            .map(|op| &op.config)
+    }
+
+    fn boundaries(&self, out: &mut Vec<Time>) {
+        out.push(self.ready_at);
+        out.extend(self.deleted_at);
+        out.extend(self.ops.iter().map(|o| o.effective_at));
+    }
+}
+
+// ---- member health --------------------------------------------------------------------
+
+/// A member's health as its monitor sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Health {
+    /// Not (yet) part of the applied configuration.
+    Absent,
+    NoMonitor,
+    /// Checked, but not yet `up_threshold` successes in a row.
+    Changing,
+    Up,
+    Down,
+}
+
+impl Health {
+    pub fn api_status(self, pending_with_monitor: bool) -> &'static str {
+        match self {
+            Health::Absent if pending_with_monitor => "changing",
+            Health::Absent | Health::NoMonitor => "no_monitor",
+            Health::Changing => "changing",
+            Health::Up => "up",
+            Health::Down => "down",
+        }
+    }
+
+    /// Whether the load balancer sends new connections to the member.
+    pub fn routable(self) -> bool {
+        matches!(self, Health::Up | Health::NoMonitor)
+    }
+}
+
+/// Whether one check of `monitor` against `member` succeeds at `t`.
+fn check_succeeds(dp: &DataPlane, member: &MemberCfg, monitor: &MonitorCfg, t: Time) -> bool {
+    let port = member.monitor_port.unwrap_or(member.protocol_port);
+    let b = dp.behaviour(member.address, port, t);
+    match monitor.kind.as_str() {
+        "udp-connect" => b.udp,
+        "http" | "https" => {
+            let codes = monitor
+                .http
+                .as_ref()
+                .map(|h| h.expected_codes.clone())
+                .unwrap_or_else(|| vec!["200".to_string()]);
+            b.tcp && code_matches(&codes, b.http_status)
+        }
+        "ping" => b.tcp || b.udp,
+        _ => b.tcp,
+    }
+}
+
+/// `expected_codes` entries are single codes (`"200"`) or ranges (`"200-204"`).
+pub fn code_matches(codes: &[String], status: u16) -> bool {
+    codes.iter().any(|c| match c.split_once('-') {
+        Some((lo, hi)) => match (lo.parse::<u16>(), hi.parse::<u16>()) {
+            (Ok(lo), Ok(hi)) => (lo..=hi).contains(&status),
+            _ => false,
+        },
+        None => c.parse::<u16>().ok() == Some(status),
+    })
+}
+
+/// The health of `member` over time up to `until`, as `(since, health)` changes.
+///
+/// Checks run every `delay_s` from the moment the member and its monitor are both applied;
+/// `up_threshold` successes in a row make it `Up`, `down_threshold` failures in a row make it
+/// `Down`. Between two change points (configuration applied, server started or stopped,
+/// backend declared) every check has the same outcome, so whole runs of checks are counted
+/// arithmetically instead of being simulated one by one.
+pub fn member_health(
+    dp: &DataPlane,
+    lb: &LbHistory,
+    member: Uuid,
+    until: Time,
+) -> Vec<(Time, Health)> {
+    let mut points: Vec<Time> = Vec::new();
+    lb.boundaries(&mut points);
+    let address = lb
+        .ops
+        .iter()
+        .flat_map(|o| o.config.members.iter())
+        .find(|m| m.uuid == member)
+        .map(|m| m.address);
+    if let Some(a) = address {
+        dp.address_change_points(a, &mut points);
+    }
+    points.retain(|t| *t <= until);
+    points.sort();
+    points.dedup();
+
+    let mut events: Vec<(Time, Health)> = Vec::new();
+    let push = |events: &mut Vec<(Time, Health)>, t: Time, h: Health| {
+        if events.last().map(|(_, last)| *last) != Some(h) {
+            events.push((t, h));
+        }
+    };
+    // Check state carried across segments.
+    let mut monitor_id: Option<Uuid> = None;
+    let mut delay = delta_from_secs(2.0);
+    let mut next_check: Option<Time> = None;
+    let mut state = Health::Absent;
+    let (mut ok_run, mut fail_run) = (0i64, 0i64);
+
+    for (i, &start) in points.iter().enumerate() {
+        let end = points.get(i + 1).copied().unwrap_or(until);
+        let cfg = lb.config_at(start);
+        let m = cfg.and_then(|c| c.members.iter().find(|m| m.uuid == member));
+        let Some(m) = m else {
+            state = Health::Absent;
+            monitor_id = None;
+            next_check = None;
+            push(&mut events, start, state);
+            continue;
+        };
+        let mon = cfg.and_then(|c| c.monitors.iter().find(|x| x.pool == m.pool));
+        let Some(mon) = mon else {
+            state = Health::NoMonitor;
+            monitor_id = None;
+            next_check = None;
+            push(&mut events, start, state);
+            continue;
+        };
+        let new_delay = delta_from_secs(mon.delay_s.max(1) as f64);
+        if monitor_id != Some(mon.uuid) || matches!(state, Health::Absent | Health::NoMonitor) {
+            // A new monitor (or a member newly under one) starts from scratch.
+            monitor_id = Some(mon.uuid);
+            state = Health::Changing;
+            ok_run = 0;
+            fail_run = 0;
+            delay = new_delay;
+            next_check = Some(start + delay);
+            push(&mut events, start, state);
+        } else if new_delay != delay {
+            // A changed interval takes effect from the change on.
+            delay = new_delay;
+            next_check = Some(start + delay);
+        }
+        let Some(mut check) = next_check else {
+            continue;
+        };
+        if check >= end {
+            continue;
+        }
+        let outcome = check_succeeds(dp, m, mon, start);
+        let step = delay.num_microseconds().unwrap_or(1).max(1);
+        let span = (end - check).num_microseconds().unwrap_or(0);
+        // Checks at check, check+delay, ... strictly before `end`.
+        let count = if span <= 0 { 0 } else { (span - 1) / step + 1 };
+        if outcome {
+            fail_run = 0;
+            let need = mon.up_threshold.max(1) - ok_run;
+            if state != Health::Up && need <= count {
+                let at = check + chrono::TimeDelta::microseconds(step * (need - 1).max(0));
+                state = Health::Up;
+                push(&mut events, at, state);
+            }
+            ok_run += count;
+        } else {
+            ok_run = 0;
+            let need = mon.down_threshold.max(1) - fail_run;
+            if state != Health::Down && need <= count {
+                let at = check + chrono::TimeDelta::microseconds(step * (need - 1).max(0));
+                state = Health::Down;
+                push(&mut events, at, state);
+            }
+            fail_run += count;
+        }
+        check += chrono::TimeDelta::microseconds(step * count);
+        next_check = Some(check);
+    }
+    events
+}
+
+/// The health at `t` from a list of changes.
+pub fn health_at(events: &[(Time, Health)], t: Time) -> Health {
+    events
+        .iter()
+        .take_while(|(since, _)| *since <= t)
+        .last()
+        .map(|(_, h)| *h)
+        .unwrap_or(Health::Absent)
+}
+
+// ---- availability ---------------------------------------------------------------------
+
+/// One way into a load balancer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    Vip,
+    FloatingIp,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DownInterval {
+    #[serde(serialize_with = "crate::clock::ser_time")]
+    pub from: Time,
+    #[serde(serialize_with = "crate::clock::ser_time")]
+    pub to: Time,
+    pub reason: &'static str,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EntryAvailability {
+    pub address: IpAddr,
+    pub kind: EntryKind,
+    pub protocol: String,
+    pub port: u16,
+    pub down: Vec<DownInterval>,
+    pub downtime_s: f64,
+}
+
+/// Whether the floating IP `address` delivers to `lb` at `t` (assignment propagated).
+fn floating_active(dp: &DataPlane, address: IpAddr, lb: Uuid, t: Time, propagation: f64) -> bool {
+    let mut since: Option<Time> = None;
+    for e in dp
+        .floating
+        .iter()
+        .filter(|e| e.address == address && e.at <= t)
+    {
+        if e.load_balancer == Some(lb) {
+            since.get_or_insert(e.at);
+        } else {
+            since = None;
+        }
+    }
+    since.is_some_and(|s| s + delta_from_secs(propagation) <= t)
+}
+
+/// Why a new connection fails at `t`, or `None` if it succeeds.
+#[allow(clippy::too_many_arguments)]
+fn failure_at(
+    dp: &DataPlane,
+    lb_id: Uuid,
+    lb: &LbHistory,
+    entry: (IpAddr, EntryKind),
+    protocol: &str,
+    port: u16,
+    client: IpAddr,
+    health: &[(Uuid, Vec<(Time, Health)>)],
+    propagation: f64,
+    t: Time,
+) -> Option<&'static str> {
+    let Some(cfg) = lb.config_at(t) else {
+        return Some(if lb.deleted_at.is_some_and(|d| t >= d) {
+            "load balancer deleted"
+        } else {
+            "load balancer not provisioned"
+        });
+    };
+    if entry.1 == EntryKind::FloatingIp && !floating_active(dp, entry.0, lb_id, t, propagation) {
+        return Some("floating IP not assigned or not propagated");
+    }
+    let Some(listener) = cfg
+        .listeners
+        .iter()
+        .find(|l| l.protocol == protocol && l.port == port)
+    else {
+        return Some("no listener");
+    };
+    if !listener.allowed_cidrs.is_empty()
+        && !listener.allowed_cidrs.iter().any(|c| c.contains(&client))
+    {
+        return Some("client not in allowed_cidrs");
+    }
+    let Some(pool) = listener.pool else {
+        return Some("listener has no pool");
+    };
+    let mut routable = false;
+    for m in cfg.members.iter().filter(|m| m.pool == pool && m.enabled) {
+        let h = health
+            .iter()
+            .find(|(id, _)| *id == m.uuid)
+            .map(|(_, ev)| health_at(ev, t))
+            .unwrap_or(Health::Absent);
+        if !h.routable() {
+            continue;
+        }
+        routable = true;
+        let b = dp.behaviour(m.address, m.protocol_port, t);
+        let serves = if protocol == "udp" { b.udp } else { b.tcp };
+        if serves {
+            return None;
+        }
+    }
+    Some(if routable {
+        "no member answers"
+    } else {
+        "no member up"
+    })
+}
+
+/// Every (protocol, port) any applied configuration listened on, in first-seen order.
+fn listener_keys(lb: &LbHistory) -> Vec<(String, u16)> {
+    let mut keys: Vec<(String, u16)> = Vec::new();
+    for l in lb.ops.iter().flat_map(|o| o.config.listeners.iter()) {
+        if !keys.iter().any(|(p, n)| *p == l.protocol && *n == l.port) {
+            keys.push((l.protocol.clone(), l.port));
+        }
+    }
+    keys
+}
+
+/// Down intervals and total downtime per entry address and listener port within
+/// `[from, to)`, for new connections from `client`.
+pub fn availability(
+    dp: &DataPlane,
+    lb_id: Uuid,
+    from: Time,
+    to: Time,
+    client: IpAddr,
+    propagation: f64,
+) -> Option<Vec<EntryAvailability>> {
+    let lb = dp.lbs.get(&lb_id)?;
+    let mut entries: Vec<(IpAddr, EntryKind)> =
+        lb.vips.iter().map(|a| (*a, EntryKind::Vip)).collect();
+    for e in &dp.floating {
+        if e.load_balancer == Some(lb_id) && !entries.iter().any(|(a, _)| *a == e.address) {
+            entries.push((e.address, EntryKind::FloatingIp));
+        }
+    }
+    let mut members: Vec<Uuid> = Vec::new();
+    for m in lb.ops.iter().flat_map(|o| o.config.members.iter()) {
+        if !members.contains(&m.uuid) {
+            members.push(m.uuid);
+        }
+    }
+    let health: Vec<(Uuid, Vec<(Time, Health)>)> = members
+        .iter()
+        .map(|m| (*m, member_health(dp, lb, *m, to)))
+        .collect();
+
+    // Every moment at which the answer may change.
+    let mut points = vec![from];
+    lb.boundaries(&mut points);
+    for (_, ev) in &health {
+        points.extend(ev.iter().map(|(t, _)| *t));
+    }
+    let mut addresses: Vec<IpAddr> = Vec::new();
+    for m in lb.ops.iter().flat_map(|o| o.config.members.iter()) {
+        if !addresses.contains(&m.address) {
+            addresses.push(m.address);
+        }
+    }
+    for a in addresses {
+        dp.address_change_points(a, &mut points);
+    }
+    for e in &dp.floating {
+        points.push(e.at);
+        points.push(e.at + delta_from_secs(propagation));
+    }
+    points.retain(|t| *t >= from && *t < to);
+    points.sort();
+    points.dedup();
+
+    let mut out = Vec::new();
+    for entry in &entries {
+        for (protocol, port) in listener_keys(lb) {
+            let mut down: Vec<DownInterval> = Vec::new();
+            for (i, &t) in points.iter().enumerate() {
+                let end = points.get(i + 1).copied().unwrap_or(to);
+                if let Some(reason) = failure_at(
+                    dp,
+                    lb_id,
+                    lb,
+                    *entry,
+                    &protocol,
+                    port,
+                    client,
+                    &health,
+                    propagation,
+                    t,
+                ) {
+                    match down.last_mut() {
+                        Some(last) if last.to == t && last.reason == reason => last.to = end,
+                        _ => down.push(DownInterval {
+                            from: t,
+                            to: end,
+                            reason,
+                        }),
+                    }
+                }
+            }
+            let downtime_s = down
+                .iter()
+                .map(|d| (d.to - d.from).num_microseconds().unwrap_or(0) as f64 / 1e6)
+                .sum();
+            out.push(EntryAvailability {
+                address: entry.0,
+                kind: entry.1,
+                protocol,
+                port,
+                down,
+                downtime_s,
+            });
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_codes_accept_single_codes_and_ranges() {
+        let codes = vec!["200".to_string(), "300-302".to_string()];
+        assert!(code_matches(&codes, 200));
+        assert!(code_matches(&codes, 301));
+        assert!(!code_matches(&codes, 204));
+        assert!(!code_matches(&["x-y".to_string()], 200));
+    }
+}

@@ -1,0 +1,521 @@
+//! The `fakecloud` binary as a user runs it (fakecloud/README.md, "Run it"): start-up line,
+//! tokens, seed files, start-up errors, signals and `--public-url`.
+//!
+//! Every test spawns the real binary; a guard kills it when the test ends, pass or fail.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fakecloud");
+/// How long start-up, a failing start or a signalled shutdown may take.
+const DEADLINE: Duration = Duration::from_secs(10);
+const POLL: Duration = Duration::from_millis(20);
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("crate lies in the workspace")
+        .to_path_buf()
+}
+
+/// A running (or exited) `fakecloud` process; killed and reaped on drop.
+struct Proc {
+    child: Child,
+    stdout: Receiver<String>,
+    stdout_seen: Vec<String>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Proc {
+    /// Spawns the binary from the workspace root, without `RUST_BACKTRACE` in its
+    /// environment unless `env` sets it.
+    fn spawn(args: &[&str], env: &[(&str, &str)]) -> Proc {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .current_dir(workspace_root())
+            .env_remove("RUST_BACKTRACE")
+            .env_remove("RUST_LIB_BACKTRACE")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn fakecloud");
+        let out = child.stdout.take().expect("piped stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut err = child.stderr.take().expect("piped stderr");
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        Proc {
+            child,
+            stdout: rx,
+            stdout_seen: Vec::new(),
+            stderr: Some(stderr),
+        }
+    }
+
+    fn pid(&self) -> String {
+        self.child.id().to_string()
+    }
+
+    /// The next stdout line, waiting at most until the deadline.
+    fn next_line(&mut self) -> String {
+        match self.stdout.recv_timeout(DEADLINE) {
+            Ok(line) => {
+                self.stdout_seen.push(line.clone());
+                line
+            }
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "no stdout line within {DEADLINE:?}; seen so far: {:?}",
+                self.stdout_seen
+            ),
+            Err(RecvTimeoutError::Disconnected) => {
+                let status = self.wait_exit();
+                let stderr = self.take_stderr();
+                panic!(
+                    "stdout closed ({status:?}); seen: {:?}; stderr: {stderr}",
+                    self.stdout_seen
+                )
+            }
+        }
+    }
+
+    /// Reads stdout until a line contains `needle`; returns all lines read so far.
+    fn stdout_until(&mut self, needle: &str) -> Vec<String> {
+        while !self.stdout_seen.iter().any(|l| l.contains(needle)) {
+            self.next_line();
+        }
+        self.stdout_seen.clone()
+    }
+
+    /// Waits (bounded) for the process to exit.
+    fn wait_exit(&mut self) -> ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(
+                start.elapsed() < DEADLINE,
+                "fakecloud still running after {DEADLINE:?}"
+            );
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Everything written to stderr; call once the process has exited.
+    fn take_stderr(&mut self) -> String {
+        self.stderr
+            .take()
+            .map(|h| h.join().expect("stderr reader"))
+            .unwrap_or_default()
+    }
+
+    fn signal(&self, sig: &str) {
+        let status = Command::new("kill")
+            .args([sig, &self.pid()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {sig} failed");
+    }
+}
+
+/// Parses `fakecloud listening on http://127.0.0.1:PORT` (exactly) into the base URL.
+fn parse_listening_line(line: &str) -> String {
+    let port = line
+        .strip_prefix("fakecloud listening on http://127.0.0.1:")
+        .unwrap_or_else(|| panic!("unexpected first stdout line: {line:?}"));
+    let port: u16 = port
+        .parse()
+        .unwrap_or_else(|_| panic!("first line does not end in a port: {line:?}"));
+    assert_ne!(port, 0, "the real port is printed, not 0");
+    format!("http://127.0.0.1:{port}")
+}
+
+/// Spawns a server and returns it with its base URL read off the first stdout line.
+fn start(args: &[&str]) -> (Proc, String) {
+    let mut p = Proc::spawn(args, &[]);
+    let first = p.next_line();
+    let base = parse_listening_line(&first);
+    (p, base)
+}
+
+async fn call(
+    method: Method,
+    url: &str,
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
+    let http = reqwest::Client::new();
+    let mut rb = http.request(method.clone(), url);
+    if let Some(t) = token {
+        rb = rb.bearer_auth(t);
+    }
+    if let Some(b) = body {
+        rb = rb.json(&b);
+    }
+    let resp = rb
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let status = resp.status();
+    let text = resp.text().await.expect("read body");
+    let v = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
+    };
+    (status, v)
+}
+
+/// Runs the binary with `args`, expects a quick non-zero exit, and returns stderr.
+fn failing_start(args: &[&str], env: &[(&str, &str)]) -> String {
+    let mut p = Proc::spawn(args, env);
+    let status = p.wait_exit();
+    let stderr = p.take_stderr();
+    assert!(
+        !status.success(),
+        "{args:?} must fail, exited {status:?}; stderr: {stderr}"
+    );
+    let lower = stderr.to_lowercase();
+    assert!(
+        !lower.contains("panicked"),
+        "{args:?}: no panic expected: {stderr}"
+    );
+    stderr
+}
+
+/// The first non-empty stderr line, which must name the problem.
+fn first_line(stderr: &str) -> &str {
+    stderr
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_else(|| panic!("stderr is empty"))
+}
+
+fn temp_file(name: &str, contents: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("fakecloud-binary-{}-{name}", std::process::id()));
+    std::fs::write(&path, contents).expect("write temp file");
+    path
+}
+
+#[tokio::test]
+async fn tokens_read_only_tokens_and_unknown_tokens() {
+    let (_p, base) = start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--token",
+        "a",
+        "--token",
+        "b",
+        "--read-only-token",
+        "r",
+    ]);
+    let servers = format!("{base}/v1/servers");
+    let networks = format!("{base}/v1/networks");
+    for token in ["a", "b"] {
+        let (st, v) = call(Method::GET, &servers, Some(token), None).await;
+        assert_eq!(st, StatusCode::OK, "GET with {token}: {v}");
+        let body = json!({"name": format!("net-{token}")});
+        let (st, v) = call(Method::POST, &networks, Some(token), Some(body)).await;
+        assert_eq!(st, StatusCode::CREATED, "POST with {token}: {v}");
+    }
+
+    let (st, v) = call(Method::GET, &networks, Some("r"), None).await;
+    assert_eq!(st, StatusCode::OK, "GET with the read-only token: {v}");
+    assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+    let (st, v) = call(
+        Method::POST,
+        &networks,
+        Some("r"),
+        Some(json!({"name": "x"})),
+    )
+    .await;
+    assert_eq!(
+        st,
+        StatusCode::FORBIDDEN,
+        "POST with the read-only token: {v}"
+    );
+
+    for token in ["unknown", "fakecloud-token"] {
+        let (st, v) = call(Method::GET, &servers, Some(token), None).await;
+        assert_eq!(st, StatusCode::UNAUTHORIZED, "GET with {token}: {v}");
+    }
+    let (st, v) = call(Method::GET, &servers, None, None).await;
+    assert_eq!(st, StatusCode::UNAUTHORIZED, "GET without a token: {v}");
+}
+
+#[tokio::test]
+async fn default_token_is_printed_and_accepted() {
+    let (mut p, base) = start(&["--listen", "127.0.0.1:0"]);
+    let out = p.stdout_until("fakecloud-token");
+    assert!(
+        out.iter().skip(1).any(|l| l.contains("fakecloud-token")),
+        "stdout mentions the default token: {out:?}"
+    );
+    let (st, v) = call(
+        Method::GET,
+        &format!("{base}/v1/servers"),
+        Some("fakecloud-token"),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(v, json!([]));
+}
+
+#[tokio::test]
+async fn example_seed_file_is_served() {
+    let rel = "fakecloud/examples/seed.yaml";
+    let text = std::fs::read_to_string(workspace_root().join(rel)).expect("read example seed");
+    let seed = fakecloud::parse_seed(&text).expect("example seed parses");
+    assert!(!seed.servers.is_empty());
+
+    let (_p, base) = start(&["--listen", "127.0.0.1:0", "--seed", rel]);
+    let (st, v) = call(
+        Method::GET,
+        &format!("{base}/v1/servers"),
+        Some("fakecloud-token"),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    let listed = v.as_array().expect("bare array");
+    assert_eq!(listed.len(), seed.servers.len(), "{v}");
+    for want in &seed.servers {
+        let got = listed
+            .iter()
+            .find(|s| s["name"] == want.name.as_str())
+            .unwrap_or_else(|| panic!("server {} is listed: {v}", want.name));
+        let private: Vec<&str> = got["interfaces"]
+            .as_array()
+            .expect("interfaces")
+            .iter()
+            .filter(|i| i["type"] == "private")
+            .flat_map(|i| i["addresses"].as_array().into_iter().flatten())
+            .filter_map(|a| a["address"].as_str())
+            .collect();
+        assert_eq!(private.len(), want.private.len(), "{}: {got}", want.name);
+        for (addr, spec) in private.iter().zip(&want.private) {
+            match spec.address {
+                Some(fixed) => assert_eq!(*addr, fixed.to_string(), "{}", want.name),
+                None => assert!(addr.starts_with("10.100.0."), "{}: {addr}", want.name),
+            }
+        }
+    }
+}
+
+#[test]
+fn seed_file_with_a_bad_reference_fails_naming_the_entry() {
+    let path = temp_file(
+        "bad-ref.yaml",
+        "servers:\n  - name: lonely\n    private:\n      - network: no-such-net\n",
+    );
+    let p = path.to_str().expect("utf-8 path");
+    let stderr = failing_start(&["--listen", "127.0.0.1:0", "--seed", p], &[]);
+    let line = first_line(&stderr);
+    for needle in [p, "lonely", "no-such-net"] {
+        assert!(line.contains(needle), "{needle:?} in {line:?}");
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+#[ignore = "src/main.rs formats seed errors with {e:?}: `BadRequest({\"servers\": \"server \\\"b\\\": ...\"})` instead of a plain sentence"]
+fn seed_file_error_is_a_plain_sentence() {
+    let path = temp_file(
+        "bad-ref-plain.yaml",
+        "servers:\n  - name: lonely\n    private:\n      - network: no-such-net\n",
+    );
+    let p = path.to_str().expect("utf-8 path");
+    let stderr = failing_start(&["--listen", "127.0.0.1:0", "--seed", p], &[]);
+    let line = first_line(&stderr);
+    assert!(!line.contains("BadRequest"), "no Debug output: {line}");
+    assert!(!line.contains("\\\""), "no escaped quotes: {line}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn seed_file_with_an_unknown_key_fails_naming_the_key() {
+    let path = temp_file(
+        "bad-key.yaml",
+        "servers:\n  - name: a\n    flavour: flex-4-2\n",
+    );
+    let p = path.to_str().expect("utf-8 path");
+    let stderr = failing_start(&["--listen", "127.0.0.1:0", "--seed", p], &[]);
+    let line = first_line(&stderr);
+    assert!(line.contains(p), "{line}");
+    assert!(line.contains("unknown field `flavour`"), "{line}");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn missing_seed_file_fails_naming_the_file() {
+    let stderr = failing_start(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--seed",
+            "/nonexistent/seed.yaml",
+        ],
+        &[],
+    );
+    assert!(
+        first_line(&stderr).contains("cannot read seed file /nonexistent/seed.yaml"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unknown_flag_fails_naming_the_flag() {
+    let stderr = failing_start(&["--listen", "127.0.0.1:0", "--no-such-flag"], &[]);
+    let line = first_line(&stderr);
+    assert!(line.contains("unexpected argument"), "{line}");
+    assert!(line.contains("--no-such-flag"), "{line}");
+}
+
+#[test]
+fn time_scale_zero_is_refused() {
+    let stderr = failing_start(&["--listen", "127.0.0.1:0", "--time-scale", "0"], &[]);
+    let line = first_line(&stderr);
+    assert!(
+        line.contains("--time-scale must be a positive number, got 0"),
+        "{line}"
+    );
+}
+
+#[test]
+fn listen_on_a_port_in_use_fails_naming_the_address() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("local addr").to_string();
+    let stderr = failing_start(&["--listen", &addr], &[]);
+    let line = first_line(&stderr);
+    assert!(line.contains(&format!("cannot listen on {addr}")), "{line}");
+    assert!(
+        stderr.to_lowercase().contains("address already in use"),
+        "{stderr}"
+    );
+    drop(taken);
+}
+
+#[test]
+#[ignore = "main returns anyhow::Result: with RUST_BACKTRACE=1 set (as in this environment) every start-up error prints a ~30-frame stack backtrace"]
+fn startup_errors_print_no_backtrace_even_with_rust_backtrace_set() {
+    let stderr = failing_start(
+        &["--listen", "127.0.0.1:0", "--time-scale", "0"],
+        &[("RUST_BACKTRACE", "1")],
+    );
+    assert!(
+        !stderr.to_lowercase().contains("backtrace"),
+        "no backtrace expected: {stderr}"
+    );
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "one line: {stderr}");
+}
+
+fn exits_zero_on(sig: &str) {
+    let (mut p, _base) = start(&["--listen", "127.0.0.1:0"]);
+    p.stdout_until("admin API");
+    p.signal(sig);
+    let status = p.wait_exit();
+    assert!(status.success(), "exit after {sig}: {status:?}");
+}
+
+#[test]
+fn sigterm_exits_zero() {
+    exits_zero_on("-TERM");
+}
+
+#[test]
+fn sigint_exits_zero() {
+    exits_zero_on("-INT");
+}
+
+#[tokio::test]
+async fn public_url_is_the_base_of_hrefs() {
+    // The first line does not give the port when --public-url is set (see the ignored
+    // test below), so pick a free one first.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let listen = format!("127.0.0.1:{port}");
+    let mut p = Proc::spawn(
+        &["--listen", &listen, "--public-url", "https://fake.example"],
+        &[],
+    );
+    p.stdout_until("admin API");
+    let base = format!("http://{listen}");
+    let (st, net) = call(
+        Method::POST,
+        &format!("{base}/v1/networks"),
+        Some("fakecloud-token"),
+        Some(json!({"name": "n"})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{net}");
+    let href = net["href"].as_str().expect("href");
+    assert_eq!(
+        href,
+        format!(
+            "https://fake.example/v1/networks/{}",
+            net["uuid"].as_str().expect("uuid")
+        )
+    );
+    let (st, subnets) = call(
+        Method::GET,
+        &format!("{base}/v1/subnets"),
+        Some("fakecloud-token"),
+        None,
+    )
+    .await;
+    assert_eq!(st, StatusCode::OK, "{subnets}");
+    for s in subnets.as_array().expect("array") {
+        for h in [&s["href"], &s["network"]["href"]] {
+            let h = h.as_str().expect("href string");
+            assert!(h.starts_with("https://fake.example/v1/"), "{h}");
+        }
+    }
+}
+
+#[test]
+#[ignore = "with --public-url the first line prints the public URL, not the bound address, so `--listen 127.0.0.1:0` cannot learn its port (README: read it off the first line)"]
+fn first_line_shows_the_bound_address_even_with_public_url() {
+    let (_p, base) = start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--public-url",
+        "https://fake.example",
+    ]);
+    assert!(base.starts_with("http://127.0.0.1:"));
+}
