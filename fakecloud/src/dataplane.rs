@@ -202,8 +202,7 @@ impl DataPlane {
         let latest = |want: Option<u16>| {
             self.backends
                 .iter()
-                .filter(|d| d.at <= t && d.address == address && d.port == want)
-                .next_back()
+                .rfind(|d| d.at <= t && d.address == address && d.port == want)
         };
         match latest(Some(port)) {
             Some(d) if d.behaviour.is_some() => d.behaviour.unwrap_or_default(),
