@@ -4,6 +4,7 @@
 use crate::clock::{Clock, Time, format_time};
 use crate::config::Config;
 use crate::error::{ApiError, ApiResult};
+use crate::faults::{Decision, Faults};
 use crate::state::{Ctx, State};
 use axum::Router;
 use axum::extract::{FromRequestParts, MatchedPath, OriginalUri, Request, State as AxState};
@@ -44,6 +45,7 @@ pub struct Shared {
     pub clock: Clock,
     pub config: Config,
     pub log: Mutex<RequestLog>,
+    pub faults: Faults,
 }
 
 /// Cheap handle to everything a handler needs.
@@ -57,6 +59,7 @@ impl App {
             clock: Clock::new(config.clock),
             config,
             log: Mutex::new(RequestLog::default()),
+            faults: Faults::default(),
         }))
     }
 
@@ -89,10 +92,16 @@ impl App {
         f(&mut st, now)
     }
 
-    /// Clears every resource, the request log and the counters.
+    /// The fault rules.
+    pub fn faults(&self) -> &Faults {
+        &self.0.faults
+    }
+
+    /// Clears every resource, the request log, the counters and the fault rules.
     pub fn reset(&self) {
         *self.0.state.write() = State::default();
         *self.0.log.lock() = RequestLog::default();
+        self.0.faults.clear();
     }
 
     fn record(&self, entry: LogEntry) {
@@ -237,6 +246,48 @@ fn strip_trailing_slash(mut req: Request) -> Request {
     req
 }
 
+/// A request dropped on purpose by a fault rule: hyper closes the connection without an
+/// answer when the service fails.
+#[derive(Debug, thiserror::Error)]
+#[error("connection dropped by fault injection")]
+pub struct Dropped;
+
+/// Applies fault rules to `/v1` requests, then hands them to the router. Faults are decided
+/// before routing, so an injected failure never runs a handler and changes nothing.
+async fn serve_one(app: App, router: Router, req: Request) -> Result<Response, Dropped> {
+    let req = strip_trailing_slash(req);
+    let path = req.uri().path().to_string();
+    if path == "/v1" || path.starts_with("/v1/") {
+        let method = req.method().to_string();
+        let decision = app.faults().decide(&method, &path);
+        let (latency, outcome) = match decision {
+            Decision::Pass(l) => (l, None),
+            Decision::Fail(l, e) => (l, Some(Some(e))),
+            Decision::Drop(l) => (l, Some(None)),
+        };
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        if let Some(outcome) = outcome {
+            let response = outcome.map(IntoResponse::into_response);
+            app.record(LogEntry {
+                time: format_time(app.now()),
+                method,
+                path,
+                query: req.uri().query().map(str::to_string),
+                route: Some("(fault)".to_string()),
+                status: response.as_ref().map(|r| r.status().as_u16()).unwrap_or(0),
+                duration_ms: latency.as_secs_f64() * 1000.0,
+            });
+            return response.ok_or(Dropped);
+        }
+    }
+    match router.oneshot(req).await {
+        Ok(response) => Ok(response),
+        Err(never) => match never {},
+    }
+}
+
 /// A fakecloud serving HTTP on a socket; dropped or shut down, it stops.
 pub struct FakeCloud {
     app: App,
@@ -256,18 +307,8 @@ impl FakeCloud {
     pub async fn start_app(app: App) -> std::io::Result<FakeCloud> {
         let listener = tokio::net::TcpListener::bind(app.config().listen).await?;
         let addr = listener.local_addr()?;
-        let service = router(app.clone()).map_request(strip_trailing_slash);
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, tower::make::Shared::new(service))
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "fakecloud server stopped");
-            }
-        });
+        let task = tokio::spawn(accept_loop(app.clone(), listener, rx));
         Ok(FakeCloud {
             app,
             addr,
@@ -322,6 +363,42 @@ impl FakeCloud {
             let _ = task.await;
         }
     }
+}
+
+/// Serves HTTP/1.1 connections until `stop` fires, then lets in-flight requests finish
+/// (for at most a few seconds).
+async fn accept_loop(app: App, listener: tokio::net::TcpListener, mut stop: oneshot::Receiver<()>) {
+    let router = router(app.clone());
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut stop => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let (app, router) = (app.clone(), router.clone());
+        let service =
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                serve_one(app.clone(), router.clone(), req.map(axum::body::Body::new))
+            });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            // Errors here are clients going away or injected drops: nothing to report.
+            let _ = conn.await;
+        });
+    }
+    drop(listener);
+    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
 }
 
 impl Drop for FakeCloud {

@@ -11,7 +11,7 @@ pub enum ApiError {
     #[error("not found")]
     NotFound,
     /// Field errors (key = request field name) or a `detail` message.
-    #[error("bad request: {0:?}")]
+    #[error("{}", join_fields(.0))]
     BadRequest(BTreeMap<String, String>),
     #[error("unauthorized: {0}")]
     Unauthorized(&'static str),
@@ -29,6 +29,20 @@ pub enum ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+/// `key: message; key: message`, with a bare message for `detail`.
+fn join_fields(map: &BTreeMap<String, String>) -> String {
+    map.iter()
+        .map(|(k, v)| {
+            if k == "detail" {
+                v.clone()
+            } else {
+                format!("{k}: {v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
 
 impl ApiError {
     /// A 400 with one field error.

@@ -20,6 +20,7 @@ pub mod clock;
 pub mod config;
 pub mod dataplane;
 pub mod error;
+pub mod faults;
 pub mod request;
 pub mod resources;
 pub mod seed;

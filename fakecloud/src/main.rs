@@ -51,9 +51,26 @@ struct Args {
     log_format: String,
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
     let args = Args::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("fakecloud: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One line, the whole chain of causes, no backtrace.
+            eprintln!("fakecloud: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
     init_logging(&args.log_format)?;
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         bail!(
@@ -118,14 +135,17 @@ async fn main() -> anyhow::Result<()> {
         let seed = parse_seed(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let summary = app
             .write(|st, now| apply_seed(st, now, &args.default_zone, &seed))
-            .map_err(|e| anyhow::anyhow!("{}: {e:?}", path.display()))?;
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         tracing::info!(?summary, seed = %path.display(), "seed loaded");
     }
     let fc = FakeCloud::start_app(app)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
     // The first line is machine-readable: scripts wait for it to learn the port.
-    println!("fakecloud listening on {}", fc.base_url());
+    println!("fakecloud listening on http://{}", fc.addr());
+    if args.public_url.is_some() {
+        println!("public URL (hrefs): {}", fc.base_url());
+    }
     println!(
         "API base URL: {} (Go SDK: CLOUDSCALE_API_URL={})",
         fc.api_url(),
