@@ -4,6 +4,7 @@ use crate::app::{App, Base};
 use crate::clock::{format_time, parse_time};
 use crate::dataplane::{BackendDecl, Behaviour, availability};
 use crate::error::{ApiError, ApiResult};
+use crate::faults::FaultRule;
 use crate::resources::{created, json_response, no_content, ok};
 use crate::seed::{Seed, SeedServer, add_server, apply_seed};
 use crate::state::State;
@@ -37,6 +38,11 @@ pub fn routes() -> Router<App> {
             get(availability_handler),
         )
         .route("/load-balancers/{uuid}/timeline", get(timeline))
+        .route(
+            "/faults",
+            get(list_faults).post(add_fault).delete(clear_faults),
+        )
+        .route("/faults/{id}", axum::routing::delete(remove_fault))
 }
 
 /// Decodes an admin body; serde's message names the offending field.
@@ -309,4 +315,30 @@ async fn timeline(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResu
             "operation": o.operation,
         })).collect::<Vec<_>>(),
     })))
+}
+
+// ---- fault injection ---------------------------------------------------------------------
+
+async fn add_fault(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult<Response> {
+    let rule: FaultRule = decode(&bytes)?;
+    let id = app.faults().add(rule)?;
+    let rule = app.faults().list().into_iter().find(|r| r.id == id);
+    Ok(created(json!(rule)))
+}
+
+async fn list_faults(AxState(app): AxState<App>) -> Response {
+    ok(json!(app.faults().list()))
+}
+
+async fn clear_faults(AxState(app): AxState<App>) -> Response {
+    app.faults().clear();
+    no_content()
+}
+
+async fn remove_fault(AxState(app): AxState<App>, Path(id): Path<u64>) -> ApiResult<Response> {
+    if app.faults().remove(id) {
+        Ok(no_content())
+    } else {
+        Err(ApiError::NotFound)
+    }
 }

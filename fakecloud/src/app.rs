@@ -349,6 +349,11 @@ impl FakeCloud {
         &self.app
     }
 
+    /// The fault rules (same as `/_fake/faults`).
+    pub fn faults(&self) -> &Faults {
+        self.app.faults()
+    }
+
     /// Moves the virtual clock forward.
     pub fn advance(&self, by: Duration) {
         self.app.0.clock.advance(by);

@@ -230,11 +230,9 @@ impl LbHistory {
         if t < self.ready_at || self.deleted_at.is_some_and(|d| t >= d) {
             return None;
         }
-        self.ops
-            .iter()
-            .take_while(|op| op.effective_at <= t)
-            .last()
-            .map(|op| &op.config)
+        // Effective times never decrease (changes apply in order), so binary search works.
+        let applied = self.ops.partition_point(|op| op.effective_at <= t);
+        applied.checked_sub(1).map(|i| &self.ops[i].config)
     }
 
     fn boundaries(&self, out: &mut Vec<Time>) {

@@ -30,4 +30,5 @@ pub use app::{App, FakeCloud, router};
 pub use clock::{Clock, ClockMode};
 pub use config::{Config, DEFAULT_TOKEN, Timing};
 pub use error::ApiError;
+pub use faults::{FaultEffect, FaultRule, Faults};
 pub use seed::{Seed, apply_seed, parse_seed};
