@@ -174,12 +174,18 @@ impl DataPlane {
         });
     }
 
-    /// Whether the host owning `address` answers at `t` (`None`: no server owns it).
+    /// Whether the host owning `address` at `t` answers (`None`: no server owned it then).
+    /// A server owns its addresses from its first power record on; when an address passed
+    /// from a deleted server to a new one, the newest owner counts.
     fn host_answers(&self, address: IpAddr, t: Time) -> Option<bool> {
         let host = self
             .hosts
             .values()
-            .find(|h| h.addresses.contains(&address))?;
+            .filter(|h| h.addresses.contains(&address))
+            .filter_map(|h| h.log.first().map(|(since, _)| (*since, h)))
+            .filter(|(since, _)| *since <= t)
+            .max_by_key(|(since, _)| *since)
+            .map(|(_, h)| h)?;
         Some(
             host.log
                 .iter()
@@ -382,14 +388,20 @@ pub fn member_health(
         let Some(mut check) = next_check else {
             continue;
         };
-        if check >= end {
+        if check > end || (check == end && i + 1 < points.len()) {
             continue;
         }
         let outcome = check_succeeds(dp, m, mon, start);
         let step = delay.num_microseconds().unwrap_or(1).max(1);
         let span = (end - check).num_microseconds().unwrap_or(0);
-        // Checks at check, check+delay, ... strictly before `end`.
-        let count = if span <= 0 { 0 } else { (span - 1) / step + 1 };
+        // Checks at check, check+delay, ... strictly before `end`; the last segment also
+        // counts a check falling exactly on `until`, so "now" sees its own check.
+        let count = match (span, i + 1 == points.len()) {
+            (s, _) if s < 0 => 0,
+            (s, true) => s / step + 1,
+            (0, false) => 0,
+            (s, false) => (s - 1) / step + 1,
+        };
         if outcome {
             fail_run = 0;
             let need = mon.up_threshold.max(1) - ok_run;
@@ -625,10 +637,10 @@ pub fn availability(
                     }
                 }
             }
-            let downtime_s = down
-                .iter()
-                .map(|d| (d.to - d.from).num_microseconds().unwrap_or(0) as f64 / 1e6)
-                .sum();
+            // A fold from +0.0: an empty f64 sum is -0.0, which reads oddly in JSON.
+            let downtime_s = down.iter().fold(0.0, |acc, d| {
+                acc + (d.to - d.from).num_microseconds().unwrap_or(0) as f64 / 1e6
+            });
             out.push(EntryAvailability {
                 address: entry.0,
                 kind: entry.1,

@@ -1,3 +1,4 @@
-//! Testbed (embedded Kubernetes API server, simulated kubelets) and scenario suites.
-//!
-//! Empty for now: the testbed arrives with its own issue.
+//! Testbed (embedded Kubernetes API server, simulated kubelets) and scenario suites for the
+//! cloudscale.ch cloud controller manager.
+
+pub mod apiserver;

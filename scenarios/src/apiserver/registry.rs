@@ -1,0 +1,198 @@
+//! The resource types the embedded API server serves: what discovery advertises and what
+//! the REST handlers accept.
+
+/// One served resource type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceType {
+    /// API group; `""` for the core group (`/api/v1`).
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    /// URL segment, e.g. `services`.
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    /// Has a `/status` subresource (updates through it touch only `status`, updates of the
+    /// main resource never touch `status`).
+    pub status: bool,
+    pub categories: &'static [&'static str],
+}
+
+/// Verbs every served type supports.
+pub const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+const fn core(
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    status: bool,
+) -> ResourceType {
+    ResourceType {
+        group: "",
+        version: "v1",
+        kind,
+        plural,
+        singular,
+        namespaced,
+        short_names,
+        status,
+        categories: &[],
+    }
+}
+
+pub const RESOURCES: &[ResourceType] = &[
+    core("Namespace", "namespaces", "namespace", false, &["ns"], true),
+    core("Node", "nodes", "node", false, &["no"], true),
+    ResourceType {
+        categories: &["all"],
+        ..core("Service", "services", "service", true, &["svc"], true)
+    },
+    core("Endpoints", "endpoints", "endpoints", true, &["ep"], false),
+    ResourceType {
+        categories: &["all"],
+        ..core("Pod", "pods", "pod", true, &["po"], true)
+    },
+    core("Secret", "secrets", "secret", true, &[], false),
+    core("ConfigMap", "configmaps", "configmap", true, &["cm"], false),
+    core("Event", "events", "event", true, &["ev"], false),
+    core(
+        "ServiceAccount",
+        "serviceaccounts",
+        "serviceaccount",
+        true,
+        &["sa"],
+        false,
+    ),
+    ResourceType {
+        group: "discovery.k8s.io",
+        version: "v1",
+        kind: "EndpointSlice",
+        plural: "endpointslices",
+        singular: "endpointslice",
+        namespaced: true,
+        short_names: &[],
+        status: false,
+        categories: &[],
+    },
+    ResourceType {
+        group: "events.k8s.io",
+        version: "v1",
+        kind: "Event",
+        plural: "events",
+        singular: "event",
+        namespaced: true,
+        short_names: &["ev"],
+        status: false,
+        categories: &[],
+    },
+    ResourceType {
+        group: "coordination.k8s.io",
+        version: "v1",
+        kind: "Lease",
+        plural: "leases",
+        singular: "lease",
+        namespaced: true,
+        short_names: &[],
+        status: false,
+        categories: &[],
+    },
+];
+
+impl ResourceType {
+    /// `v1` or `group/version`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+
+    /// The path prefix of the group-version: `/api/v1` or `/apis/group/version`.
+    pub fn group_version_path(&self) -> String {
+        if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Storage identity: the core and `events.k8s.io` Events are one store (the real API
+    /// server converts between the two versions).
+    pub fn storage_key(&self) -> &'static str {
+        match (self.group, self.plural) {
+            ("events.k8s.io", "events") | ("", "events") => "events",
+            (_, p) => p,
+        }
+    }
+}
+
+/// The served type for a group, version and plural.
+pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceType> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// Served group-versions in discovery order (core first).
+pub fn group_versions() -> Vec<(&'static str, &'static str)> {
+    let mut out: Vec<(&'static str, &'static str)> = Vec::new();
+    for r in RESOURCES {
+        if !out.contains(&(r.group, r.version)) {
+            out.push((r.group, r.version));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_and_group_paths() {
+        let svc = find("", "v1", "services").expect("services");
+        assert_eq!(svc.api_version(), "v1");
+        assert_eq!(svc.group_version_path(), "/api/v1");
+        let lease = find("coordination.k8s.io", "v1", "leases").expect("leases");
+        assert_eq!(lease.api_version(), "coordination.k8s.io/v1");
+        assert_eq!(lease.group_version_path(), "/apis/coordination.k8s.io/v1");
+        assert_eq!(lease.list_kind(), "LeaseList");
+    }
+
+    #[test]
+    fn both_event_versions_share_storage() {
+        let core = find("", "v1", "events").expect("core events");
+        let new = find("events.k8s.io", "v1", "events").expect("events.k8s.io");
+        assert_eq!(core.storage_key(), new.storage_key());
+    }
+
+    #[test]
+    fn plurals_are_unique_per_group_version() {
+        for (i, a) in RESOURCES.iter().enumerate() {
+            for b in &RESOURCES[i + 1..] {
+                assert!(
+                    !(a.group == b.group && a.version == b.version && a.plural == b.plural),
+                    "{} twice",
+                    a.plural
+                );
+            }
+        }
+    }
+}
