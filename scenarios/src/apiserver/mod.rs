@@ -2,4 +2,45 @@
 //! and its testbed use. kube-rs controllers and kubectl talk to it as to a real cluster.
 
 pub mod discovery;
+pub mod events;
+pub mod openapi;
+pub mod patch;
+pub mod protobuf;
 pub mod registry;
+pub mod selectors;
+pub mod server;
+pub mod services;
+pub mod status;
+pub mod store;
+
+pub use server::{ApiServer, ApiServerConfig, RequestRecord, Shared, verb_counts};
+
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+/// `/openapi/v2` (protobuf when asked for, else JSON), `/openapi/v3` and its documents.
+pub(crate) fn openapi_response(
+    segments: &[&str],
+    headers: &HeaderMap,
+    _query: Option<&str>,
+) -> Response {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    match segments {
+        ["openapi", "v2"] if accept.contains("protobuf") => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, openapi::V2_PROTOBUF_CONTENT_TYPE)],
+            openapi::v2_protobuf(),
+        )
+            .into_response(),
+        ["openapi", "v2"] => axum::Json(openapi::v2_json()).into_response(),
+        ["openapi", "v3"] => axum::Json(openapi::v3_discovery()).into_response(),
+        ["openapi", "v3", rest @ ..] => match openapi::v3_document(&rest.join("/")) {
+            Some(doc) => axum::Json(doc).into_response(),
+            None => status::ApiError::UnknownResource.into_response(),
+        },
+        _ => status::ApiError::UnknownResource.into_response(),
+    }
+}

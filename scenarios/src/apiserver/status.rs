@@ -54,7 +54,13 @@ impl ApiError {
         }
     }
 
-    pub fn invalid(kind: &str, name: &str, field: &str, reason: &'static str, message: impl Into<String>) -> Self {
+    pub fn invalid(
+        kind: &str,
+        name: &str,
+        field: &str,
+        reason: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
         ApiError::Invalid {
             kind: kind.to_string(),
             name: name.to_string(),
@@ -148,10 +154,21 @@ mod tests {
 
     #[test]
     fn invalid_lists_causes() {
-        let e = ApiError::invalid("Service", "web", "spec.ports[0].port", "FieldValueInvalid", "must be between 1 and 65535");
+        let e = ApiError::invalid(
+            "Service",
+            "web",
+            "spec.ports[0].port",
+            "FieldValueInvalid",
+            "must be between 1 and 65535",
+        );
         let s = e.status();
         assert_eq!(s["code"], 422);
         assert_eq!(s["details"]["causes"][0]["field"], "spec.ports[0].port");
-        assert!(s["message"].as_str().unwrap_or_default().contains("Service \"web\" is invalid"));
+        assert!(
+            s["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Service \"web\" is invalid")
+        );
     }
 }

@@ -1,0 +1,582 @@
+//! Service semantics as the real API server implements them: defaulting, validation,
+//! cluster IP, node port and health-check node port allocation, and the clearing of
+//! type-dependent fields when a Service changes type.
+
+use super::status::{ApiError, Cause};
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::net::Ipv4Addr;
+
+/// The service CIDR cluster IPs come from (k3s's default).
+pub const SERVICE_CIDR_BASE: Ipv4Addr = Ipv4Addr::new(10, 43, 0, 0);
+pub const SERVICE_CIDR_PREFIX: u32 = 16;
+pub const NODE_PORT_MIN: i64 = 30000;
+pub const NODE_PORT_MAX: i64 = 32767;
+
+const TYPES: &[&str] = &["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"];
+const PROTOCOLS: &[&str] = &["TCP", "UDP", "SCTP"];
+
+fn external(ty: &str) -> bool {
+    ty == "NodePort" || ty == "LoadBalancer"
+}
+
+struct Causes(Vec<Cause>);
+
+impl Causes {
+    fn add(&mut self, reason: &'static str, field: impl Into<String>, message: impl Into<String>) {
+        self.0.push(Cause {
+            reason,
+            field: field.into(),
+            message: message.into(),
+        });
+    }
+}
+
+/// What other Services hold: cluster IPs and node ports in use.
+pub struct Taken {
+    pub cluster_ips: HashSet<String>,
+    pub node_ports: HashSet<i64>,
+}
+
+impl Taken {
+    /// Collects from every Service except the one being written (`uid`).
+    pub fn from_services<'a>(
+        services: impl Iterator<Item = &'a Value>,
+        uid: Option<&str>,
+    ) -> Taken {
+        let mut t = Taken {
+            cluster_ips: HashSet::new(),
+            node_ports: HashSet::new(),
+        };
+        for s in services {
+            if uid.is_some() && s.pointer("/metadata/uid").and_then(Value::as_str) == uid {
+                continue;
+            }
+            if let Some(ip) = s.pointer("/spec/clusterIP").and_then(Value::as_str) {
+                t.cluster_ips.insert(ip.to_string());
+            }
+            for p in s
+                .pointer("/spec/ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(n) = p.get("nodePort").and_then(Value::as_i64) {
+                    t.node_ports.insert(n);
+                }
+            }
+            if let Some(n) = s
+                .pointer("/spec/healthCheckNodePort")
+                .and_then(Value::as_i64)
+            {
+                t.node_ports.insert(n);
+            }
+        }
+        t
+    }
+
+    fn allocate_node_port(&mut self) -> Option<i64> {
+        let port = (NODE_PORT_MIN..=NODE_PORT_MAX).find(|p| !self.node_ports.contains(p))?;
+        self.node_ports.insert(port);
+        Some(port)
+    }
+
+    fn allocate_cluster_ip(&mut self) -> Option<String> {
+        let base = u32::from(SERVICE_CIDR_BASE);
+        let size = 1u32 << (32 - SERVICE_CIDR_PREFIX);
+        // .0 is the network, .1 the kubernetes service.
+        (10..size - 1)
+            .map(|i| Ipv4Addr::from(base + i).to_string())
+            .find(|ip| !self.cluster_ips.contains(ip))
+            .inspect(|ip| {
+                self.cluster_ips.insert(ip.clone());
+            })
+    }
+}
+
+fn in_service_cidr(ip: &str) -> bool {
+    ip.parse::<Ipv4Addr>().is_ok_and(|a| {
+        let mask = u32::MAX << (32 - SERVICE_CIDR_PREFIX);
+        u32::from(a) & mask == u32::from(SERVICE_CIDR_BASE)
+    })
+}
+
+/// Defaults, validates and allocates `new` (created when `old` is `None`, else updated from
+/// `old`). Errors are 422 `Invalid` with one cause per problem.
+pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Result<(), ApiError> {
+    let name = new
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mut c = Causes(Vec::new());
+    if !new.get("spec").is_some_and(Value::is_object) {
+        new["spec"] = json!({});
+    }
+    let old_spec = old
+        .and_then(|o| o.get("spec"))
+        .cloned()
+        .unwrap_or(json!({}));
+    let spec = &mut new["spec"];
+    let ty = spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP")
+        .to_string();
+    if !TYPES.contains(&ty.as_str()) {
+        c.add("FieldValueNotSupported", "spec.type", format!("Unsupported value: \"{ty}\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\""));
+    }
+    spec["type"] = json!(ty);
+    let old_ty = old_spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+
+    // Fields that only make sense for some types are dropped when the type changes away,
+    // as long as the client left them as they were.
+    if old.is_some() {
+        let unchanged = |spec: &Value, k: &str| spec.get(k) == old_spec.get(k);
+        if external(old_ty) && !external(&ty) {
+            if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+                for p in ports {
+                    if let Some(m) = p.as_object_mut() {
+                        m.remove("nodePort");
+                    }
+                }
+            }
+            for k in ["externalTrafficPolicy", "healthCheckNodePort"] {
+                if unchanged(spec, k)
+                    && let Some(m) = spec.as_object_mut()
+                {
+                    m.remove(k);
+                }
+            }
+        }
+        if old_ty == "LoadBalancer" && ty != "LoadBalancer" {
+            for k in [
+                "allocateLoadBalancerNodePorts",
+                "loadBalancerClass",
+                "healthCheckNodePort",
+            ] {
+                if unchanged(spec, k)
+                    && let Some(m) = spec.as_object_mut()
+                {
+                    m.remove(k);
+                }
+            }
+        }
+    }
+
+    let defaults = [
+        ("sessionAffinity", "None"),
+        ("internalTrafficPolicy", "Cluster"),
+    ];
+    for (k, v) in defaults {
+        if spec.get(k).is_none() && ty != "ExternalName" {
+            spec[k] = json!(v);
+        }
+    }
+    if ty != "ExternalName" {
+        if spec.get("ipFamilies").is_none() {
+            spec["ipFamilies"] = json!(["IPv4"]);
+        }
+        if spec.get("ipFamilyPolicy").is_none() {
+            spec["ipFamilyPolicy"] = json!("SingleStack");
+        }
+    }
+    if external(&ty) && spec.get("externalTrafficPolicy").is_none() {
+        spec["externalTrafficPolicy"] = json!("Cluster");
+    }
+    if ty == "LoadBalancer" && spec.get("allocateLoadBalancerNodePorts").is_none() {
+        spec["allocateLoadBalancerNodePorts"] = json!(true);
+    }
+    if let Some(etp) = spec.get("externalTrafficPolicy").and_then(Value::as_str) {
+        if !external(&ty) {
+            c.add(
+                "FieldValueInvalid",
+                "spec.externalTrafficPolicy",
+                format!(
+                    "Invalid value: \"{etp}\": may only be set for externally-accessible services"
+                ),
+            );
+        } else if etp != "Cluster" && etp != "Local" {
+            c.add(
+                "FieldValueNotSupported",
+                "spec.externalTrafficPolicy",
+                format!("Unsupported value: \"{etp}\": supported values: \"Cluster\", \"Local\""),
+            );
+        }
+    }
+    if let Some(old_class) = old_spec.get("loadBalancerClass")
+        && old_ty == "LoadBalancer"
+        && ty == "LoadBalancer"
+        && spec.get("loadBalancerClass") != Some(old_class)
+    {
+        c.add(
+            "FieldValueInvalid",
+            "spec.loadBalancerClass",
+            "Invalid value: may not change once set",
+        );
+    }
+
+    // Ports.
+    let ports_len = spec
+        .get("ports")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if ports_len == 0
+        && ty != "ExternalName"
+        && spec.get("clusterIP").and_then(Value::as_str) != Some("None")
+    {
+        c.add("FieldValueRequired", "spec.ports", "Required value");
+    }
+    let mut seen_names = HashSet::new();
+    let mut seen_ports = HashSet::new();
+    let old_ports: Vec<Value> = old_spec
+        .get("ports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    // Node ports given out to earlier ports of this Service: a TCP and a UDP port with the
+    // same number may share one (the DNS case).
+    let mut own_node_ports: Vec<(i64, Option<i64>)> = Vec::new();
+    let allocate_node_ports = external(&ty)
+        && !(ty == "LoadBalancer"
+            && spec.get("allocateLoadBalancerNodePorts") == Some(&json!(false)));
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for (i, p) in ports.iter_mut().enumerate() {
+            let f = |k: &str| format!("spec.ports[{i}].{k}");
+            if !p.is_object() {
+                c.add(
+                    "FieldValueInvalid",
+                    format!("spec.ports[{i}]"),
+                    "must be an object",
+                );
+                continue;
+            }
+            let protocol = p
+                .get("protocol")
+                .and_then(Value::as_str)
+                .unwrap_or("TCP")
+                .to_string();
+            if !PROTOCOLS.contains(&protocol.as_str()) {
+                c.add("FieldValueNotSupported", f("protocol"), format!("Unsupported value: \"{protocol}\": supported values: \"SCTP\", \"TCP\", \"UDP\""));
+            }
+            p["protocol"] = json!(protocol);
+            let port = p.get("port").and_then(Value::as_i64);
+            match port {
+                Some(n) if (1..=65535).contains(&n) => {}
+                Some(n) => c.add(
+                    "FieldValueInvalid",
+                    f("port"),
+                    format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
+                ),
+                None => c.add("FieldValueRequired", f("port"), "Required value"),
+            }
+            let name = p
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if ports_len > 1 && name.is_empty() {
+                c.add("FieldValueRequired", f("name"), "Required value");
+            }
+            if !name.is_empty() && !seen_names.insert(name.clone()) {
+                c.add(
+                    "FieldValueDuplicate",
+                    f("name"),
+                    format!("Duplicate value: \"{name}\""),
+                );
+            }
+            if let Some(n) = port
+                && !seen_ports.insert((n, protocol.clone()))
+            {
+                c.add(
+                    "FieldValueDuplicate",
+                    format!("spec.ports[{i}]"),
+                    format!("Duplicate value: {{\"port\": {n}, \"protocol\": \"{protocol}\"}}"),
+                );
+            }
+            if p.get("targetPort").is_none()
+                && let Some(n) = port
+            {
+                p["targetPort"] = json!(n);
+            }
+            if allocate_node_ports {
+                match p.get("nodePort").and_then(Value::as_i64) {
+                    Some(n) => {
+                        let own = old_ports
+                            .iter()
+                            .any(|o| o.get("nodePort").and_then(Value::as_i64) == Some(n));
+                        if !(NODE_PORT_MIN..=NODE_PORT_MAX).contains(&n) {
+                            c.add("FieldValueInvalid", f("nodePort"), format!("Invalid value: {n}: provided port is not in the valid range. The range of valid ports is {NODE_PORT_MIN}-{NODE_PORT_MAX}"));
+                        } else if !own
+                            && taken.node_ports.contains(&n)
+                            && !own_node_ports.contains(&(n, port))
+                        {
+                            c.add(
+                                "FieldValueInvalid",
+                                f("nodePort"),
+                                format!("Invalid value: {n}: provided port is already allocated"),
+                            );
+                        } else {
+                            taken.node_ports.insert(n);
+                            own_node_ports.push((n, port));
+                        }
+                    }
+                    None => {
+                        // Keep the node port this port had (same number and protocol).
+                        let kept = old_ports
+                            .iter()
+                            .find(|o| {
+                                o.get("port").and_then(Value::as_i64) == port
+                                    && o.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
+                                        == protocol
+                            })
+                            .and_then(|o| o.get("nodePort").and_then(Value::as_i64));
+                        let twin = own_node_ports
+                            .iter()
+                            .find(|(_, q)| *q == port)
+                            .map(|(n, _)| *n);
+                        match kept.or(twin).or_else(|| taken.allocate_node_port()) {
+                            Some(n) => {
+                                p["nodePort"] = json!(n);
+                                own_node_ports.push((n, port));
+                            }
+                            None => c.add(
+                                "FieldValueInvalid",
+                                f("nodePort"),
+                                "range of valid ports is full",
+                            ),
+                        }
+                    }
+                }
+            } else if !external(&ty)
+                && let Some(m) = p.as_object_mut()
+                && m.contains_key("nodePort")
+            {
+                c.add(
+                    "FieldValueForbidden",
+                    f("nodePort"),
+                    format!("Forbidden: may not be used when `type` is '{ty}'"),
+                );
+            }
+        }
+    }
+
+    // Health check node port: LoadBalancer with policy Local only.
+    let local = ty == "LoadBalancer"
+        && spec.get("externalTrafficPolicy").and_then(Value::as_str) == Some("Local");
+    match (
+        local,
+        spec.get("healthCheckNodePort").and_then(Value::as_i64),
+    ) {
+        (true, Some(n)) => {
+            let own = old_spec.get("healthCheckNodePort").and_then(Value::as_i64) == Some(n);
+            if !own && taken.node_ports.contains(&n) {
+                c.add(
+                    "FieldValueInvalid",
+                    "spec.healthCheckNodePort",
+                    format!("Invalid value: {n}: provided port is already allocated"),
+                );
+            }
+        }
+        (true, None) => {
+            let kept = old_spec.get("healthCheckNodePort").and_then(Value::as_i64);
+            match kept.or_else(|| taken.allocate_node_port()) {
+                Some(n) => spec["healthCheckNodePort"] = json!(n),
+                None => c.add(
+                    "FieldValueInvalid",
+                    "spec.healthCheckNodePort",
+                    "range of valid ports is full",
+                ),
+            }
+        }
+        (false, Some(_)) => {
+            if let Some(m) = spec.as_object_mut() {
+                m.remove("healthCheckNodePort");
+            }
+        }
+        (false, None) => {}
+    }
+
+    // Cluster IP: allocated once, immutable.
+    let old_ip = old_spec
+        .get("clusterIP")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if ty == "ExternalName" {
+        if spec
+            .get("externalName")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            c.add("FieldValueRequired", "spec.externalName", "Required value");
+        }
+    } else {
+        let requested = spec
+            .get("clusterIP")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        match (requested.as_deref(), old_ip.as_deref()) {
+            (None | Some(""), Some(old)) => spec["clusterIP"] = json!(old),
+            (Some(r), Some(old)) if r != old => {
+                c.add(
+                    "FieldValueInvalid",
+                    "spec.clusterIPs[0]",
+                    "Invalid value: may not change once set",
+                );
+            }
+            (Some(_), Some(_)) => {}
+            (Some("None"), None) => {}
+            (Some(r), None) if !r.is_empty() => {
+                if !in_service_cidr(r) {
+                    c.add("FieldValueInvalid", "spec.clusterIPs", format!("Invalid value: \"{r}\": failed to allocate IP {r}: the provided IP ({r}) is not in the valid range. The range of valid IPs is {SERVICE_CIDR_BASE}/{SERVICE_CIDR_PREFIX}"));
+                } else if taken.cluster_ips.contains(r) {
+                    c.add("FieldValueInvalid", "spec.clusterIPs", format!("Invalid value: \"{r}\": failed to allocate IP {r}: provided IP is already allocated"));
+                }
+            }
+            _ => match taken.allocate_cluster_ip() {
+                Some(ip) => spec["clusterIP"] = json!(ip),
+                None => c.add(
+                    "FieldValueInvalid",
+                    "spec.clusterIP",
+                    "the service CIDR is full",
+                ),
+            },
+        }
+        if let Some(ip) = spec.get("clusterIP").cloned() {
+            spec["clusterIPs"] = json!([ip]);
+        }
+    }
+
+    if old.is_none() {
+        new["status"] = json!({"loadBalancer": {}});
+    }
+    if c.0.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Invalid {
+            kind: "Service".to_string(),
+            name,
+            causes: c.0,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn empty() -> Taken {
+        Taken::from_services(std::iter::empty(), None)
+    }
+
+    #[test]
+    fn defaults_and_allocations_of_a_load_balancer() {
+        let mut svc = json!({"metadata": {"name": "web"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}});
+        prepare(&mut svc, None, &mut empty()).expect("valid");
+        let spec = &svc["spec"];
+        assert_eq!(spec["sessionAffinity"], "None");
+        assert_eq!(spec["ipFamilies"], json!(["IPv4"]));
+        assert_eq!(spec["internalTrafficPolicy"], "Cluster");
+        assert_eq!(spec["externalTrafficPolicy"], "Cluster");
+        assert_eq!(spec["ports"][0]["protocol"], "TCP");
+        assert_eq!(spec["ports"][0]["targetPort"], 80);
+        assert_eq!(spec["ports"][0]["nodePort"], 30000);
+        assert!(spec["clusterIP"].as_str().is_some_and(in_service_cidr));
+        assert_eq!(svc["status"], json!({"loadBalancer": {}}));
+    }
+
+    #[test]
+    fn node_ports_are_unique_and_kept_on_update() {
+        let mut a = json!({"metadata": {"name": "a", "uid": "1"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
+        prepare(&mut a, None, &mut empty()).expect("a");
+        let mut b = json!({"metadata": {"name": "b", "uid": "2"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
+        let mut taken = Taken::from_services([&a].into_iter(), Some("2"));
+        prepare(&mut b, None, &mut taken).expect("b");
+        assert_ne!(
+            a["spec"]["ports"][0]["nodePort"],
+            b["spec"]["ports"][0]["nodePort"]
+        );
+        // An update that omits the node port keeps it; one that takes another's is refused.
+        let mut update = json!({"metadata": {"name": "b", "uid": "2"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
+        let mut taken = Taken::from_services([&a].into_iter(), Some("2"));
+        prepare(&mut update, Some(&b), &mut taken).expect("update");
+        assert_eq!(
+            update["spec"]["ports"][0]["nodePort"],
+            b["spec"]["ports"][0]["nodePort"]
+        );
+        update["spec"]["ports"][0]["nodePort"] = a["spec"]["ports"][0]["nodePort"].clone();
+        let mut taken = Taken::from_services([&a].into_iter(), Some("2"));
+        let err = prepare(&mut update.clone(), Some(&b), &mut taken).expect_err("taken");
+        assert!(err.to_string().contains("already allocated"), "{err}");
+    }
+
+    #[test]
+    fn health_check_node_port_follows_the_traffic_policy() {
+        let mut svc = json!({"metadata": {"name": "l"}, "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": [{"port": 80}]}});
+        prepare(&mut svc, None, &mut empty()).expect("local");
+        let hc = svc["spec"]["healthCheckNodePort"]
+            .as_i64()
+            .expect("allocated");
+        assert!((NODE_PORT_MIN..=NODE_PORT_MAX).contains(&hc));
+        let mut cluster = svc.clone();
+        cluster["spec"]["externalTrafficPolicy"] = json!("Cluster");
+        prepare(&mut cluster, Some(&svc), &mut empty()).expect("cluster");
+        assert!(cluster["spec"].get("healthCheckNodePort").is_none());
+    }
+
+    #[test]
+    fn changing_to_cluster_ip_drops_node_ports_and_policy() {
+        let mut svc = json!({"metadata": {"name": "x"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}});
+        prepare(&mut svc, None, &mut empty()).expect("lb");
+        let mut changed = svc.clone();
+        changed["spec"]["type"] = json!("ClusterIP");
+        prepare(&mut changed, Some(&svc), &mut empty()).expect("to ClusterIP");
+        assert!(changed["spec"]["ports"][0].get("nodePort").is_none());
+        assert!(changed["spec"].get("externalTrafficPolicy").is_none());
+        assert_eq!(changed["spec"]["clusterIP"], svc["spec"]["clusterIP"]);
+    }
+
+    #[test]
+    fn validation_errors_name_the_fields() {
+        let mut svc = json!({"metadata": {"name": "bad"}, "spec": {"type": "Weird", "ports": [{"port": 0}, {"port": 70000, "protocol": "ICMP"}]}});
+        let err = prepare(&mut svc, None, &mut empty()).expect_err("invalid");
+        let ApiError::Invalid { causes, .. } = &err else {
+            panic!("not Invalid: {err:?}")
+        };
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        for f in [
+            "spec.type",
+            "spec.ports[0].port",
+            "spec.ports[1].port",
+            "spec.ports[1].protocol",
+            "spec.ports[0].name",
+        ] {
+            assert!(fields.contains(&f), "{f} in {fields:?}");
+        }
+    }
+
+    #[test]
+    fn tcp_and_udp_twins_share_a_node_port() {
+        let mut svc = json!({"metadata": {"name": "dns"}, "spec": {"type": "LoadBalancer", "ports": [
+            {"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+            {"name": "dns-udp", "port": 53, "protocol": "UDP"},
+        ]}});
+        prepare(&mut svc, None, &mut empty()).expect("dns");
+        assert_eq!(
+            svc["spec"]["ports"][0]["nodePort"],
+            svc["spec"]["ports"][1]["nodePort"]
+        );
+    }
+
+    #[test]
+    fn cluster_ip_is_immutable() {
+        let mut svc = json!({"metadata": {"name": "x"}, "spec": {"ports": [{"port": 80}]}});
+        prepare(&mut svc, None, &mut empty()).expect("create");
+        let mut changed = svc.clone();
+        changed["spec"]["clusterIP"] = json!("10.43.99.99");
+        assert!(prepare(&mut changed, Some(&svc), &mut empty()).is_err());
+    }
+}

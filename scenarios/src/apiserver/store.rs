@@ -1,0 +1,215 @@
+//! Object storage with a global resource version and a bounded change history for watches,
+//! the way etcd backs a real API server (history older than the window is "compacted":
+//! watches from there get 410 Gone).
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Added => "ADDED",
+            ChangeKind::Modified => "MODIFIED",
+            ChangeKind::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One write, as watches replay it.
+#[derive(Debug, Clone)]
+pub struct Change {
+    pub rv: u64,
+    pub storage: &'static str,
+    pub namespace: String,
+    pub kind: ChangeKind,
+    /// The object after the change (for a deletion: as it was, with the deletion's RV).
+    pub object: Value,
+    /// The object before the change, for selector transitions.
+    pub previous: Option<Value>,
+}
+
+/// Key of an object inside one resource type: (namespace, name); cluster-scoped objects
+/// have an empty namespace.
+pub type Key = (String, String);
+
+#[derive(Debug)]
+pub struct Store {
+    pub rv: u64,
+    objects: HashMap<&'static str, BTreeMap<Key, Value>>,
+    history: VecDeque<Change>,
+    history_limit: usize,
+    /// Changes at or below this RV are no longer in the history.
+    pub compacted_rv: u64,
+}
+
+impl Store {
+    pub fn new(history_limit: usize) -> Store {
+        Store {
+            rv: 1,
+            objects: HashMap::new(),
+            history: VecDeque::new(),
+            history_limit: history_limit.max(1),
+            compacted_rv: 1,
+        }
+    }
+
+    pub fn get(&self, storage: &str, key: &Key) -> Option<&Value> {
+        self.objects.get(storage).and_then(|m| m.get(key))
+    }
+
+    /// Objects of one type, in key order, optionally in one namespace.
+    pub fn list<'a>(
+        &'a self,
+        storage: &str,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a Key, &'a Value)> {
+        self.objects
+            .get(storage)
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .filter(move |((ns, _), _)| namespace.is_none_or(|n| n == ns))
+    }
+
+    /// Stores `object` (its resourceVersion is set here) and records the change.
+    pub fn put(
+        &mut self,
+        storage: &'static str,
+        key: Key,
+        mut object: Value,
+        kind: ChangeKind,
+    ) -> Value {
+        self.rv += 1;
+        object["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        let previous = self
+            .objects
+            .entry(storage)
+            .or_default()
+            .insert(key.clone(), object.clone());
+        self.record(storage, key.0, kind, object.clone(), previous);
+        object
+    }
+
+    /// Removes an object; returns it with the deletion's resourceVersion.
+    pub fn remove(&mut self, storage: &'static str, key: &Key) -> Option<Value> {
+        let previous = self.objects.get_mut(storage)?.remove(key)?;
+        self.rv += 1;
+        let mut object = previous.clone();
+        object["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        self.record(
+            storage,
+            key.0.clone(),
+            ChangeKind::Deleted,
+            object.clone(),
+            Some(previous),
+        );
+        Some(object)
+    }
+
+    fn record(
+        &mut self,
+        storage: &'static str,
+        namespace: String,
+        kind: ChangeKind,
+        object: Value,
+        previous: Option<Value>,
+    ) {
+        self.history.push_back(Change {
+            rv: self.rv,
+            storage,
+            namespace,
+            kind,
+            object,
+            previous,
+        });
+        while self.history.len() > self.history_limit {
+            if let Some(old) = self.history.pop_front() {
+                self.compacted_rv = old.rv;
+            }
+        }
+    }
+
+    /// Changes after `rv`, or `None` if some of them were compacted away.
+    pub fn changes_after(&self, rv: u64) -> Option<impl Iterator<Item = &Change>> {
+        if rv < self.compacted_rv {
+            return None;
+        }
+        let start = self.history.partition_point(|c| c.rv <= rv);
+        Some(self.history.range(start..))
+    }
+
+    /// Forgets the whole history, as an etcd compaction would: watches from any earlier
+    /// resourceVersion get 410 Gone.
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.compacted_rv = self.rv;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(n: &str) -> Key {
+        ("default".into(), n.into())
+    }
+
+    #[test]
+    fn resource_versions_increase_and_history_replays() {
+        let mut s = Store::new(100);
+        let a = s.put(
+            "configmaps",
+            key("a"),
+            json!({"metadata": {"name": "a"}}),
+            ChangeKind::Added,
+        );
+        let b = s.put(
+            "configmaps",
+            key("b"),
+            json!({"metadata": {"name": "b"}}),
+            ChangeKind::Added,
+        );
+        let rv_a: u64 = a["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .expect("rv");
+        let rv_b: u64 = b["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .expect("rv");
+        assert!(rv_b > rv_a);
+        let after: Vec<u64> = s.changes_after(rv_a).expect("kept").map(|c| c.rv).collect();
+        assert_eq!(after, vec![rv_b]);
+        let gone = s.remove("configmaps", &key("a")).expect("removed");
+        assert_eq!(gone["metadata"]["name"], "a");
+        assert!(s.get("configmaps", &key("a")).is_none());
+    }
+
+    #[test]
+    fn history_window_and_compaction_make_old_versions_gone() {
+        let mut s = Store::new(2);
+        for n in ["a", "b", "c"] {
+            s.put(
+                "configmaps",
+                key(n),
+                json!({"metadata": {"name": n}}),
+                ChangeKind::Added,
+            );
+        }
+        assert!(
+            s.changes_after(1).is_none(),
+            "first change fell out of the window"
+        );
+        assert!(s.changes_after(s.rv - 1).is_some());
+        s.compact();
+        assert!(s.changes_after(s.rv - 1).is_none());
+        assert!(s.changes_after(s.rv).is_some());
+    }
+}
