@@ -2,3 +2,7 @@
 //! cloudscale.ch cloud controller manager.
 
 pub mod apiserver;
+pub mod cluster;
+pub mod kubelet;
+pub mod proxy;
+pub mod testbed;

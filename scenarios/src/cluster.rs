@@ -1,0 +1,220 @@
+//! One harness, three cluster backends. Scenario code is written against [`Cluster`]:
+//!
+//! - `Embedded` (default): the in-process API server of this crate;
+//! - `K3s`: a k3s container through testcontainers (cargo feature `k3s`, and only when a
+//!   Docker engine answers), started without its cloud controller and service load balancer;
+//! - `Existing`: any cluster named by `KUBECONFIG`, opt-in with
+//!   `SCENARIOS_CLUSTER=existing`.
+//!
+//! `SCENARIOS_CLUSTER=embedded|k3s|existing` picks the backend for [`Cluster::from_env`]; an
+//! unavailable backend is an [`ClusterError::Unavailable`] with the reason, which tests print
+//! before skipping.
+
+use crate::apiserver::{ApiServer, ApiServerConfig};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Embedded,
+    K3s,
+    Existing,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The backend cannot run here (no Docker engine, not opted in, ...).
+    #[error("cluster backend unavailable: {0}")]
+    Unavailable(String),
+    #[error("cannot start the embedded API server: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("kubeconfig: {0}")]
+    Kubeconfig(String),
+}
+
+pub struct Cluster {
+    pub backend: Backend,
+    client: kube::Client,
+    kubeconfig: String,
+    embedded: Option<ApiServer>,
+    #[cfg(feature = "k3s")]
+    _k3s: Option<k3s::Running>,
+}
+
+/// A kube client for a kubeconfig given as YAML.
+pub async fn client_for(kubeconfig_yaml: &str) -> Result<kube::Client, ClusterError> {
+    let kc = Kubeconfig::from_yaml(kubeconfig_yaml)
+        .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+    kube::Client::try_from(config).map_err(|e| ClusterError::Kubeconfig(e.to_string()))
+}
+
+impl Cluster {
+    /// The embedded API server, on an ephemeral loopback port.
+    pub async fn embedded() -> Result<Cluster, ClusterError> {
+        Self::embedded_with(ApiServerConfig::default()).await
+    }
+
+    pub async fn embedded_with(config: ApiServerConfig) -> Result<Cluster, ClusterError> {
+        let api = ApiServer::start(config).await?;
+        let kubeconfig = api.kubeconfig_yaml();
+        let client = client_for(&kubeconfig).await?;
+        Ok(Cluster {
+            backend: Backend::Embedded,
+            client,
+            kubeconfig,
+            embedded: Some(api),
+            #[cfg(feature = "k3s")]
+            _k3s: None,
+        })
+    }
+
+    /// The cluster `KUBECONFIG` names; only with `SCENARIOS_CLUSTER=existing`, since scenarios
+    /// create and delete objects in it.
+    pub async fn existing() -> Result<Cluster, ClusterError> {
+        if std::env::var("SCENARIOS_CLUSTER").as_deref() != Ok("existing") {
+            return Err(ClusterError::Unavailable(
+                "set SCENARIOS_CLUSTER=existing (and KUBECONFIG) to run against an existing cluster".into(),
+            ));
+        }
+        let path = std::env::var("KUBECONFIG")
+            .map_err(|_| ClusterError::Unavailable("KUBECONFIG is not set".into()))?;
+        let yaml = std::fs::read_to_string(&path).map_err(|e| {
+            ClusterError::Unavailable(format!("cannot read KUBECONFIG {path}: {e}"))
+        })?;
+        let client = client_for(&yaml).await?;
+        Ok(Cluster {
+            backend: Backend::Existing,
+            client,
+            kubeconfig: yaml,
+            embedded: None,
+            #[cfg(feature = "k3s")]
+            _k3s: None,
+        })
+    }
+
+    /// A k3s container (needs the `k3s` feature and a reachable Docker engine).
+    pub async fn k3s() -> Result<Cluster, ClusterError> {
+        #[cfg(feature = "k3s")]
+        {
+            let running = k3s::start().await?;
+            let client = client_for(&running.kubeconfig).await?;
+            Ok(Cluster {
+                backend: Backend::K3s,
+                client,
+                kubeconfig: running.kubeconfig.clone(),
+                embedded: None,
+                _k3s: Some(running),
+            })
+        }
+        #[cfg(not(feature = "k3s"))]
+        {
+            Err(ClusterError::Unavailable(
+                "built without the `k3s` feature (cargo test -p scenarios --features k3s)".into(),
+            ))
+        }
+    }
+
+    /// The backend `SCENARIOS_CLUSTER` names (default `embedded`).
+    pub async fn from_env() -> Result<Cluster, ClusterError> {
+        match std::env::var("SCENARIOS_CLUSTER").as_deref() {
+            Err(_) | Ok("") | Ok("embedded") => Self::embedded().await,
+            Ok("k3s") => Self::k3s().await,
+            Ok("existing") => Self::existing().await,
+            Ok(other) => Err(ClusterError::Unavailable(format!(
+                "SCENARIOS_CLUSTER={other}: use embedded, k3s or existing"
+            ))),
+        }
+    }
+
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    pub fn kubeconfig_yaml(&self) -> &str {
+        &self.kubeconfig
+    }
+
+    /// The embedded API server, when that is the backend.
+    pub fn api_server(&self) -> Option<&ApiServer> {
+        self.embedded.as_ref()
+    }
+
+    /// Whether simulated kubelets provide the Nodes (only the embedded server has no real
+    /// kubelets of its own).
+    pub fn simulated_nodes(&self) -> bool {
+        self.backend == Backend::Embedded
+    }
+}
+
+#[cfg(feature = "k3s")]
+mod k3s {
+    //! k3s through testcontainers, started as the cloud-controller docs ask: without its own
+    //! cloud controller and service load balancer (kubelets already run with
+    //! `--cloud-provider=external` there).
+
+    use super::ClusterError;
+    use testcontainers_modules::k3s::{K3s, KUBE_SECURE_PORT};
+    use testcontainers_modules::testcontainers::runners::AsyncRunner;
+    use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
+
+    pub struct Running {
+        pub kubeconfig: String,
+        _container: ContainerAsync<K3s>,
+        _dir: tempdir::Dir,
+    }
+
+    mod tempdir {
+        /// A directory removed on drop.
+        pub struct Dir(pub std::path::PathBuf);
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    fn docker_reachable() -> Result<(), ClusterError> {
+        let socket = std::env::var("DOCKER_HOST")
+            .ok()
+            .and_then(|h| h.strip_prefix("unix://").map(str::to_string))
+            .unwrap_or_else(|| "/var/run/docker.sock".to_string());
+        std::os::unix::net::UnixStream::connect(&socket)
+            .map(|_| ())
+            .map_err(|e| ClusterError::Unavailable(format!("no Docker engine at {socket}: {e}")))
+    }
+
+    pub async fn start() -> Result<Running, ClusterError> {
+        docker_reachable()?;
+        let dir = std::env::temp_dir().join(format!("scenarios-k3s-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir)?;
+        let container = K3s::default()
+            .with_conf_mount(&dir)
+            .with_privileged(true)
+            .with_userns_mode("host")
+            .with_cmd([
+                "server",
+                "--snapshotter=native",
+                "--disable-cloud-controller",
+                "--disable=servicelb,traefik,metrics-server",
+            ])
+            .start()
+            .await
+            .map_err(|e| ClusterError::Unavailable(format!("cannot start k3s: {e}")))?;
+        let port = container
+            .get_host_port_ipv4(KUBE_SECURE_PORT)
+            .await
+            .map_err(|e| ClusterError::Unavailable(format!("k3s port: {e}")))?;
+        let raw = std::fs::read_to_string(dir.join("k3s.yaml"))?;
+        let kubeconfig = raw.replace(
+            "https://127.0.0.1:6443",
+            &format!("https://127.0.0.1:{port}"),
+        );
+        Ok(Running {
+            kubeconfig,
+            _container: container,
+            _dir: tempdir::Dir(dir),
+        })
+    }
+}
