@@ -157,8 +157,8 @@ impl Kubelet {
     ) -> Result<Kubelet, KubeletError> {
         let m = machine(&cloud, server).ok_or(KubeletError::NoSuchServer(server))?;
         let nodes: Api<Node> = Api::all(client.clone());
-        let obj: Node = serde_json::from_value(node_object(&m, &cfg))
-            .map_err(|e| kube::Error::SerdeError(e))?;
+        let obj: Node =
+            serde_json::from_value(node_object(&m, &cfg)).map_err(kube::Error::SerdeError)?;
         match nodes.create(&PostParams::default(), &obj).await {
             Ok(_) => {}
             // A restarted kubelet finds its Node already there.

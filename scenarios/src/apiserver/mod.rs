@@ -12,6 +12,7 @@ pub mod server;
 pub mod services;
 pub mod status;
 pub mod store;
+pub mod tables;
 
 pub use server::{ApiServer, ApiServerConfig, RequestRecord, Shared, verb_counts};
 

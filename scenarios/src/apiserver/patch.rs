@@ -219,11 +219,33 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 
 /// Applies a JSON patch (RFC 6902).
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), ApiError> {
+    // Kubernetes treats an absent path as null in `test` operations (kube-runtime's
+    // finalizer helper relies on it); the json-patch crate calls it an invalid pointer.
+    let mut patch = patch.clone();
+    if let Value::Array(ops) = &mut patch {
+        ops.retain(|op| {
+            let is_null_test = op.get("op").and_then(Value::as_str) == Some("test")
+                && op.get("value").is_some_and(Value::is_null);
+            let absent = op
+                .get("path")
+                .and_then(Value::as_str)
+                .is_some_and(|p| target.pointer(p).is_none());
+            !(is_null_test && absent)
+        });
+    }
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON patch: {e}")))?;
     json_patch::patch(target, &ops).map_err(|e| ApiError::Invalid {
-        kind: String::new(),
-        name: String::new(),
+        kind: target
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        name: target
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
         causes: vec![super::status::Cause {
             reason: "FieldValueInvalid",
             field: String::new(),

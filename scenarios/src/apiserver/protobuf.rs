@@ -358,7 +358,7 @@ fn time(field: &'static str, value: &Option<meta::Time>) -> Result<Option<String
 }
 
 /// Standard base64 with padding, as Go's JSON encodes `[]byte`.
-fn base64(bytes: &[u8]) -> String {
+pub(crate) fn base64(bytes: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
     for chunk in bytes.chunks(3) {

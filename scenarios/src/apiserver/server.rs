@@ -9,6 +9,7 @@ use super::selectors::{FieldSelector, LabelSelector};
 use super::services;
 use super::status::{ApiError, ApiResult};
 use super::store::{ChangeKind, Key, Store};
+use super::tables::{self, Format, IncludeObject};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
@@ -91,6 +92,9 @@ struct Params {
     continue_token: Option<String>,
     dry_run: bool,
     send_initial_events: bool,
+    include_object: IncludeObject,
+    /// `fieldValidation=Strict`: unknown fields are an error (what kubectl sends).
+    strict: bool,
 }
 
 impl Params {
@@ -109,6 +113,8 @@ impl Params {
                 "continue" => p.continue_token = Some(v).filter(|c| !c.is_empty()),
                 "dryRun" => p.dry_run = !v.is_empty(),
                 "sendInitialEvents" => p.send_initial_events = v == "true",
+                "includeObject" => p.include_object = IncludeObject::parse(&v),
+                "fieldValidation" => p.strict = v == "Strict",
                 _ => {}
             }
         }
@@ -284,6 +290,10 @@ impl Shared {
                 );
                 services::prepare(new, old, &mut taken)
             }
+            ("", "Secret") => {
+                merge_string_data(new);
+                Ok(())
+            }
             ("", "Namespace") => {
                 if new.pointer("/status/phase").is_none() {
                     new["status"] = json!({"phase": "Active"});
@@ -360,6 +370,17 @@ impl Shared {
         if rt.namespaced && !Self::namespace_exists(&store, &ns) {
             return Err(ApiError::not_found("namespaces", &ns));
         }
+        if rt.namespaced
+            && store
+                .get("namespaces", &(String::new(), ns.clone()))
+                .is_some_and(|n| n.pointer("/metadata/deletionTimestamp").is_some())
+        {
+            return Err(ApiError::Forbidden(format!(
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                rt.plural
+            )));
+        }
+
         let key = (ns.clone(), name.clone());
         if store.get(rt.storage_key(), &key).is_some() {
             return Err(ApiError::AlreadyExists {
@@ -510,10 +531,10 @@ impl Shared {
             .and_then(Value::as_array)
             .is_none_or(Vec::is_empty);
         let result = if deleting && no_finalizers {
-            // The last finalizer is gone: the deletion completes.
-            store.put(t.rt.storage_key(), key.clone(), new, ChangeKind::Modified);
+            // The last finalizer is gone: the deletion completes, with one DELETED event
+            // carrying the final state.
             store
-                .remove(t.rt.storage_key(), &key)
+                .remove_final(t.rt.storage_key(), &key, new)
                 .unwrap_or(Value::Null)
         } else {
             store.put(t.rt.storage_key(), key, new, ChangeKind::Modified)
@@ -605,7 +626,9 @@ impl Shared {
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty());
         let result = if t.rt.kind == "Namespace" && t.rt.group.is_empty() {
-            Self::delete_namespace(&mut store, &name, old)
+            let marked = Self::delete_namespace(&mut store, &name, old);
+            Self::finish_namespace_deletion(&mut store, &name);
+            marked
         } else if has_finalizers {
             if old.pointer("/metadata/deletionTimestamp").is_some() {
                 old
@@ -682,6 +705,22 @@ impl Shared {
         if empty {
             store.remove("namespaces", &key);
         }
+    }
+}
+
+/// `stringData` is write-only: its entries go base64-encoded into `data`, as on a real
+/// server.
+fn merge_string_data(obj: &mut Value) {
+    let Some(Value::Object(string_data)) = obj.as_object_mut().and_then(|m| m.remove("stringData"))
+    else {
+        return;
+    };
+    if !obj.get("data").is_some_and(Value::is_object) {
+        obj["data"] = json!({});
+    }
+    for (k, v) in string_data {
+        let text = v.as_str().unwrap_or_default();
+        obj["data"][k] = json!(super::protobuf::base64(text.as_bytes()));
     }
 }
 
@@ -804,6 +843,12 @@ pub async fn handle(
         return ApiError::UnknownResource.into_response();
     };
     let params = Params::parse(uri.query());
+    let format = tables::negotiate(
+        headers
+            .get(header::ACCEPT)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default(),
+    );
     let verb = match (&method, target.name.is_some()) {
         (&Method::GET, false) if params.watch => "watch",
         (&Method::GET, false) => "list",
@@ -834,23 +879,40 @@ pub async fn handle(
     }
     if verb == "watch" {
         srv.0.requests.lock().push(record(StatusCode::OK));
-        return watch_response(srv.clone(), target, params);
+        return watch_response(srv.clone(), target, params, format);
     }
     let result: ApiResult<(StatusCode, Value)> = match verb {
         "list" => srv.list(&target, &params).map(|v| (StatusCode::OK, v)),
         "get" => srv.get(&target).map(|v| (StatusCode::OK, v)),
         "create" => decode_body(&headers, &body).and_then(|b| {
+            strict_check(target.rt, &b, &params)?;
             srv.create_object(target.rt, target.namespace.as_deref(), b, params.dry_run)
                 .map(|v| (StatusCode::CREATED, v))
         }),
-        "update" => decode_body(&headers, &body)
-            .and_then(|b| srv.update_object(&target, b, params.dry_run, false)),
+        "update" => decode_body(&headers, &body).and_then(|b| {
+            strict_check(target.rt, &b, &params)?;
+            srv.update_object(&target, b, params.dry_run, false)
+        }),
         "patch" => {
             let ct = headers
                 .get(header::CONTENT_TYPE)
                 .and_then(|h| h.to_str().ok())
                 .unwrap_or_default()
                 .to_string();
+            if params.strict && !ct.starts_with("application/json-patch+json") {
+                // Merge and strategic patches have the object's shape.
+                let patch = if ct.starts_with("application/apply-patch+yaml") {
+                    serde_yaml_ng::from_slice(&body).ok()
+                } else {
+                    serde_json::from_slice(&body).ok()
+                };
+                if let Some(patch) = patch
+                    && let Err(e) = strict_check(target.rt, &patch, &params)
+                {
+                    srv.0.requests.lock().push(record(e.code()));
+                    return e.into_response();
+                }
+            }
             srv.patch_object(&target, &ct, &body, params.dry_run)
                 .map(|v| (StatusCode::OK, v))
         }
@@ -877,12 +939,131 @@ pub async fn handle(
     match result {
         Ok((code, v)) => {
             srv.0.requests.lock().push(record(code));
+            let v = match verb {
+                "list" | "get" => render(target.rt, verb == "list", v, format, &params),
+                _ => v,
+            };
             json_response(code, &v)
         }
         Err(e) => {
             srv.0.requests.lock().push(record(e.code()));
             e.into_response()
         }
+    }
+}
+
+/// `fieldValidation=Strict`: fields the type's OpenAPI schema does not know are a 400, with
+/// the real server's message. Keys starting with `$` (strategic-merge directives) are skipped.
+fn strict_check(rt: &ResourceType, body: &Value, params: &Params) -> ApiResult<()> {
+    if !params.strict {
+        return Ok(());
+    }
+    let doc = super::openapi::v2_json();
+    let Some(defs) = doc.get("definitions").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    let wanted = json!({"group": rt.group, "version": rt.version, "kind": rt.kind});
+    let Some(schema) = defs.values().find(|d| {
+        d.get("x-kubernetes-group-version-kind")
+            .and_then(Value::as_array)
+            .is_some_and(|g| g.contains(&wanted))
+    }) else {
+        return Ok(());
+    };
+    let mut unknown = Vec::new();
+    unknown_fields(defs, schema, body, "", &mut unknown, 0);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect();
+    Err(ApiError::BadRequest(format!(
+        "{kind} in version \"{v}\" cannot be handled as a {kind}: strict decoding error: {}",
+        list.join(", "),
+        kind = rt.kind,
+        v = rt.version,
+    )))
+}
+
+fn unknown_fields(
+    defs: &serde_json::Map<String, Value>,
+    schema: &Value,
+    v: &Value,
+    path: &str,
+    out: &mut Vec<String>,
+    depth: usize,
+) {
+    if depth > 64 {
+        return;
+    }
+    // Follow `$ref` (also when wrapped in `allOf`).
+    let reference = schema.get("$ref").or_else(|| {
+        schema
+            .get("allOf")
+            .and_then(Value::as_array)
+            .and_then(|a| a.first())
+            .and_then(|s| s.get("$ref"))
+    });
+    if let Some(name) = reference
+        .and_then(Value::as_str)
+        .and_then(|r| r.rsplit('/').next())
+    {
+        if let Some(target) = defs.get(name) {
+            unknown_fields(defs, target, v, path, out, depth + 1);
+        }
+        return;
+    }
+    let join = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match v {
+        Value::Object(map) => {
+            if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&json!(true)) {
+                return;
+            }
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, child) in map.iter().filter(|(k, _)| !k.starts_with('$')) {
+                    match props.get(k) {
+                        Some(s) => unknown_fields(defs, s, child, &join(k), out, depth + 1),
+                        None => out.push(join(k)),
+                    }
+                }
+            } else if let Some(ap) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                for (k, child) in map.iter().filter(|(k, _)| !k.starts_with('$')) {
+                    unknown_fields(defs, ap, child, &join(k), out, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = schema.get("items") {
+                for (i, child) in items.iter().enumerate() {
+                    unknown_fields(defs, item, child, &format!("{path}[{i}]"), out, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A GET answer in the format `Accept` asked for: a Table (server-side printing, as
+/// `kubectl get` asks for), `PartialObjectMetadata(List)`, or the object / list itself.
+fn render(rt: &ResourceType, list: bool, v: Value, format: Format, params: &Params) -> Value {
+    match (format, list) {
+        (Format::Json, _) => v,
+        (Format::Table(version), true) => {
+            tables::list_table(rt, &v, params.include_object, version)
+        }
+        (Format::Table(version), false) => {
+            tables::object_table(rt, &v, params.include_object, version)
+        }
+        (Format::Metadata(version), true) => tables::partial_metadata_list(&v, version),
+        (Format::Metadata(version), false) => tables::partial_metadata(&v, version),
     }
 }
 
@@ -894,10 +1075,53 @@ fn event_line(kind: &str, object: &Value) -> Bytes {
     Bytes::from(line)
 }
 
-fn watch_response(srv: Shared, target: Target, params: Params) -> Response {
+/// Encodes watch events in the negotiated format. Table events carry one row each, and only
+/// the first one carries the column definitions (as on a real server); BOOKMARKs become an
+/// empty Table or `PartialObjectMetadata` with the resourceVersion.
+struct WatchEncoder {
+    rt: &'static ResourceType,
+    format: Format,
+    include: IncludeObject,
+    headers_sent: bool,
+}
+
+impl WatchEncoder {
+    fn line(&mut self, kind: &str, object: &Value) -> Bytes {
+        match self.format {
+            Format::Json => event_line(kind, object),
+            Format::Metadata(version) => {
+                event_line(kind, &tables::partial_metadata(object, version))
+            }
+            Format::Table(version) => {
+                let metadata = json!({"resourceVersion": object
+                    .pointer("/metadata/resourceVersion")
+                    .cloned()
+                    .unwrap_or(json!(""))});
+                let objects = if kind == "BOOKMARK" {
+                    Vec::new()
+                } else {
+                    vec![object.clone()]
+                };
+                let headers = !self.headers_sent;
+                self.headers_sent = true;
+                let table =
+                    tables::table(self.rt, &objects, metadata, self.include, version, headers);
+                event_line(kind, &table)
+            }
+        }
+    }
+}
+
+fn watch_response(srv: Shared, target: Target, params: Params, format: Format) -> Response {
     let (tx, rx) = mpsc::channel::<Bytes>(256);
     tokio::spawn(async move {
-        if let Err(e) = watch_loop(srv, target, params, tx.clone()).await {
+        let enc = WatchEncoder {
+            rt: target.rt,
+            format,
+            include: params.include_object,
+            headers_sent: false,
+        };
+        if let Err(e) = watch_loop(srv, target, params, enc, tx.clone()).await {
             let _ = tx.send(event_line("ERROR", &e.status())).await;
         }
     });
@@ -915,6 +1139,7 @@ async fn watch_loop(
     srv: Shared,
     target: Target,
     params: Params,
+    mut enc: WatchEncoder,
     tx: mpsc::Sender<Bytes>,
 ) -> ApiResult<()> {
     let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or_default())?;
@@ -945,11 +1170,11 @@ async fn watch_loop(
                 let mut initial = Vec::new();
                 for (_, obj) in store.list(storage, target.namespace.as_deref()) {
                     if matches(obj) {
-                        initial.push(event_line("ADDED", &external(target.rt, obj)));
+                        initial.push(enc.line("ADDED", &external(target.rt, obj)));
                     }
                 }
                 if params.send_initial_events {
-                    initial.push(event_line(
+                    initial.push(enc.line(
                         "BOOKMARK",
                         &json!({"kind": target.rt.kind, "apiVersion": target.rt.api_version(),
                                 "metadata": {"resourceVersion": store.rv.to_string(),
@@ -980,7 +1205,12 @@ async fn watch_loop(
         .map(Duration::from_secs)
         .unwrap_or(Duration::from_secs(1800));
     let deadline = tokio::time::Instant::now() + timeout;
-    let bookmark_every = srv.0.config.bookmark_interval;
+    // Bookmarks come on a fixed beat, whatever else happens on the server.
+    let mut bookmark_beat = tokio::time::interval_at(
+        tokio::time::Instant::now() + srv.0.config.bookmark_interval,
+        srv.0.config.bookmark_interval,
+    );
+    bookmark_beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Drain what happened since `last`.
         let (lines, now_rv) = {
@@ -1005,7 +1235,7 @@ async fn watch_loop(
                     _ => None,
                 };
                 if let Some(kind) = kind {
-                    lines.push(event_line(kind, &external(target.rt, &c.object)));
+                    lines.push(enc.line(kind, &external(target.rt, &c.object)));
                 }
             }
             (lines, store.rv)
@@ -1022,10 +1252,10 @@ async fn watch_loop(
                     return Ok(());
                 }
             }
-            _ = tokio::time::sleep(bookmark_every), if params.bookmarks => {
+            _ = bookmark_beat.tick(), if params.bookmarks => {
                 let bookmark = json!({"kind": target.rt.kind, "apiVersion": target.rt.api_version(),
                                       "metadata": {"resourceVersion": last.to_string()}});
-                if tx.send(event_line("BOOKMARK", &bookmark)).await.is_err() {
+                if tx.send(enc.line("BOOKMARK", &bookmark)).await.is_err() {
                     return Ok(());
                 }
             }

@@ -34,6 +34,8 @@ pub enum ApiError {
     },
     #[error("{0}")]
     BadRequest(String),
+    #[error("{0}")]
+    Forbidden(String),
     #[error("the server could not find the requested resource")]
     UnknownResource,
     #[error("the server does not allow this method on the requested resource")]
@@ -78,6 +80,7 @@ impl ApiError {
             ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Gone { .. } => StatusCode::GONE,
@@ -92,6 +95,7 @@ impl ApiError {
             ApiError::Conflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
+            ApiError::Forbidden(_) => "Forbidden",
             ApiError::MethodNotAllowed => "MethodNotAllowed",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
             ApiError::Gone { .. } => "Expired",

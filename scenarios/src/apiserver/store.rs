@@ -135,6 +135,27 @@ impl Store {
         }
     }
 
+    /// Removes an object whose last state is `last` (e.g. its final finalizer removed): one
+    /// DELETED change carrying that state.
+    pub fn remove_final(
+        &mut self,
+        storage: &'static str,
+        key: &Key,
+        mut last: Value,
+    ) -> Option<Value> {
+        let previous = self.objects.get_mut(storage)?.remove(key)?;
+        self.rv += 1;
+        last["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        self.record(
+            storage,
+            key.0.clone(),
+            ChangeKind::Deleted,
+            last.clone(),
+            Some(previous),
+        );
+        Some(last)
+    }
+
     /// Changes after `rv`, or `None` if some of them were compacted away.
     pub fn changes_after(&self, rv: u64) -> Option<impl Iterator<Item = &Change>> {
         if rv < self.compacted_rv {
