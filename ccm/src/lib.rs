@@ -1,4 +1,7 @@
-//! The cloudscale.ch cloud controller manager.
-//!
-//! Nothing lives here yet: the node and service controllers arrive with their own issues.
-//! The crate exists so the workspace has its final shape from the start.
+//! The cloudscale.ch cloud controller manager: node initialization and lifecycle, and (with
+//! its own issue) load balancers for `Service` type `LoadBalancer`.
+
+pub mod cloudscale;
+pub mod leader;
+pub mod metrics;
+pub mod secret;

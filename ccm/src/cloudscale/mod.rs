@@ -1,0 +1,1 @@
+//! cloudscale.ch API client (being written).
