@@ -2,6 +2,12 @@
 //! its own issue) load balancers for `Service` type `LoadBalancer`.
 
 pub mod cloudscale;
+pub mod health;
 pub mod leader;
 pub mod metrics;
+pub mod node;
+pub mod options;
 pub mod secret;
+
+/// The component name in Events, the field manager and the default user agent.
+pub const COMPONENT: &str = "cloudscale-cloud-controller-manager";

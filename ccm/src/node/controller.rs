@@ -1,0 +1,254 @@
+//! The node controller: initializes Nodes carrying the uninitialized taint and keeps the
+//! addresses of initialized Nodes in step with their servers.
+
+use super::metadata::{
+    self, PROVIDED_NODE_IP, ServerFacts, ServerMatch, UNINITIALIZED_TAINT, addresses_json, labels,
+    node_metadata, prefer_node_ip,
+};
+use super::provider_id::{self, ProviderIdError};
+use super::{DirectoryError, Events, ServerDirectory};
+use crate::metrics::Metrics;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const CONTROLLER: &str = "node";
+
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("server lookup failed: {0}")]
+    Directory(#[from] DirectoryError),
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error(transparent)]
+    ProviderId(#[from] ProviderIdError),
+    #[error("no server named \"{0}\"")]
+    NoServer(String),
+    #[error("server {0} of this node does not exist")]
+    ServerGone(uuid::Uuid),
+    #[error(
+        "{count} servers are named \"{name}\" ({uuids}); set the node's provider ID or rename the servers"
+    )]
+    Ambiguous {
+        name: String,
+        count: usize,
+        uuids: String,
+    },
+    #[error(transparent)]
+    Address(#[from] metadata::AddressError),
+}
+
+pub struct NodeContext<D> {
+    pub client: kube::Client,
+    pub directory: Arc<D>,
+    pub events: Events,
+    pub metrics: Arc<Metrics>,
+    /// How often initialized Nodes get their addresses refreshed.
+    pub refresh: Duration,
+    /// Delay before retrying a Node whose initialization failed.
+    pub retry: Duration,
+}
+
+fn has_taint(node: &Node, key: &str) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key == key))
+}
+
+/// The server a Node is: by provider ID if it has one, else by exact name.
+async fn find_server<D: ServerDirectory>(node: &Node, dir: &D) -> Result<ServerFacts, NodeError> {
+    let provider = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .filter(|p| !p.is_empty());
+    if let Some(pid) = provider {
+        let uuid = provider_id::parse(pid)?;
+        return dir.get(uuid).await?.ok_or(NodeError::ServerGone(uuid));
+    }
+    let name = node.name_any();
+    match metadata::match_by_name(&dir.list().await?, &name) {
+        ServerMatch::One(s) => Ok(s),
+        ServerMatch::None => Err(NodeError::NoServer(name)),
+        ServerMatch::Ambiguous(uuids) => Err(NodeError::Ambiguous {
+            name,
+            count: uuids.len(),
+            uuids: uuids
+                .iter()
+                .map(|u| u.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        }),
+    }
+}
+
+fn current_addresses(node: &Node) -> serde_json::Value {
+    json!(node.status.as_ref().and_then(|s| s.addresses.as_ref()))
+}
+
+/// Sets provider ID, labels and addresses, then removes the uninitialized taint: in that
+/// order, so nothing schedules onto a Node before it is complete.
+async fn initialize<D: ServerDirectory>(
+    node: &Node,
+    ctx: &NodeContext<D>,
+) -> Result<(), NodeError> {
+    let nodes: Api<Node> = Api::all(ctx.client.clone());
+    let name = node.name_any();
+    let server = find_server(node, ctx.directory.as_ref()).await?;
+    let md = node_metadata(&server);
+    let node_ip = node.annotations().get(PROVIDED_NODE_IP).map(String::as_str);
+    let addresses = prefer_node_ip(&md.addresses, node_ip)?;
+
+    let mut patch = json!({"metadata": {"labels": labels(&md)}});
+    let has_provider_id = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .is_some_and(|p| !p.is_empty());
+    if !has_provider_id {
+        patch["spec"] = json!({"providerID": md.provider_id});
+    }
+    nodes
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    // A merge patch replaces the whole list: addresses of one type must not be merged.
+    let status = json!({"status": {"addresses": addresses_json(&addresses)}});
+    nodes
+        .patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+
+    // Remove the taint against the Node as it is now, with its resourceVersion as a
+    // precondition, so a taint someone else added meanwhile is never lost.
+    let fresh = nodes.get(&name).await?;
+    let remaining: Vec<_> = fresh
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t.key != UNINITIALIZED_TAINT)
+        .collect();
+    let untaint = json!({
+        "metadata": {"resourceVersion": fresh.resource_version()},
+        "spec": {"taints": remaining},
+    });
+    nodes
+        .patch(&name, &PatchParams::default(), &Patch::Merge(&untaint))
+        .await?;
+    ctx.events
+        .publish(
+            &node.object_ref(&()),
+            false,
+            "Synced",
+            "InitializeNode",
+            format!(
+                "Node initialized from server {} ({}, {}): provider ID {}",
+                server.uuid, md.instance_type, md.zone, md.provider_id
+            ),
+        )
+        .await;
+    tracing::info!(node = %name, server = %server.uuid, "node initialized");
+    Ok(())
+}
+
+/// Keeps the addresses of an initialized Node in step with its server.
+async fn refresh<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Result<(), NodeError> {
+    let has_provider_id = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .is_some_and(|p| !p.is_empty());
+    if !has_provider_id {
+        // Not ours to manage (no provider ID and not tainted: initialized elsewhere).
+        return Ok(());
+    }
+    let server = match find_server(node, ctx.directory.as_ref()).await {
+        Ok(s) => s,
+        // A vanished server is the lifecycle controller's business.
+        Err(NodeError::ServerGone(_)) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let md = node_metadata(&server);
+    let node_ip = node.annotations().get(PROVIDED_NODE_IP).map(String::as_str);
+    let addresses = addresses_json(&prefer_node_ip(&md.addresses, node_ip)?);
+    if current_addresses(node) != addresses {
+        let nodes: Api<Node> = Api::all(ctx.client.clone());
+        let status = json!({"status": {"addresses": addresses}});
+        nodes
+            .patch_status(
+                &node.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&status),
+            )
+            .await?;
+        ctx.events
+            .publish(
+                &node.object_ref(&()),
+                false,
+                "AddressesUpdated",
+                "RefreshNode",
+                "Node addresses follow the server's".into(),
+            )
+            .await;
+    }
+    Ok(())
+}
+
+async fn reconcile<D: ServerDirectory>(
+    node: Arc<Node>,
+    ctx: Arc<NodeContext<D>>,
+) -> Result<Action, NodeError> {
+    let started = Instant::now();
+    let result = if has_taint(&node, UNINITIALIZED_TAINT) {
+        initialize(&node, &ctx).await
+    } else {
+        refresh(&node, &ctx).await
+    };
+    let outcome = if result.is_ok() { "ok" } else { "error" };
+    ctx.metrics
+        .reconcile(CONTROLLER, outcome, started.elapsed());
+    if let Err(e) = &result {
+        let (reason, action) = match e {
+            NodeError::Ambiguous { .. } => ("AmbiguousServerName", "InitializeNode"),
+            NodeError::NoServer(_) | NodeError::ServerGone(_) => {
+                ("ServerNotFound", "InitializeNode")
+            }
+            NodeError::Address(_) => ("NodeIPNotFound", "InitializeNode"),
+            _ => ("SyncFailed", "InitializeNode"),
+        };
+        ctx.events
+            .publish(&node.object_ref(&()), true, reason, action, e.to_string())
+            .await;
+    }
+    result.map(|()| Action::requeue(ctx.refresh))
+}
+
+fn error_policy<D: ServerDirectory>(
+    node: Arc<Node>,
+    error: &NodeError,
+    ctx: Arc<NodeContext<D>>,
+) -> Action {
+    tracing::warn!(node = %node.name_any(), error = %error, "node reconcile failed");
+    Action::requeue(ctx.retry)
+}
+
+/// Runs the node controller until `shutdown` completes.
+pub async fn run<D: ServerDirectory>(
+    ctx: Arc<NodeContext<D>>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
+    let nodes: Api<Node> = Api::all(ctx.client.clone());
+    Controller::new(nodes, watcher::Config::default())
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy, ctx)
+        .for_each(|_| async {})
+        .await;
+}
