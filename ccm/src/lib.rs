@@ -1,6 +1,7 @@
 //! The cloudscale.ch cloud controller manager: node initialization and lifecycle, and (with
 //! its own issue) load balancers for `Service` type `LoadBalancer`.
 
+pub mod app;
 pub mod cloudscale;
 pub mod health;
 pub mod leader;

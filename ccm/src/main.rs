@@ -1,6 +1,80 @@
-//! `cloudscale-cloud-controller-manager`: wires configuration, clients and controllers.
+//! `cloudscale-cloud-controller-manager`: parses flags, sets up logging, runs until SIGTERM.
 
-fn main() {
-    eprintln!("cloudscale-cloud-controller-manager: not wired yet");
-    std::process::exit(2);
+use ccm::app::{self, Environment};
+use ccm::options::Options;
+use clap::Parser;
+use std::process::ExitCode;
+
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+async fn termination() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+fn main() -> ExitCode {
+    let opts = match Options::try_parse() {
+        Ok(o) => o,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            // One line: clap's first line without its "error: " prefix.
+            let text = e.to_string();
+            let line = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ");
+            eprintln!("cloudscale-cloud-controller-manager: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = opts.validate() {
+        eprintln!("cloudscale-cloud-controller-manager: {e}");
+        return ExitCode::from(2);
+    }
+    init_logging(&opts.log_format);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cloudscale-cloud-controller-manager: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(app::run(
+        opts,
+        Environment::from_process(),
+        termination(),
+        |_| {},
+    )) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cloudscale-cloud-controller-manager: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }

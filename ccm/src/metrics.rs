@@ -8,7 +8,9 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 /// Latency buckets in seconds (API calls and reconciles).
-const BUCKETS: &[f64] = &[0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+const BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
 
 #[derive(Debug, Default, Clone)]
 struct Histogram {
@@ -55,7 +57,9 @@ pub struct Metrics {
 
 /// Escapes a label value (backslash, quote, newline).
 fn label(v: &str) -> String {
-    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }
 
 impl Metrics {
@@ -101,7 +105,10 @@ impl Metrics {
     }
 
     pub fn queue_depth(&self, controller: &str, depth: i64) {
-        self.inner.lock().queue_depth.insert(controller.to_string(), depth);
+        self.inner
+            .lock()
+            .queue_depth
+            .insert(controller.to_string(), depth);
     }
 
     pub fn set_leader(&self, leader: bool) {
@@ -141,17 +148,41 @@ impl Metrics {
                 label(st)
             );
         }
-        histogram(&mut out, "cloudscale_api_request_duration_seconds", "Latency of cloudscale.ch API requests.", "endpoint", &m.api_latency);
+        histogram(
+            &mut out,
+            "cloudscale_api_request_duration_seconds",
+            "Latency of cloudscale.ch API requests.",
+            "endpoint",
+            &m.api_latency,
+        );
         out.push_str("# HELP ccm_reconcile_total Reconciles by controller and result.\n");
         out.push_str("# TYPE ccm_reconcile_total counter\n");
         for ((c, r), n) in &m.reconciles {
-            let _ = writeln!(out, "ccm_reconcile_total{{controller=\"{}\",result=\"{}\"}} {n}", label(c), label(r));
+            let _ = writeln!(
+                out,
+                "ccm_reconcile_total{{controller=\"{}\",result=\"{}\"}} {n}",
+                label(c),
+                label(r)
+            );
         }
-        histogram(&mut out, "ccm_reconcile_duration_seconds", "Duration of reconciles.", "controller", &m.reconcile_duration);
-        out.push_str("# HELP ccm_reconcile_api_calls_total cloudscale.ch API calls made by reconciles.\n");
+        histogram(
+            &mut out,
+            "ccm_reconcile_duration_seconds",
+            "Duration of reconciles.",
+            "controller",
+            &m.reconcile_duration,
+        );
+        out.push_str(
+            "# HELP ccm_reconcile_api_calls_total cloudscale.ch API calls made by reconciles.\n",
+        );
         out.push_str("# TYPE ccm_reconcile_api_calls_total counter\n");
         for ((c, k), n) in &m.reconcile_api_calls {
-            let _ = writeln!(out, "ccm_reconcile_api_calls_total{{controller=\"{}\",kind=\"{}\"}} {n}", label(c), label(k));
+            let _ = writeln!(
+                out,
+                "ccm_reconcile_api_calls_total{{controller=\"{}\",kind=\"{}\"}} {n}",
+                label(c),
+                label(k)
+            );
         }
         out.push_str("# HELP ccm_queue_depth Work items waiting per controller.\n");
         out.push_str("# TYPE ccm_queue_depth gauge\n");
@@ -165,7 +196,13 @@ impl Metrics {
     }
 }
 
-fn histogram(out: &mut String, name: &str, help: &str, label_name: &str, series: &BTreeMap<String, Histogram>) {
+fn histogram(
+    out: &mut String,
+    name: &str,
+    help: &str,
+    label_name: &str,
+    series: &BTreeMap<String, Histogram>,
+) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} histogram");
     for (key, h) in series {
@@ -174,7 +211,11 @@ fn histogram(out: &mut String, name: &str, help: &str, label_name: &str, series:
             let n = h.counts.get(i).copied().unwrap_or(0);
             let _ = writeln!(out, "{name}_bucket{{{label_name}=\"{k}\",le=\"{b}\"}} {n}");
         }
-        let _ = writeln!(out, "{name}_bucket{{{label_name}=\"{k}\",le=\"+Inf\"}} {}", h.count);
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{label_name}=\"{k}\",le=\"+Inf\"}} {}",
+            h.count
+        );
         let _ = writeln!(out, "{name}_sum{{{label_name}=\"{k}\"}} {}", h.sum);
         let _ = writeln!(out, "{name}_count{{{label_name}=\"{k}\"}} {}", h.count);
     }
@@ -187,7 +228,12 @@ mod tests {
     #[test]
     fn exposition_has_counters_histograms_and_gauges() {
         let m = Metrics::new();
-        m.api_request("/v1/servers/{uuid}", "GET", "200", Duration::from_millis(20));
+        m.api_request(
+            "/v1/servers/{uuid}",
+            "GET",
+            "200",
+            Duration::from_millis(20),
+        );
         m.api_request("/v1/servers/{uuid}", "GET", "404", Duration::from_millis(7));
         m.reconcile("node", "ok", Duration::from_millis(3));
         m.queue_depth("service", 4);
@@ -195,7 +241,9 @@ mod tests {
         let text = m.render();
         assert!(text.contains("cloudscale_api_requests_total{endpoint=\"/v1/servers/{uuid}\",method=\"GET\",status=\"404\"} 1"));
         assert!(text.contains("cloudscale_api_request_duration_seconds_bucket{endpoint=\"/v1/servers/{uuid}\",le=\"0.01\"} 1"));
-        assert!(text.contains("cloudscale_api_request_duration_seconds_count{endpoint=\"/v1/servers/{uuid}\"} 2"));
+        assert!(text.contains(
+            "cloudscale_api_request_duration_seconds_count{endpoint=\"/v1/servers/{uuid}\"} 2"
+        ));
         assert!(text.contains("ccm_reconcile_total{controller=\"node\",result=\"ok\"} 1"));
         assert!(text.contains("ccm_queue_depth{controller=\"service\"} 4"));
         assert!(text.contains("ccm_leader 1"));

@@ -53,7 +53,10 @@ impl TokenSource {
     }
 
     /// `--token-file` if given, else `CLOUDSCALE_ACCESS_TOKEN`.
-    pub fn from_env_or_file(file: Option<&Path>, env: Option<String>) -> Result<TokenSource, TokenError> {
+    pub fn from_env_or_file(
+        file: Option<&Path>,
+        env: Option<String>,
+    ) -> Result<TokenSource, TokenError> {
         match file {
             Some(p) => Self::from_file(p),
             None => env
@@ -94,8 +97,14 @@ mod tests {
     #[test]
     fn blank_tokens_are_missing() {
         assert!(Token::new("  \n").is_none());
-        assert!(matches!(TokenSource::from_env_or_file(None, Some(" ".into())), Err(TokenError::Missing)));
-        assert!(matches!(TokenSource::from_env_or_file(None, None), Err(TokenError::Missing)));
+        assert!(matches!(
+            TokenSource::from_env_or_file(None, Some(" ".into())),
+            Err(TokenError::Missing)
+        ));
+        assert!(matches!(
+            TokenSource::from_env_or_file(None, None),
+            Err(TokenError::Missing)
+        ));
     }
 
     #[test]

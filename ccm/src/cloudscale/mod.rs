@@ -1,1 +1,627 @@
-//! cloudscale.ch API client (being written).
+//! Typed client of the cloudscale.ch API v1 (shared/reference/cloudscale-api.md).
+//!
+//! * [`Client::new`] takes a [`ClientConfig`]: the API root (`CLOUDSCALE_API_URL` semantics,
+//!   without `/v1`; a trailing slash or `/v1` is accepted), a [`TokenSource`] read on every
+//!   request (rotation without restart), a whole-request timeout, a [`RetryPolicy`], an
+//!   optional [`RateLimit`] and optional [`Metrics`].
+//! * Reads and PATCH/DELETE are retried on connection errors, timeouts, 5xx and 429 with
+//!   exponential backoff and full jitter, honouring `Retry-After`. A POST is never blindly
+//!   repeated: when its outcome is unknown the resource is looked up first (by a tag or its
+//!   natural key, see [`Idempotency`]), so a retry cannot create a duplicate.
+//! * 404 is [`ClientError::NotFound`]; `get_*` turn it into `Ok(None)` and deletes into
+//!   success. Every other failure is an error, never "absent".
+//! * Every request is counted (per client, see [`Client::counters`]) and recorded in the
+//!   metrics under its endpoint template (`/v1/servers/{uuid}`); every write is logged once.
+//!   The token never appears in errors, logs or `Debug` output.
+
+mod error;
+mod resources;
+mod retry;
+mod types;
+
+pub use error::{ClientError, Result};
+pub use resources::{Idempotency, REQUEST_ID_TAG};
+pub use retry::{RateLimit, RetryPolicy};
+pub use types::*;
+
+use crate::metrics::Metrics;
+use crate::secret::TokenSource;
+use reqwest::Method;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use retry::TokenBucket;
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// The production API root.
+pub const DEFAULT_BASE_URL: &str = "https://api.cloudscale.ch";
+/// `CLOUDSCALE_API_TIMEOUT` default (ccm-behaviour 1.2).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// How to build a [`Client`].
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// API root without `/v1` (`https://api.cloudscale.ch`); a trailing `/` or `/v1` is
+    /// accepted and normalised away.
+    pub base_url: String,
+    pub token: Arc<TokenSource>,
+    /// Whole-request timeout (connect, send, answer, body).
+    pub timeout: Duration,
+    pub user_agent: String,
+    pub retry: RetryPolicy,
+    /// `None`: no client-side limit.
+    pub rate_limit: Option<RateLimit>,
+    pub metrics: Option<Arc<Metrics>>,
+}
+
+impl ClientConfig {
+    /// Defaults: 20 s timeout, default retry policy and rate limit, no metrics.
+    pub fn new(base_url: impl Into<String>, token: Arc<TokenSource>) -> ClientConfig {
+        ClientConfig {
+            base_url: base_url.into(),
+            token,
+            timeout: DEFAULT_TIMEOUT,
+            user_agent: format!("cloudscale-ccm/{}", env!("CARGO_PKG_VERSION")),
+            retry: RetryPolicy::default(),
+            rate_limit: Some(RateLimit::default()),
+            metrics: None,
+        }
+    }
+}
+
+/// API requests made so far (attempts, retries included): GETs are reads, everything else
+/// writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CallCounts {
+    pub reads: u64,
+    pub writes: u64,
+}
+
+impl CallCounts {
+    pub fn total(&self) -> u64 {
+        self.reads + self.writes
+    }
+}
+
+impl std::ops::Sub for CallCounts {
+    type Output = CallCounts;
+    fn sub(self, rhs: CallCounts) -> CallCounts {
+        CallCounts {
+            reads: self.reads.saturating_sub(rhs.reads),
+            writes: self.writes.saturating_sub(rhs.writes),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    reads: AtomicU64,
+    writes: AtomicU64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    http: reqwest::Client,
+    /// Normalised root: scheme, host, optional prefix; no trailing slash, no `/v1`.
+    base: String,
+    token: Arc<TokenSource>,
+    timeout: Duration,
+    retry: RetryPolicy,
+    bucket: Option<TokenBucket>,
+    metrics: Option<Arc<Metrics>>,
+}
+
+/// The cloudscale.ch API client. Cheap to clone; clones share the connection pool, the rate
+/// limit and the call counters (see [`Client::with_own_counters`]).
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+    counters: Arc<Counters>,
+}
+
+/// One failed attempt.
+struct Failure {
+    error: ClientError,
+    retry_after: Option<Duration>,
+    /// The request may have been executed (no or a 5xx answer after it was sent).
+    unknown_outcome: bool,
+}
+
+/// Normalises `CLOUDSCALE_API_URL`: `http://h:1`, `http://h:1/`, `http://h:1/v1` and
+/// `http://h:1/v1/` all give `http://h:1`.
+fn normalise_base(url: &str) -> Result<String> {
+    let mut base = url.trim().trim_end_matches('/').to_string();
+    if let Some(stripped) = base.strip_suffix("/v1") {
+        base = stripped.trim_end_matches('/').to_string();
+    }
+    let parsed = reqwest::Url::parse(&base)
+        .map_err(|e| ClientError::Config(format!("invalid API URL {base:?}: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(ClientError::Config(format!(
+            "invalid API URL {base:?}: need http(s)://host"
+        )));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() || parsed.query().is_some() {
+        return Err(ClientError::Config(
+            "invalid API URL: credentials or a query are not allowed".into(),
+        ));
+    }
+    Ok(base)
+}
+
+/// The route template of a request path: UUIDs become `{uuid}`, IP addresses `{ip}`, other
+/// unknown segments `{id}`, the query is dropped. Label values stay few.
+pub fn endpoint_template(path: &str) -> String {
+    const STATIC: &[&str] = &[
+        "v1",
+        "servers",
+        "server-groups",
+        "networks",
+        "subnets",
+        "floating-ips",
+        "volumes",
+        "load-balancers",
+        "pools",
+        "members",
+        "listeners",
+        "health-monitors",
+        "flavors",
+        "regions",
+        "images",
+        "start",
+        "stop",
+        "reboot",
+    ];
+    let path = path.split_once('?').map_or(path, |(p, _)| p);
+    let mut out = String::new();
+    for seg in path.split('/').filter(|s| !s.is_empty()) {
+        out.push('/');
+        if STATIC.contains(&seg) {
+            out.push_str(seg);
+        } else if uuid::Uuid::parse_str(seg).is_ok() {
+            out.push_str("{uuid}");
+        } else if seg.parse::<std::net::IpAddr>().is_ok() {
+            out.push_str("{ip}");
+        } else {
+            out.push_str("{id}");
+        }
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// A path segment from a caller-supplied ID: percent-encoded, never `.`/`..`/empty.
+fn segment(id: &str) -> Result<String> {
+    if id.is_empty() || id == "." || id == ".." {
+        return Err(ClientError::Config(format!("invalid resource ID {id:?}")));
+    }
+    Ok(types::encode_segment(id))
+}
+
+/// An error message from a reqwest error and its sources (without the URL).
+fn transport_message(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut msg = e.to_string();
+    let mut src = std::error::Error::source(&e);
+    while let Some(s) = src {
+        let text = s.to_string();
+        if !msg.contains(&text) {
+            msg.push_str(": ");
+            msg.push_str(&text);
+        }
+        src = s.source();
+    }
+    msg
+}
+
+/// `Retry-After` in seconds (HTTP dates are accepted too).
+fn parse_retry_after(v: &HeaderValue) -> Option<Duration> {
+    let s = v.to_str().ok()?.trim();
+    if let Ok(secs) = s.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(s).ok()?;
+    let secs = (when.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_milliseconds();
+    Some(Duration::from_millis(u64::try_from(secs).unwrap_or(0)))
+}
+
+/// A non-2xx body as the flat map the API promises (cloudscale-api.md 1.6), tolerating
+/// anything else, with the token scrubbed out.
+fn error_body(bytes: &[u8], token: &str) -> BTreeMap<String, String> {
+    let mut map = BTreeMap::new();
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Ok(serde_json::Value::Object(obj)) => {
+            for (k, v) in obj {
+                let v = match v {
+                    serde_json::Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                map.insert(k, v);
+            }
+        }
+        Ok(serde_json::Value::Null) => {}
+        Ok(other) => {
+            map.insert("detail".to_string(), other.to_string());
+        }
+        Err(_) if bytes.iter().all(u8::is_ascii_whitespace) => {}
+        Err(_) => {
+            let text: String = String::from_utf8_lossy(bytes).chars().take(500).collect();
+            map.insert("detail".to_string(), text);
+        }
+    }
+    if token.len() >= 4 {
+        map = map
+            .into_iter()
+            .map(|(k, v)| (k.replace(token, "***"), v.replace(token, "***")))
+            .collect();
+    }
+    map
+}
+
+/// Installs rustls's ring crypto provider for the process, once (reqwest and kube are built
+/// without a provider). Idempotent; [`Client::new`] calls it.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+impl Client {
+    pub fn new(config: ClientConfig) -> Result<Client> {
+        install_crypto_provider();
+        let base = normalise_base(&config.base_url)?;
+        if config.timeout.is_zero() {
+            return Err(ClientError::Config("the timeout must not be zero".into()));
+        }
+        let http = reqwest::Client::builder()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
+            .user_agent(config.user_agent.as_str())
+            .redirect(reqwest::redirect::Policy::none())
+            .retry(reqwest::retry::never())
+            .build()
+            .map_err(|e| ClientError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let retry = RetryPolicy {
+            max_attempts: config.retry.max_attempts.max(1),
+            ..config.retry
+        };
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http,
+                base,
+                token: config.token,
+                timeout: config.timeout,
+                retry,
+                bucket: config.rate_limit.map(TokenBucket::new),
+                metrics: config.metrics,
+            }),
+            counters: Arc::new(Counters::default()),
+        })
+    }
+
+    /// The normalised API root (without `/v1`).
+    pub fn base_url(&self) -> &str {
+        &self.inner.base
+    }
+
+    /// Requests this client (and the clones sharing its counters) made so far.
+    pub fn counters(&self) -> CallCounts {
+        CallCounts {
+            reads: self.counters.reads.load(Ordering::Relaxed),
+            writes: self.counters.writes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// A clone with fresh counters (same connections, rate limit and metrics): give one to a
+    /// reconcile and read [`Client::counters`] at its end.
+    pub fn with_own_counters(&self) -> Client {
+        Client {
+            inner: self.inner.clone(),
+            counters: Arc::new(Counters::default()),
+        }
+    }
+
+    /// One HTTP exchange: rate limit, fresh token, send, metrics. 2xx gives the body.
+    async fn attempt(
+        &self,
+        method: &Method,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> std::result::Result<Vec<u8>, Failure> {
+        let endpoint = path.split_once('?').map_or(path, |(p, _)| p).to_string();
+        let fail = |error: ClientError| Failure {
+            error,
+            retry_after: None,
+            unknown_outcome: false,
+        };
+        if let Some(bucket) = &self.inner.bucket {
+            bucket.acquire().await;
+        }
+        let token = self.inner.token.current().map_err(|e| fail(e.into()))?;
+        let mut auth =
+            HeaderValue::try_from(format!("Bearer {}", token.expose())).map_err(|_| {
+                fail(ClientError::Config(
+                    "the API token contains characters not allowed in an HTTP header".into(),
+                ))
+            })?;
+        auth.set_sensitive(true);
+        if *method == Method::GET {
+            self.counters.reads.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.counters.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut rb = self
+            .inner
+            .http
+            .request(method.clone(), format!("{}{path}", self.inner.base))
+            .header(AUTHORIZATION, auth)
+            .header(ACCEPT, "application/json")
+            .header(CONTENT_TYPE, "application/json");
+        if let Some(b) = body {
+            rb = rb.body(b.to_vec());
+        }
+        let started = Instant::now();
+        let record = |status: &str| {
+            if let Some(m) = &self.inner.metrics {
+                m.api_request(
+                    &endpoint_template(path),
+                    method.as_str(),
+                    status,
+                    started.elapsed(),
+                );
+            }
+        };
+        let no_answer = |e: reqwest::Error, sent: bool| {
+            let unknown_outcome = sent || !e.is_connect();
+            let error = if e.is_timeout() {
+                ClientError::Timeout {
+                    method: method.to_string(),
+                    endpoint: endpoint.clone(),
+                    after: self.inner.timeout,
+                }
+            } else {
+                ClientError::Transport {
+                    method: method.to_string(),
+                    endpoint: endpoint.clone(),
+                    message: transport_message(e),
+                }
+            };
+            Failure {
+                error,
+                retry_after: None,
+                unknown_outcome,
+            }
+        };
+        let resp = match rb.send().await {
+            Ok(r) => r,
+            Err(e) => {
+                record("error");
+                return Err(no_answer(e, false));
+            }
+        };
+        let status = resp.status().as_u16();
+        let retry_after = resp.headers().get(RETRY_AFTER).and_then(parse_retry_after);
+        let bytes = match resp.bytes().await {
+            Ok(b) => b.to_vec(),
+            Err(e) => {
+                record("error");
+                return Err(no_answer(e, true));
+            }
+        };
+        record(&status.to_string());
+        if (200..300).contains(&status) {
+            return Ok(bytes);
+        }
+        let error = if status == 404 {
+            ClientError::NotFound {
+                method: method.to_string(),
+                endpoint,
+            }
+        } else {
+            ClientError::Api {
+                status,
+                body: error_body(&bytes, token.expose()),
+                endpoint,
+                method: method.to_string(),
+            }
+        };
+        Err(Failure {
+            error,
+            retry_after,
+            unknown_outcome: status >= 500,
+        })
+    }
+
+    /// A request that may be repeated as it is (GET, PATCH, DELETE): retried while the
+    /// failure is transient and attempts remain. Returns the body and the attempts made.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> std::result::Result<(Vec<u8>, u32), (ClientError, u32)> {
+        let policy = &self.inner.retry;
+        let mut n = 1;
+        loop {
+            match self.attempt(&method, path, body).await {
+                Ok(b) => return Ok((b, n)),
+                Err(f) if f.error.is_transient() && n < policy.max_attempts => {
+                    let delay = policy.delay(n, f.retry_after);
+                    tracing::debug!(
+                        method = %method,
+                        endpoint = %endpoint_template(path),
+                        attempt = n,
+                        delay_ms = delay.as_millis() as u64,
+                        error = %f.error,
+                        "cloudscale API request failed, retrying"
+                    );
+                    tokio::time::sleep(delay).await;
+                    n += 1;
+                }
+                Err(f) => return Err((f.error, n)),
+            }
+        }
+    }
+
+    fn decode<T: DeserializeOwned>(method: &Method, path: &str, bytes: &[u8]) -> Result<T> {
+        serde_json::from_slice(bytes).map_err(|e| ClientError::Decode {
+            method: method.to_string(),
+            endpoint: path.split_once('?').map_or(path, |(p, _)| p).to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// GET and decode.
+    pub(crate) async fn get_json<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        let (bytes, _) = self
+            .call(Method::GET, path, None)
+            .await
+            .map_err(|(e, _)| e)?;
+        Self::decode(&Method::GET, path, &bytes)
+    }
+
+    /// GET one resource; 404 is `None`, any other failure an error.
+    pub(crate) async fn get_optional<T: DeserializeOwned>(&self, path: &str) -> Result<Option<T>> {
+        match self.get_json(path).await {
+            Ok(v) => Ok(Some(v)),
+            Err(ClientError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// PATCH (retried like a read: the same PATCH twice has the same effect). Logged.
+    pub(crate) async fn patch(
+        &self,
+        resource: &'static str,
+        id: &str,
+        path: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<()> {
+        let body = serde_json::to_vec(body).map_err(|e| ClientError::Config(e.to_string()))?;
+        match self.call(Method::PATCH, path, Some(&body)).await {
+            Ok((_, attempts)) => {
+                tracing::info!(
+                    method = "PATCH",
+                    resource,
+                    id,
+                    attempts,
+                    outcome = "updated",
+                    "cloudscale API write"
+                );
+                Ok(())
+            }
+            Err((e, attempts)) => {
+                tracing::warn!(method = "PATCH", resource, id, attempts, outcome = "failed", error = %e, "cloudscale API write");
+                Err(e)
+            }
+        }
+    }
+
+    /// DELETE; a 404 (also on a retry after a lost answer) means it is gone: success. Logged.
+    pub(crate) async fn delete_path(&self, resource: &'static str, path: &str) -> Result<()> {
+        let id = path.rsplit('/').next().unwrap_or_default().to_string();
+        match self.call(Method::DELETE, path, None).await {
+            Ok((_, attempts)) => {
+                tracing::info!(
+                    method = "DELETE",
+                    resource,
+                    id,
+                    attempts,
+                    outcome = "deleted",
+                    "cloudscale API write"
+                );
+                Ok(())
+            }
+            Err((ClientError::NotFound { .. }, attempts)) => {
+                tracing::info!(
+                    method = "DELETE",
+                    resource,
+                    id,
+                    attempts,
+                    outcome = "already absent",
+                    "cloudscale API write"
+                );
+                Ok(())
+            }
+            Err((e, attempts)) => {
+                tracing::warn!(method = "DELETE", resource, id, attempts, outcome = "failed", error = %e, "cloudscale API write");
+                Err(e)
+            }
+        }
+    }
+
+    /// The path (`/v1/...`) of an `href` the API handed out. The request always goes to the
+    /// configured base URL (the token is never sent to another host), so an href built from a
+    /// different public URL still works.
+    pub(crate) fn path_of_href(&self, href: &str) -> Result<String> {
+        let url = reqwest::Url::parse(href)
+            .map_err(|e| ClientError::Config(format!("invalid href {href:?}: {e}")))?;
+        let full = url.path();
+        // The base may carry a prefix (`https://proxy/cloudscale`): keep what follows `/v1/`.
+        let idx = full
+            .find("/v1/")
+            .ok_or_else(|| ClientError::Config(format!("href {href:?} is not an API v1 URL")))?;
+        let path = full[idx..].to_string();
+        if path.split('/').any(|s| s == ".." || s == ".") {
+            return Err(ClientError::Config(format!("invalid href {href:?}")));
+        }
+        Ok(path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_are_normalised() {
+        for u in [
+            "http://h:8080",
+            "http://h:8080/",
+            "http://h:8080/v1",
+            "http://h:8080/v1/",
+        ] {
+            assert_eq!(normalise_base(u).expect(u), "http://h:8080");
+        }
+        assert_eq!(
+            normalise_base("https://p/prefix/").expect("prefix"),
+            "https://p/prefix"
+        );
+        assert!(normalise_base("not a url").is_err());
+        assert!(normalise_base("ftp://h").is_err());
+    }
+
+    #[test]
+    fn templates_hide_ids() {
+        assert_eq!(
+            endpoint_template("/v1/servers/5f6b1a2e-2c2b-4c6e-9f5e-0a7f4e3b2c1d"),
+            "/v1/servers/{uuid}"
+        );
+        assert_eq!(
+            endpoint_template(
+                "/v1/load-balancers/pools/5f6b1a2e-2c2b-4c6e-9f5e-0a7f4e3b2c1d/members?tag%3Aa=b"
+            ),
+            "/v1/load-balancers/pools/{uuid}/members"
+        );
+        assert_eq!(
+            endpoint_template("/v1/floating-ips/2001:db8::1"),
+            "/v1/floating-ips/{ip}"
+        );
+        assert_eq!(endpoint_template("/v1/servers/node-1"), "/v1/servers/{id}");
+    }
+
+    #[test]
+    fn error_bodies_are_flat_and_scrubbed() {
+        let b = error_body(
+            br#"{"name": ["x"], "detail": "bad tok-123456"}"#,
+            "tok-123456",
+        );
+        assert_eq!(b["name"], "[\"x\"]");
+        assert_eq!(b["detail"], "bad ***");
+        assert!(error_body(b"", "t").is_empty());
+        assert_eq!(error_body(b"<html>", "t")["detail"], "<html>");
+    }
+}

@@ -54,6 +54,9 @@ pub struct NodeContext<D> {
     pub refresh: Duration,
     /// Delay before retrying a Node whose initialization failed.
     pub retry: Duration,
+    /// When each Node was last synced: our own patches trigger another reconcile at once,
+    /// which must not cost another lookup.
+    pub last_sync: parking_lot::Mutex<std::collections::HashMap<String, Instant>>,
 }
 
 fn has_taint(node: &Node, key: &str) -> bool {
@@ -161,6 +164,14 @@ async fn initialize<D: ServerDirectory>(
 
 /// Keeps the addresses of an initialized Node in step with its server.
 async fn refresh<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Result<(), NodeError> {
+    let recent = ctx
+        .last_sync
+        .lock()
+        .get(&node.name_any())
+        .is_some_and(|at| at.elapsed() < ctx.refresh);
+    if recent {
+        return Ok(());
+    }
     let has_provider_id = node
         .spec
         .as_ref()
@@ -212,6 +223,9 @@ async fn reconcile<D: ServerDirectory>(
     } else {
         refresh(&node, &ctx).await
     };
+    if result.is_ok() {
+        ctx.last_sync.lock().insert(node.name_any(), Instant::now());
+    }
     let outcome = if result.is_ok() { "ok" } else { "error" };
     ctx.metrics
         .reconcile(CONTROLLER, outcome, started.elapsed());
@@ -240,13 +254,31 @@ fn error_policy<D: ServerDirectory>(
     Action::requeue(ctx.retry)
 }
 
-/// Runs the node controller until `shutdown` completes.
+/// Runs the node controller until `shutdown` completes; `synced` is called once its Node
+/// cache has been filled (for `/readyz`).
 pub async fn run<D: ServerDirectory>(
     ctx: Arc<NodeContext<D>>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    synced: impl FnOnce() + Send + 'static,
 ) {
     let nodes: Api<Node> = Api::all(ctx.client.clone());
-    Controller::new(nodes, watcher::Config::default())
+    let controller = Controller::new(nodes, watcher::Config::default());
+    let store = controller.store();
+    tokio::spawn(async move {
+        // `wait_until_ready` is not woken when the store fills (kube-runtime 5), only when
+        // polled again: poll it on a short beat.
+        loop {
+            match tokio::time::timeout(Duration::from_millis(100), store.wait_until_ready()).await {
+                Ok(Ok(())) => {
+                    synced();
+                    return;
+                }
+                Ok(Err(_)) => return,
+                Err(_) => continue,
+            }
+        }
+    });
+    controller
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx)
         .for_each(|_| async {})

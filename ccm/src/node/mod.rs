@@ -68,3 +68,49 @@ impl Events {
         }
     }
 }
+
+/// The server facts the node side needs, from an API server record.
+pub fn server_facts(s: &crate::cloudscale::Server) -> Result<ServerFacts, DirectoryError> {
+    let uuid = Uuid::parse_str(&s.uuid).map_err(|_| {
+        DirectoryError(format!(
+            "server \"{}\" has an invalid UUID \"{}\"",
+            s.name, s.uuid
+        ))
+    })?;
+    Ok(ServerFacts {
+        uuid,
+        name: s.name.clone(),
+        status: s.status.as_str().to_string(),
+        flavor: s.flavor.slug.clone(),
+        zone: s.zone.slug.clone(),
+        interfaces: s
+            .interfaces
+            .iter()
+            .map(|i| {
+                (
+                    i.kind == crate::cloudscale::InterfaceType::Public,
+                    i.addresses.iter().map(|a| a.address.to_string()).collect(),
+                )
+            })
+            .collect(),
+    })
+}
+
+/// The cloudscale API as the node side's server directory.
+impl ServerDirectory for crate::cloudscale::Client {
+    async fn get(&self, uuid: Uuid) -> Result<Option<ServerFacts>, DirectoryError> {
+        match self.get_server(&uuid.to_string()).await {
+            Ok(Some(s)) => server_facts(&s).map(Some),
+            Ok(None) => Ok(None),
+            Err(e) => Err(DirectoryError(e.to_string())),
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<ServerFacts>, DirectoryError> {
+        let servers = self
+            .list_servers(&crate::cloudscale::Filter::all())
+            .await
+            .map_err(|e| DirectoryError(e.to_string()))?;
+        servers.iter().map(server_facts).collect()
+    }
+}

@@ -1,0 +1,178 @@
+//! Node initialization benchmark: the CCM binary against the testbed.
+//!
+//! `cargo bench -p ccm --bench nodes [-- --nodes 100]` prints the time from Node
+//! registration to taint removal (median, p90, worst), cloudscale API calls per Node
+//! initialized, and the CCM's resident memory at idle.
+
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
+use scenarios::cluster::Cluster;
+use scenarios::kubelet::KubeletConfig;
+use scenarios::testbed::{Testbed, TestbedConfig};
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+}
+
+fn initialized(n: &Node) -> bool {
+    !n.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| {
+            t.iter()
+                .any(|t| t.key == "node.cloudprovider.kubernetes.io/uninitialized")
+        })
+}
+
+fn api_requests(metrics: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("cloudscale_api_requests_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+async fn metrics_text(port: u16) -> String {
+    match reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or(18258)
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args
+        .iter()
+        .position(|a| a == "--nodes")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let cluster = Cluster::embedded().await.expect("embedded cluster");
+    let mut tb = Testbed::start(
+        cluster,
+        TestbedConfig {
+            nodes: 0,
+            kubelet: KubeletConfig {
+                heartbeat: Duration::from_secs(5),
+                ..KubeletConfig::default()
+            },
+            ..TestbedConfig::default()
+        },
+    )
+    .await
+    .expect("testbed");
+    let kubeconfig = std::env::temp_dir().join(format!("ccm-bench-{}.yaml", std::process::id()));
+    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
+    let port = free_port();
+    let ccm = Kill(
+        Command::new(env!("CARGO_BIN_EXE_cloudscale-cloud-controller-manager"))
+            .args([
+                "--kubeconfig",
+                &kubeconfig.display().to_string(),
+                "--leader-elect=false",
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                &port.to_string(),
+                "--api-rate-limit",
+                "1000",
+            ])
+            .env("CLOUDSCALE_ACCESS_TOKEN", tb.cloud.token())
+            .env("CLOUDSCALE_API_URL", tb.cloud.base_url())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the CCM binary"),
+    );
+    let pid = ccm.0.id();
+    // Wait for the CCM to serve metrics before registering nodes.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while metrics_text(port).await.is_empty() {
+        assert!(Instant::now() < deadline, "the CCM did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let idle_before = rss_kib(pid);
+    let calls_before = api_requests(&metrics_text(port).await);
+
+    let nodes: Api<Node> = Api::all(tb.cluster.client());
+    let mut registered: HashMap<String, Instant> = HashMap::new();
+    let started = Instant::now();
+    for i in 1..=n {
+        let name = format!("node-{i}");
+        registered.insert(name.clone(), Instant::now());
+        tb.add_node(&name).await.expect("register node");
+    }
+    let mut done: HashMap<String, Duration> = HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while done.len() < n {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {n} nodes initialized",
+            done.len()
+        );
+        if let Ok(list) = nodes.list(&Default::default()).await {
+            for node in list.items.iter().filter(|n| initialized(n)) {
+                let name = node.metadata.name.clone().unwrap_or_default();
+                if let Some(at) = registered.get(&name) {
+                    done.entry(name).or_insert_with(|| at.elapsed());
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let total = started.elapsed();
+    let calls = api_requests(&metrics_text(port).await) - calls_before;
+    // Idle: initialization over, nothing to do until the next address refresh.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle_after = rss_kib(pid);
+
+    let mut times: Vec<Duration> = done.values().copied().collect();
+    times.sort();
+    let pct = |p: f64| times[((times.len() as f64 * p).ceil() as usize).clamp(1, times.len()) - 1];
+    println!(
+        "CCM node initialization, {n} nodes (simulated kubelets, embedded API server, fakecloud)"
+    );
+    println!(
+        "registration -> taint removed: median {:.0} ms, p90 {:.0} ms, worst {:.0} ms (all {n} in {:.2} s)",
+        pct(0.5).as_secs_f64() * 1000.0,
+        pct(0.9).as_secs_f64() * 1000.0,
+        pct(1.0).as_secs_f64() * 1000.0,
+        total.as_secs_f64()
+    );
+    println!(
+        "cloudscale API calls: {calls} for {n} nodes = {:.2} per node",
+        calls as f64 / n as f64
+    );
+    println!(
+        "CCM resident memory: {} KiB idle before, {} KiB idle after {n} nodes",
+        idle_before.map_or("?".into(), |k| k.to_string()),
+        idle_after.map_or("?".into(), |k| k.to_string())
+    );
+    let _ = std::fs::remove_file(&kubeconfig);
+}

@@ -1,0 +1,270 @@
+//! The process: configuration checks, clients, the health server, leader election and the
+//! controllers, until SIGTERM. In the library so tests can run a whole CCM in-process.
+
+use crate::cloudscale::{self, Client, ClientConfig, RateLimit};
+use crate::health::{self, Readiness};
+use crate::leader::{LeaderElectionConfig, LeaderElector};
+use crate::metrics::Metrics;
+use crate::node::Events;
+use crate::node::controller::{self as node_controller, NodeContext};
+use crate::node::lifecycle::{self, LifecycleContext};
+use crate::options::{self, Options};
+use crate::secret::{TokenError, TokenSource};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    #[error("cannot read the kubeconfig {path}: {reason}")]
+    Kubeconfig { path: String, reason: String },
+    #[error(
+        "no Kubernetes configuration: not in a cluster and no --kubeconfig or KUBECONFIG ({0})"
+    )]
+    NoKubeConfig(String),
+    #[error("cannot create the Kubernetes client: {0}")]
+    KubeClient(String),
+    #[error("cannot create the cloudscale API client: {0}")]
+    Cloud(#[from] cloudscale::ClientError),
+    #[error("cannot serve health and metrics on {addr}: {reason}")]
+    Health { addr: SocketAddr, reason: String },
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Everything the process reads from its environment.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    pub access_token: Option<String>,
+    pub api_url: Option<String>,
+    pub api_timeout: Option<String>,
+}
+
+impl Environment {
+    pub fn from_process() -> Environment {
+        Environment {
+            access_token: std::env::var("CLOUDSCALE_ACCESS_TOKEN").ok(),
+            api_url: std::env::var("CLOUDSCALE_API_URL").ok(),
+            api_timeout: std::env::var("CLOUDSCALE_API_TIMEOUT").ok(),
+        }
+    }
+}
+
+async fn kube_client(opts: &Options) -> Result<kube::Client, AppError> {
+    let config = match &opts.kubeconfig {
+        Some(path) => {
+            let kc =
+                kube::config::Kubeconfig::read_from(path).map_err(|e| AppError::Kubeconfig {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })?;
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| AppError::Kubeconfig {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| AppError::NoKubeConfig(e.to_string()))?,
+    };
+    kube::Client::try_from(config).map_err(|e| AppError::KubeClient(e.to_string()))
+}
+
+/// A running CCM's handles (for tests and `main`).
+pub struct Running {
+    pub health_addr: SocketAddr,
+    pub metrics: Arc<Metrics>,
+    pub readiness: Arc<Readiness>,
+}
+
+/// Checks the configuration, builds the clients, starts the health server and runs the
+/// controllers (as leader, if leader election is on) until `shutdown` completes. Reports
+/// the bound health address through `started` as soon as it is known.
+pub async fn run(
+    opts: Options,
+    env: Environment,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    started: impl FnOnce(&Running),
+) -> Result<(), AppError> {
+    opts.validate().map_err(AppError::Config)?;
+    let token = Arc::new(TokenSource::from_env_or_file(
+        opts.token_file.as_deref().map(Path::new),
+        env.access_token,
+    )?);
+    let api_url = options::api_url(env.api_url);
+    let (timeout, timeout_ok) = options::api_timeout(env.api_timeout.clone());
+    if !timeout_ok {
+        tracing::warn!(value = ?env.api_timeout, "CLOUDSCALE_API_TIMEOUT is not a positive number of seconds; using 20");
+    }
+    cloudscale::install_crypto_provider();
+    let kube = kube_client(&opts).await?;
+    let metrics = Arc::new(Metrics::new());
+    let readiness = Arc::new(Readiness::default());
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|s| *s).await;
+    };
+    let health_addr = SocketAddr::new(opts.bind_address, opts.secure_port);
+    let health_addr = health::serve(
+        health_addr,
+        metrics.clone(),
+        readiness.clone(),
+        stopped(stop_rx.clone()),
+    )
+    .await
+    .map_err(|e| AppError::Health {
+        addr: health_addr,
+        reason: e.to_string(),
+    })?;
+    started(&Running {
+        health_addr,
+        metrics: metrics.clone(),
+        readiness: readiness.clone(),
+    });
+
+    let cloud = Client::new(ClientConfig {
+        timeout,
+        rate_limit: Some(RateLimit {
+            requests_per_second: opts.api_rate_limit,
+            burst: (opts.api_rate_limit * 2.0).ceil().max(1.0) as u32,
+        }),
+        metrics: Some(metrics.clone()),
+        user_agent: format!("{}/{}", crate::COMPONENT, env!("CARGO_PKG_VERSION")),
+        ..ClientConfig::new(api_url.clone(), token.clone())
+    })?;
+    tracing::info!(
+        api_url = %api_url,
+        timeout_s = timeout.as_secs(),
+        token = if opts.token_file.is_some() { "from --token-file" } else { "from CLOUDSCALE_ACCESS_TOKEN" },
+        health = %health_addr,
+        leader_elect = opts.leader_elect,
+        "starting"
+    );
+
+    let identity = crate::leader::default_identity();
+    let events = Events::new(kube.clone(), Some(identity.clone()));
+    let directory = Arc::new(cloud.clone());
+    let node_ctx = Arc::new(NodeContext {
+        client: kube.clone(),
+        directory: directory.clone(),
+        events: events.clone(),
+        metrics: metrics.clone(),
+        refresh: opts.node_status_update_frequency,
+        retry: Duration::from_secs(5),
+        last_sync: Default::default(),
+    });
+    let lifecycle_ctx = Arc::new(LifecycleContext {
+        client: kube.clone(),
+        directory,
+        events,
+        metrics: metrics.clone(),
+        period: opts.node_monitor_period,
+        recheck: Duration::from_secs(2),
+    });
+    let run_nodes = opts.controller_enabled("cloud-node");
+    let run_lifecycle = opts.controller_enabled("cloud-node-lifecycle");
+    if opts.controller_enabled("service") {
+        tracing::info!("the service controller is not part of this build yet");
+    }
+
+    // The controllers, as one future: dropped when leadership ends.
+    let leading = {
+        let readiness = readiness.clone();
+        let stop_rx = stop_rx.clone();
+        move || {
+            let (node_ctx, lifecycle_ctx, readiness, stop_rx) = (
+                node_ctx.clone(),
+                lifecycle_ctx.clone(),
+                readiness.clone(),
+                stop_rx.clone(),
+            );
+            async move {
+                let nodes = async {
+                    if run_nodes {
+                        let r = readiness.clone();
+                        node_controller::run(node_ctx, stopped(stop_rx.clone()), move || {
+                            r.set_synced(true)
+                        })
+                        .await;
+                    } else {
+                        readiness.set_synced(true);
+                        std::future::pending::<()>().await;
+                    }
+                };
+                let lifecycle = async {
+                    if run_lifecycle {
+                        lifecycle::run(lifecycle_ctx, stopped(stop_rx.clone())).await;
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::join!(nodes, lifecycle);
+            }
+        }
+    };
+
+    // Shutdown: stop taking work, let the controllers wind down, release the lease.
+    tokio::spawn({
+        let stop_tx = stop_tx.clone();
+        async move {
+            shutdown.await;
+            tracing::info!("shutting down");
+            let _ = stop_tx.send(true);
+        }
+    });
+
+    if opts.leader_elect {
+        let elector = LeaderElector::new(
+            kube.clone(),
+            LeaderElectionConfig {
+                lease_name: opts.leader_elect_resource_name.clone(),
+                lease_namespace: opts.leader_elect_resource_namespace.clone(),
+                identity,
+                lease_duration: opts.leader_elect_lease_duration,
+                renew_deadline: opts.leader_elect_renew_deadline,
+                retry_period: opts.leader_elect_retry_period,
+            },
+        )
+        .map_err(|e| AppError::Config(e.to_string()))?;
+        let mut status = elector.status().receiver();
+        {
+            let (metrics, readiness) = (metrics.clone(), readiness.clone());
+            readiness.set_standing_by(true);
+            tokio::spawn(async move {
+                loop {
+                    let leader = *status.borrow_and_update();
+                    metrics.set_leader(leader);
+                    // A leader is ready once its caches are synced; a follower is ready to
+                    // take over.
+                    readiness.set_standing_by(!leader);
+                    if !leader {
+                        readiness.set_synced(false);
+                    }
+                    if status.changed().await.is_err() {
+                        metrics.set_leader(false);
+                        break;
+                    }
+                }
+            });
+        }
+        elector.run(stopped(stop_rx.clone()), leading).await;
+    } else {
+        metrics.set_leader(true);
+        let work = leading();
+        tokio::select! {
+            () = work => {}
+            () = stopped(stop_rx.clone()) => {}
+        }
+    }
+    let _ = stop_tx.send(true);
+    tracing::info!("stopped");
+    Ok(())
+}

@@ -1,0 +1,176 @@
+//! Retry policy (exponential backoff with full jitter, `Retry-After` honoured) and the
+//! client-side rate limit (token bucket).
+
+use parking_lot::Mutex;
+use rand::Rng as _;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// When and how often failed requests are tried again.
+///
+/// Retried: no answer (connection error, timeout), 5xx and 429. GET, PATCH and DELETE are
+/// repeated as they are; a POST whose outcome is unknown is only repeated after a lookup found
+/// that it did not happen (see [`super::Idempotency`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Attempts in total, the first included (1 = never retry).
+    pub max_attempts: u32,
+    /// Backoff before retry n (n = 1, 2, ...) is uniform in `[0, min(max_delay, base_delay * 2^(n-1))]`.
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    /// A `Retry-After` answer is waited for, but at most this long.
+    pub max_retry_after: Duration,
+    /// After a POST whose outcome is unknown (timeout, dropped connection, 5xx), wait at least
+    /// this long before looking the resource up, so a request still being executed by the API
+    /// can land first.
+    pub settle_before_lookup: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 5,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(10),
+            max_retry_after: Duration::from_secs(30),
+            settle_before_lookup: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// Never retry.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_attempts: 1,
+            ..RetryPolicy::default()
+        }
+    }
+
+    /// The pause before retry number `retry` (1-based), given the server's `Retry-After`.
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(ra) = retry_after {
+            return ra.min(self.max_retry_after);
+        }
+        let exp = retry.saturating_sub(1).min(30);
+        let ceiling = self
+            .base_delay
+            .saturating_mul(1u32 << exp)
+            .min(self.max_delay);
+        if ceiling.is_zero() {
+            return Duration::ZERO;
+        }
+        let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
+        Duration::from_nanos(rand::rng().random_range(0..=nanos))
+    }
+}
+
+/// Client-side rate limit: a token bucket of `burst` tokens refilled at
+/// `requests_per_second`. Every request attempt (retries included) takes one token.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    pub requests_per_second: f64,
+    pub burst: u32,
+}
+
+impl Default for RateLimit {
+    fn default() -> Self {
+        RateLimit {
+            requests_per_second: 20.0,
+            burst: 40,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct TokenBucket {
+    rate: f64,
+    burst: f64,
+    /// Tokens available at `at`; negative when requests are queued (reserved ahead).
+    state: Mutex<(f64, Instant)>,
+}
+
+impl TokenBucket {
+    pub(crate) fn new(limit: RateLimit) -> TokenBucket {
+        let rate = if limit.requests_per_second.is_finite() && limit.requests_per_second > 0.0 {
+            limit.requests_per_second
+        } else {
+            f64::MAX
+        };
+        let burst = f64::from(limit.burst.max(1));
+        TokenBucket {
+            rate,
+            burst,
+            state: Mutex::new((burst, Instant::now())),
+        }
+    }
+
+    /// Waits until a token is available. Tokens are reserved in call order, so waiters are
+    /// served first come, first served; cancelling a wait does not return its token.
+    pub(crate) async fn acquire(&self) {
+        let wait = {
+            let mut st = self.state.lock();
+            let now = Instant::now();
+            let refill = now.saturating_duration_since(st.1).as_secs_f64() * self.rate;
+            st.0 = (st.0 + refill).min(self.burst);
+            st.1 = now;
+            st.0 -= 1.0;
+            if st.0 >= 0.0 {
+                Duration::ZERO
+            } else {
+                Duration::from_secs_f64(-st.0 / self.rate)
+            }
+        };
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_is_capped_and_jittered() {
+        let p = RetryPolicy {
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+            ..RetryPolicy::default()
+        };
+        for _ in 0..100 {
+            assert!(p.delay(1, None) <= Duration::from_millis(100));
+            assert!(p.delay(2, None) <= Duration::from_millis(200));
+            assert!(p.delay(10, None) <= Duration::from_millis(350));
+        }
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(600))),
+            Duration::from_secs(30)
+        );
+    }
+
+    #[tokio::test]
+    async fn bucket_lets_a_burst_through_then_paces() {
+        let b = TokenBucket::new(RateLimit {
+            requests_per_second: 100.0,
+            burst: 3,
+        });
+        let start = Instant::now();
+        for _ in 0..3 {
+            b.acquire().await;
+        }
+        assert!(start.elapsed() < Duration::from_millis(5));
+        for _ in 0..5 {
+            b.acquire().await;
+        }
+        let took = start.elapsed();
+        assert!(
+            took >= Duration::from_millis(49) && took <= Duration::from_millis(200),
+            "{took:?}"
+        );
+    }
+}

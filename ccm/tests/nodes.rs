@@ -1,0 +1,543 @@
+//! Node initialization and lifecycle end to end: the CCM's node controllers against fakecloud
+//! and the embedded Kubernetes API server with simulated kubelets.
+
+use ccm::cloudscale::{Client, ClientConfig, RetryPolicy};
+use ccm::metrics::Metrics;
+use ccm::node::controller::{self, NodeContext};
+use ccm::node::lifecycle::{self, LifecycleContext};
+use ccm::node::metadata::{SHUTDOWN_TAINT, UNINITIALIZED_TAINT};
+use ccm::node::{Events, ServerDirectory};
+use ccm::secret::{Token, TokenSource};
+use fakecloud::{FaultEffect, FaultRule};
+use k8s_openapi::api::core::v1::{Event, Node};
+use kube::api::{Api, ListParams};
+use scenarios::cluster::Cluster;
+use scenarios::kubelet::KubeletConfig;
+use scenarios::testbed::{Testbed, TestbedConfig};
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// Everything any test logged, to prove tokens never appear in logs.
+fn log_buffer() -> Arc<Mutex<Vec<u8>>> {
+    static BUF: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    BUF.get_or_init(|| {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let writer = buf.clone();
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("debug,hyper=info,h2=info,rustls=info,tower=info")
+            .with_writer(move || LogWriter(writer.clone()))
+            .try_init();
+        buf
+    })
+    .clone()
+}
+
+struct LogWriter(Arc<Mutex<Vec<u8>>>);
+
+impl Write for LogWriter {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut v) = self.0.lock() {
+            v.extend_from_slice(b);
+        }
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn logs_contain(needle: &str) -> bool {
+    let buf = log_buffer();
+    let text = buf
+        .lock()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
+    text.contains(needle)
+}
+
+struct Harness {
+    tb: Testbed,
+    client: Client,
+    metrics: Arc<Metrics>,
+    stop: Vec<oneshot::Sender<()>>,
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        for s in self.stop.drain(..) {
+            let _ = s.send(());
+        }
+    }
+}
+
+fn cloud_config(tokens: &[&str]) -> fakecloud::Config {
+    fakecloud::Config {
+        tokens: tokens.iter().map(|t| t.to_string()).collect(),
+        timing: fakecloud::Timing {
+            server_create_s: 1.0,
+            server_action_s: 1.0,
+            ..fakecloud::Timing::default()
+        },
+        ..fakecloud::Config::for_tests()
+    }
+}
+
+async fn harness_with(nodes: usize, cloud: fakecloud::Config, token: TokenSource) -> Harness {
+    log_buffer();
+    let cluster = Cluster::embedded().await.expect("cluster");
+    let tb = Testbed::start(
+        cluster,
+        TestbedConfig {
+            nodes,
+            cloud,
+            kubelet: KubeletConfig {
+                heartbeat: Duration::from_millis(100),
+                ..KubeletConfig::default()
+            },
+            proxy_interval: Duration::from_millis(200),
+            ..TestbedConfig::default()
+        },
+    )
+    .await
+    .expect("testbed");
+    let metrics = Arc::new(Metrics::new());
+    let client = Client::new(ClientConfig {
+        timeout: Duration::from_millis(500),
+        retry: RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(20),
+            max_delay: Duration::from_millis(100),
+            max_retry_after: Duration::from_millis(200),
+            settle_before_lookup: Duration::from_millis(50),
+        },
+        metrics: Some(metrics.clone()),
+        ..ClientConfig::new(tb.cloud.base_url(), Arc::new(token))
+    })
+    .expect("client");
+    let mut h = Harness {
+        tb,
+        client,
+        metrics,
+        stop: Vec::new(),
+    };
+    h.start_controllers();
+    h
+}
+
+async fn harness(nodes: usize) -> Harness {
+    harness_with(
+        nodes,
+        cloud_config(&["test-token"]),
+        TokenSource::Static(Token::new("test-token").expect("token")),
+    )
+    .await
+}
+
+impl Harness {
+    fn start_controllers(&mut self) {
+        let kube = self.tb.cluster.client();
+        let dir = Arc::new(self.client.clone());
+        let events = Events::new(kube.clone(), Some("test".into()));
+        let (tx1, rx1) = oneshot::channel::<()>();
+        let ctx = Arc::new(NodeContext {
+            client: kube.clone(),
+            directory: dir.clone(),
+            events: events.clone(),
+            metrics: self.metrics.clone(),
+            refresh: Duration::from_millis(300),
+            retry: Duration::from_millis(200),
+            last_sync: Default::default(),
+        });
+        tokio::spawn(controller::run(
+            ctx,
+            async move {
+                let _ = rx1.await;
+            },
+            || {},
+        ));
+        let (tx2, rx2) = oneshot::channel::<()>();
+        let lctx = Arc::new(LifecycleContext {
+            client: kube,
+            directory: dir,
+            events,
+            metrics: self.metrics.clone(),
+            period: Duration::from_millis(100),
+            recheck: Duration::from_millis(50),
+        });
+        tokio::spawn(lifecycle::run(lctx, async move {
+            let _ = rx2.await;
+        }));
+        self.stop.push(tx1);
+        self.stop.push(tx2);
+    }
+
+    fn nodes(&self) -> Api<Node> {
+        Api::all(self.tb.cluster.client())
+    }
+
+    async fn server_action(&self, node: &str, action: &str) {
+        let server = self.tb.server_of(node).expect("server");
+        let http = reqwest::Client::new();
+        let (method, url) = match action {
+            "delete" => (
+                reqwest::Method::DELETE,
+                format!("{}/servers/{server}", self.tb.cloud.api_url()),
+            ),
+            a => (
+                reqwest::Method::POST,
+                format!("{}/servers/{server}/{a}", self.tb.cloud.api_url()),
+            ),
+        };
+        let token = self.tb.cloud.token().to_string();
+        let r = http
+            .request(method, url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("action");
+        assert_eq!(r.status(), 204, "{action}");
+        // Let the transition finish in fakecloud's (manual) clock.
+        self.tb.cloud.advance(Duration::from_secs(5));
+    }
+
+    async fn events_for(&self, node: &str) -> Vec<Event> {
+        let events: Api<Event> = Api::namespaced(self.tb.cluster.client(), "default");
+        events
+            .list(&ListParams::default().fields(&format!("involvedObject.name={node}")))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    }
+}
+
+fn taints(node: &Node) -> Vec<String> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .map(|t| t.iter().map(|t| t.key.clone()).collect())
+        .unwrap_or_default()
+}
+
+fn initialized(node: &Node) -> bool {
+    !taints(node).iter().any(|k| k == UNINITIALIZED_TAINT)
+}
+
+/// Polls `check` every 50 ms for at most 20 s.
+async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn node_named(h: &Harness, name: &str) -> Option<Node> {
+    h.nodes().get(name).await.ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_node_cluster_initializes_fully() {
+    let h = harness(3).await;
+    for name in ["node-1", "node-2", "node-3"] {
+        let node = eventually(name, || async {
+            node_named(&h, name).await.filter(initialized)
+        })
+        .await;
+        let server = h.tb.server_of(name).expect("server");
+        let spec = node.spec.clone().expect("spec");
+        assert_eq!(spec.provider_id, Some(format!("cloudscale://{server}")));
+        let labels = node.metadata.labels.clone().expect("labels");
+        assert_eq!(labels["node.kubernetes.io/instance-type"], "flex-8-4");
+        assert_eq!(labels["topology.kubernetes.io/zone"], "rma1");
+        assert_eq!(labels["topology.kubernetes.io/region"], "rma");
+        let addresses: Vec<(String, String)> = node
+            .status
+            .and_then(|s| s.addresses)
+            .expect("addresses")
+            .into_iter()
+            .map(|a| (a.type_, a.address))
+            .collect();
+        // The kubelet's node IP first (as upstream does), then Hostname and the public
+        // addresses in the API's order.
+        let facts = h.client.get(server).await.expect("lookup").expect("server");
+        let private = facts
+            .interfaces
+            .iter()
+            .find(|(p, _)| !p)
+            .map(|(_, a)| a[0].clone())
+            .expect("private");
+        let public: Vec<String> = facts
+            .interfaces
+            .iter()
+            .filter(|(p, _)| *p)
+            .flat_map(|(_, a)| a.clone())
+            .collect();
+        assert_eq!(addresses[0], ("InternalIP".to_string(), private));
+        assert_eq!(addresses[1], ("Hostname".to_string(), name.to_string()));
+        assert_eq!(
+            addresses[2..]
+                .iter()
+                .map(|(_, a)| a.clone())
+                .collect::<Vec<_>>(),
+            public
+        );
+        assert!(addresses[2..].iter().all(|(k, _)| k == "ExternalIP"));
+        let events = eventually("Synced event", || async {
+            let ev = h.events_for(name).await;
+            ev.iter()
+                .any(|e| e.reason.as_deref() == Some("Synced"))
+                .then_some(ev)
+        })
+        .await;
+        assert!(
+            events.iter().all(|e| e.type_.as_deref() == Some("Normal")),
+            "no warnings: {events:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_server_gets_the_shutdown_taint_and_loses_it_on_start() {
+    let h = harness(2).await;
+    eventually("node-1 initialized", || async {
+        node_named(&h, "node-1").await.filter(initialized)
+    })
+    .await;
+    h.server_action("node-1", "stop").await;
+    eventually("shutdown taint", || async {
+        node_named(&h, "node-1")
+            .await
+            .filter(|n| taints(n).iter().any(|k| k == SHUTDOWN_TAINT))
+    })
+    .await;
+    let other = node_named(&h, "node-2").await.expect("node-2");
+    assert!(
+        !taints(&other).iter().any(|k| k == SHUTDOWN_TAINT),
+        "only the stopped one"
+    );
+    h.server_action("node-1", "start").await;
+    eventually("shutdown taint removed", || async {
+        node_named(&h, "node-1")
+            .await
+            .filter(|n| !taints(n).iter().any(|k| k == SHUTDOWN_TAINT))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_server_deletes_its_node() {
+    let h = harness(2).await;
+    eventually("node-2 initialized", || async {
+        node_named(&h, "node-2").await.filter(initialized)
+    })
+    .await;
+    h.server_action("node-2", "delete").await;
+    eventually("node-2 deleted", || async {
+        node_named(&h, "node-2").await.is_none().then_some(())
+    })
+    .await;
+    assert!(
+        node_named(&h, "node-1").await.is_some(),
+        "the other node stays"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_errors_and_timeouts_delay_but_never_delete_or_corrupt() {
+    let h = harness(2).await;
+    // Half of all server lookups fail with 500 or take longer than the client's timeout
+    // while nodes initialize.
+    let faults = h.tb.cloud.faults();
+    faults
+        .add(
+            FaultRule::new(
+                Some("GET"),
+                "/v1/servers**",
+                FaultEffect::Status {
+                    status: 500,
+                    body: None,
+                    retry_after: None,
+                },
+            )
+            .probability(0.5, 7),
+        )
+        .expect("fault");
+    faults
+        .add(
+            FaultRule::new(
+                Some("GET"),
+                "/v1/servers**",
+                FaultEffect::Latency { ms: 800 },
+            )
+            .probability(0.2, 11),
+        )
+        .expect("fault");
+    for name in ["node-1", "node-2"] {
+        eventually(name, || async {
+            node_named(&h, name).await.filter(initialized)
+        })
+        .await;
+    }
+    let before = node_named(&h, "node-1").await.expect("node-1");
+    // Now every lookup fails while node-1 is NotReady because its server stopped.
+    faults.clear();
+    faults
+        .add(FaultRule::new(
+            Some("GET"),
+            "/v1/servers**",
+            FaultEffect::Status {
+                status: 503,
+                body: None,
+                retry_after: None,
+            },
+        ))
+        .expect("fault");
+    h.server_action("node-1", "stop").await;
+    // Many lifecycle sweeps run against failing lookups.
+    let start = h.metrics.render();
+    let count = |text: &str| {
+        text.lines()
+            .find(|l| {
+                l.starts_with("ccm_reconcile_total{controller=\"node-lifecycle\",result=\"error\"}")
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let base = count(&start);
+    eventually("failing lifecycle sweeps", || async {
+        (count(&h.metrics.render()) >= base + 5).then_some(())
+    })
+    .await;
+    let after = node_named(&h, "node-1")
+        .await
+        .expect("node-1 never deleted on API errors");
+    assert_eq!(
+        after.metadata.labels, before.metadata.labels,
+        "labels untouched"
+    );
+    assert_eq!(
+        after.spec.as_ref().and_then(|s| s.provider_id.clone()),
+        before.spec.as_ref().and_then(|s| s.provider_id.clone())
+    );
+    assert!(
+        !taints(&after).iter().any(|k| k == SHUTDOWN_TAINT),
+        "no taint on a guess"
+    );
+    // Once the API answers again the shutdown taint follows.
+    faults.clear();
+    eventually("shutdown taint", || async {
+        node_named(&h, "node-1")
+            .await
+            .filter(|n| taints(n).iter().any(|k| k == SHUTDOWN_TAINT))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ambiguous_name_gives_an_event_and_keeps_the_taint() {
+    let h = harness(1).await;
+    eventually("node-1 initialized", || async {
+        node_named(&h, "node-1").await.filter(initialized)
+    })
+    .await;
+    // A second server named like the node, and a node without provider ID for that name.
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{}/_fake/servers", h.tb.cloud.base_url()))
+        .json(&serde_json::json!({"name": "twin"}))
+        .send()
+        .await
+        .expect("server");
+    assert_eq!(r.status(), 201);
+    let r = http
+        .post(format!("{}/_fake/servers", h.tb.cloud.base_url()))
+        .json(&serde_json::json!({"name": "twin"}))
+        .send()
+        .await
+        .expect("server");
+    assert_eq!(r.status(), 201);
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "twin"},
+        "spec": {"taints": [{"key": UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"}]},
+    }))
+    .expect("node");
+    h.nodes()
+        .create(&Default::default(), &node)
+        .await
+        .expect("create twin");
+    let events = eventually("AmbiguousServerName", || async {
+        let ev = h.events_for("twin").await;
+        ev.iter()
+            .any(|e| e.reason.as_deref() == Some("AmbiguousServerName"))
+            .then_some(ev)
+    })
+    .await;
+    let ev = events
+        .iter()
+        .find(|e| e.reason.as_deref() == Some("AmbiguousServerName"))
+        .expect("event");
+    assert_eq!(ev.type_.as_deref(), Some("Warning"));
+    assert!(
+        ev.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("2 servers are named \"twin\""),
+        "{ev:?}"
+    );
+    let twin = node_named(&h, "twin").await.expect("twin");
+    assert!(!initialized(&twin), "still tainted");
+    assert!(twin.spec.and_then(|s| s.provider_id).is_none(), "no guess");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_token_file_is_used_for_the_next_request_and_never_logged() {
+    let dir = std::env::temp_dir().join(format!("ccm-rotate-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("token");
+    let old = format!("old-secret-{}", uuid::Uuid::new_v4().simple());
+    let new = format!("new-secret-{}", uuid::Uuid::new_v4().simple());
+    std::fs::write(&path, &old).expect("write");
+    // fakecloud only knows the new token: with the old one every request is a 401.
+    let h = harness_with(
+        1,
+        cloud_config(&[&new]),
+        TokenSource::from_file(&path).expect("source"),
+    )
+    .await;
+    eventually("a failed sync", || async {
+        let ev = h.events_for("node-1").await;
+        ev.iter()
+            .any(|e| e.reason.as_deref() == Some("SyncFailed"))
+            .then_some(())
+    })
+    .await;
+    assert!(!initialized(&node_named(&h, "node-1").await.expect("node")));
+    std::fs::write(&path, &new).expect("rotate");
+    eventually("initialized with the new token", || async {
+        node_named(&h, "node-1").await.filter(initialized)
+    })
+    .await;
+    for secret in [&old, &new] {
+        assert!(!logs_contain(secret), "a token leaked into the logs");
+        for e in h.events_for("node-1").await {
+            assert!(
+                !e.message.unwrap_or_default().contains(secret.as_str()),
+                "a token leaked into an Event"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

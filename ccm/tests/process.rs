@@ -1,0 +1,340 @@
+//! The CCM process: start-up errors as one clear line, health/readiness/metrics, and two
+//! instances under leader election against one cluster.
+
+use ccm::app::{self, Environment, Running};
+use ccm::options::Options;
+use clap::Parser;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
+use scenarios::cluster::Cluster;
+use scenarios::kubelet::KubeletConfig;
+use scenarios::testbed::{Testbed, TestbedConfig};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_cloudscale-cloud-controller-manager");
+
+fn run_binary(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.args(args)
+        .env_remove("CLOUDSCALE_ACCESS_TOKEN")
+        .env_remove("KUBECONFIG")
+        .env("HOME", "/nonexistent");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the binary");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_missing_token_exits_with_one_clear_line() {
+    let (code, _, stderr) = run_binary(&["--kubeconfig", "/nonexistent"], &[]);
+    assert_ne!(code, 0);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("CLOUDSCALE_ACCESS_TOKEN"), "{stderr}");
+}
+
+#[test]
+fn an_unreadable_kubeconfig_exits_with_one_clear_line_without_the_token() {
+    let secret = "tok-3d7f9a0c5b-never-print";
+    let (code, _, stderr) = run_binary(
+        &["--kubeconfig", "/nonexistent/kubeconfig"],
+        &[("CLOUDSCALE_ACCESS_TOKEN", secret)],
+    );
+    assert_ne!(code, 0);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("/nonexistent/kubeconfig"), "{stderr}");
+    assert!(!stderr.contains(secret));
+}
+
+#[test]
+fn bad_flags_exit_with_one_clear_line() {
+    for (args, needle) in [
+        (vec!["--no-such-flag"], "--no-such-flag"),
+        (vec!["--controllers", "route"], "route"),
+        (
+            vec![
+                "--leader-elect-lease-duration",
+                "5s",
+                "--leader-elect-renew-deadline",
+                "10s",
+            ],
+            "renew-deadline",
+        ),
+        (vec!["--node-monitor-period", "soon"], "soon"),
+    ] {
+        let (code, _, stderr) = run_binary(&args, &[("CLOUDSCALE_ACCESS_TOKEN", "t")]);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
+
+struct Bed {
+    tb: Testbed,
+    kubeconfig: PathBuf,
+}
+
+async fn bed(nodes: usize) -> Bed {
+    let cluster = Cluster::embedded().await.expect("cluster");
+    let tb = Testbed::start(
+        cluster,
+        TestbedConfig {
+            nodes,
+            cloud: fakecloud::Config::for_tests(),
+            kubelet: KubeletConfig {
+                heartbeat: Duration::from_millis(100),
+                ..KubeletConfig::default()
+            },
+            ..TestbedConfig::default()
+        },
+    )
+    .await
+    .expect("testbed");
+    let kubeconfig =
+        std::env::temp_dir().join(format!("ccm-process-{}.yaml", uuid::Uuid::new_v4()));
+    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
+    Bed { tb, kubeconfig }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.kubeconfig);
+    }
+}
+
+/// What a started CCM reports: its health address and metrics.
+type Started = Option<(SocketAddr, Arc<ccm::metrics::Metrics>)>;
+
+/// A CCM in-process; dropping `stop` shuts it down.
+struct Ccm {
+    running: Arc<Mutex<Started>>,
+    task: tokio::task::JoinHandle<Result<(), app::AppError>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Ccm {
+    fn start(bed: &Bed, extra: &[&str]) -> Ccm {
+        let mut args = vec![
+            "cloudscale-cloud-controller-manager".to_string(),
+            "--kubeconfig".into(),
+            bed.kubeconfig.display().to_string(),
+            "--bind-address".into(),
+            "127.0.0.1".into(),
+            "--secure-port".into(),
+            "0".into(),
+            "--node-monitor-period".into(),
+            "200ms".into(),
+        ];
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let opts = Options::parse_from(args);
+        let env = Environment {
+            access_token: Some(bed.tb.cloud.token().to_string()),
+            api_url: Some(bed.tb.cloud.base_url()),
+            api_timeout: Some("2".into()),
+        };
+        let running = Arc::new(Mutex::new(None));
+        let slot = running.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(app::run(
+            opts,
+            env,
+            async move {
+                let _ = rx.await;
+            },
+            move |r: &Running| {
+                if let Ok(mut s) = slot.lock() {
+                    *s = Some((r.health_addr, r.metrics.clone()));
+                }
+            },
+        ));
+        Ccm {
+            running,
+            task,
+            stop: Some(tx),
+        }
+    }
+
+    fn started(&self) -> Started {
+        self.running.lock().ok().and_then(|s| s.clone())
+    }
+}
+
+async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn initialized(n: &Node) -> bool {
+    !n.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| {
+            t.iter()
+                .any(|t| t.key == ccm::node::metadata::UNINITIALIZED_TAINT)
+        })
+}
+
+async fn all_initialized(bed: &Bed) -> bool {
+    let nodes: Api<Node> = Api::all(bed.tb.cluster.client());
+    match nodes.list(&Default::default()).await {
+        Ok(l) => !l.items.is_empty() && l.items.iter().all(initialized),
+        Err(_) => false,
+    }
+}
+
+async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let r = reqwest::get(format!("http://{addr}{path}"))
+        .await
+        .expect("health server");
+    let status = r.status().as_u16();
+    (status, r.text().await.unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ccm_without_leader_election_initializes_nodes_and_serves_health_and_metrics() {
+    let bed = bed(3).await;
+    let mut ccm = Ccm::start(&bed, &["--leader-elect=false"]);
+    let (addr, _) = eventually("the health server", Duration::from_secs(10), || async {
+        ccm.started()
+    })
+    .await;
+    assert_eq!(get(addr, "/healthz").await, (200, "ok".to_string()));
+    eventually("nodes initialized", Duration::from_secs(20), || async {
+        all_initialized(&bed).await.then_some(())
+    })
+    .await;
+    eventually("ready", Duration::from_secs(10), || async {
+        (get(addr, "/readyz").await.0 == 200).then_some(())
+    })
+    .await;
+    let (code, text) = get(addr, "/metrics").await;
+    assert_eq!(code, 200);
+    for needle in [
+        "cloudscale_api_requests_total{endpoint=\"/v1/servers\",method=\"GET\",status=\"200\"}",
+        "cloudscale_api_request_duration_seconds_bucket",
+        "ccm_reconcile_total{controller=\"node\",result=\"ok\"}",
+        "ccm_leader 1",
+    ] {
+        assert!(text.contains(needle), "{needle} in:\n{text}");
+    }
+    // Graceful shutdown on request.
+    if let Some(stop) = ccm.stop.take() {
+        let _ = stop.send(());
+    }
+    let done = tokio::time::timeout(Duration::from_secs(10), &mut ccm.task).await;
+    assert!(matches!(done, Ok(Ok(Ok(())))), "clean stop: {done:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_only_one_acts_and_the_other_takes_over_when_it_dies() {
+    let bed = bed(1).await;
+    let lease = [
+        "--leader-elect-lease-duration",
+        "2s",
+        "--leader-elect-renew-deadline",
+        "1500ms",
+        "--leader-elect-retry-period",
+        "200ms",
+    ];
+    let a = Ccm::start(&bed, &lease);
+    let b = Ccm::start(&bed, &lease);
+    let (_, ma) = eventually("a started", Duration::from_secs(10), || async {
+        a.started()
+    })
+    .await;
+    let (_, mb) = eventually("b started", Duration::from_secs(10), || async {
+        b.started()
+    })
+    .await;
+    eventually("a leader", Duration::from_secs(10), || async {
+        (ma.is_leader() || mb.is_leader()).then_some(())
+    })
+    .await;
+    eventually("nodes initialized", Duration::from_secs(20), || async {
+        all_initialized(&bed).await.then_some(())
+    })
+    .await;
+    // Only one acts: the follower made no node reconciles and no API calls.
+    let (leader, follower, leader_task, follower_task) = if ma.is_leader() {
+        (ma, mb, a, b)
+    } else {
+        (mb, ma, b, a)
+    };
+    for _ in 0..20 {
+        assert!(!(leader.is_leader() && follower.is_leader()), "two leaders");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        follower.api_request_total(),
+        0,
+        "the follower talks to the cloud"
+    );
+    assert!(leader.api_request_total() > 0);
+    // Kill the leader without releasing its lease.
+    leader_task.task.abort();
+    let killed = tokio::time::Instant::now();
+    eventually("take-over", Duration::from_secs(5), || async {
+        follower.is_leader().then_some(())
+    })
+    .await;
+    let took = killed.elapsed();
+    assert!(
+        took <= Duration::from_millis(2_800),
+        "took over after {took:?}, lease is 2 s"
+    );
+    // The new leader acts: a Node registered after the take-over gets initialized.
+    let r = reqwest::Client::new()
+        .post(format!("{}/_fake/servers", bed.tb.cloud.base_url()))
+        .json(&serde_json::json!({"name": "late-node"}))
+        .send()
+        .await
+        .expect("server");
+    assert_eq!(r.status(), 201);
+    let nodes: Api<Node> = Api::all(bed.tb.cluster.client());
+    let node: Node = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "late-node"},
+        "spec": {"taints": [{"key": ccm::node::metadata::UNINITIALIZED_TAINT, "value": "true", "effect": "NoSchedule"}]},
+    }))
+    .expect("node");
+    nodes
+        .create(&Default::default(), &node)
+        .await
+        .expect("create");
+    eventually(
+        "late-node initialized by the new leader",
+        Duration::from_secs(10),
+        || async {
+            nodes
+                .get("late-node")
+                .await
+                .ok()
+                .filter(initialized)
+                .map(|_| ())
+        },
+    )
+    .await;
+    assert!(!leader.is_leader() || leader_task.task.is_finished());
+    drop(follower_task);
+}
