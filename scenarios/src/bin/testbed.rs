@@ -30,7 +30,7 @@ struct Args {
     /// Virtual seconds per real second in fakecloud.
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
-    /// Do not run the cloud controller manager.
+    /// Do not run the cloud controller manager (it runs in-process by default).
     #[arg(long)]
     without_ccm: bool,
 }
@@ -110,14 +110,49 @@ async fn run(args: Args) -> anyhow::Result<()> {
         testbed.cloud.base_url(),
         args.cloud_token
     );
-    if !args.without_ccm {
-        println!(
-            "cloud controller manager: not built yet (arrives with its own issue); running without it"
-        );
-    }
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let ccm = if args.without_ccm {
+        println!("cloud controller manager: not started (--without-ccm)");
+        None
+    } else {
+        let opts = ccm::options::Options::parse_from([
+            "cloudscale-cloud-controller-manager",
+            "--kubeconfig",
+            &args.kubeconfig.display().to_string(),
+            "--leader-elect=false",
+            "--bind-address",
+            "127.0.0.1",
+            "--secure-port",
+            "0",
+        ]);
+        let env = ccm::app::Environment {
+            access_token: Some(args.cloud_token.clone()),
+            api_url: Some(testbed.cloud.base_url()),
+            api_timeout: None,
+        };
+        Some(tokio::spawn(ccm::app::run(
+            opts,
+            env,
+            async move {
+                let _ = stop_rx.await;
+            },
+            |r| {
+                println!(
+                    "cloud controller manager: running in-process, health and metrics on http://{}",
+                    r.health_addr
+                )
+            },
+        )))
+    };
     println!("Ctrl-C to stop");
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;
+    let _ = stop_tx.send(());
+    if let Some(task) = ccm
+        && let Ok(Ok(Err(e))) = tokio::time::timeout(std::time::Duration::from_secs(10), task).await
+    {
+        eprintln!("testbed: the CCM stopped with an error: {e}");
+    }
     Ok(())
 }
