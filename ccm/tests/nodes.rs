@@ -19,6 +19,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
+async fn eventually<T, F, Fut>(what: &str, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    scenarios::wait::eventually(what, Duration::from_secs(20), check).await
+}
+
 /// Everything any test logged, to prove tokens never appear in logs.
 fn log_buffer() -> Arc<Mutex<Vec<u8>>> {
     static BUF: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
@@ -222,25 +230,6 @@ fn taints(node: &Node) -> Vec<String> {
 
 fn initialized(node: &Node) -> bool {
     !taints(node).iter().any(|k| k == UNINITIALIZED_TAINT)
-}
-
-/// Polls `check` every 50 ms for at most 20 s.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 async fn node_named(h: &Harness, name: &str) -> Option<Node> {

@@ -9,6 +9,7 @@ use kube::api::Api;
 use scenarios::cluster::Cluster;
 use scenarios::kubelet::KubeletConfig;
 use scenarios::testbed::{Testbed, TestbedConfig};
+use scenarios::wait::eventually;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
@@ -165,24 +166,6 @@ impl Ccm {
 
     fn started(&self) -> Started {
         self.running.lock().ok().and_then(|s| s.clone())
-    }
-}
-
-async fn eventually<T, F, Fut>(what: &str, limit: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

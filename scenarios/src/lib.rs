@@ -6,3 +6,4 @@ pub mod cluster;
 pub mod kubelet;
 pub mod proxy;
 pub mod testbed;
+pub mod wait;

@@ -11,6 +11,14 @@ use scenarios::kubelet::{KubeletConfig, UNINITIALIZED_TAINT};
 use scenarios::testbed::{Testbed, TestbedConfig};
 use std::time::Duration;
 
+async fn eventually<T, F, Fut>(what: &str, check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    scenarios::wait::eventually(what, Duration::from_secs(10), check).await
+}
+
 fn fast_config(nodes: usize) -> TestbedConfig {
     TestbedConfig {
         nodes,
@@ -28,25 +36,6 @@ async fn testbed(nodes: usize) -> Testbed {
     Testbed::start(cluster, fast_config(nodes))
         .await
         .expect("testbed")
-}
-
-/// Polls `check` every 50 ms until it returns `Some`, for at most 10 s.
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 fn ready_status(node: &Node) -> Option<String> {

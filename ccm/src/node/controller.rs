@@ -68,12 +68,7 @@ fn has_taint(node: &Node, key: &str) -> bool {
 
 /// The server a Node is: by provider ID if it has one, else by exact name.
 async fn find_server<D: ServerDirectory>(node: &Node, dir: &D) -> Result<ServerFacts, NodeError> {
-    let provider = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .filter(|p| !p.is_empty());
-    if let Some(pid) = provider {
+    if let Some(pid) = super::provider_id_of(node) {
         let uuid = provider_id::parse(pid)?;
         return dir.get(uuid).await?.ok_or(NodeError::ServerGone(uuid));
     }
@@ -111,11 +106,7 @@ async fn initialize<D: ServerDirectory>(
     let addresses = prefer_node_ip(&md.addresses, node_ip)?;
 
     let mut patch = json!({"metadata": {"labels": labels(&md)}});
-    let has_provider_id = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .is_some_and(|p| !p.is_empty());
+    let has_provider_id = super::provider_id_of(node).is_some();
     if !has_provider_id {
         patch["spec"] = json!({"providerID": md.provider_id});
     }
@@ -172,11 +163,7 @@ async fn refresh<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Resul
     if recent {
         return Ok(());
     }
-    let has_provider_id = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .is_some_and(|p| !p.is_empty());
+    let has_provider_id = super::provider_id_of(node).is_some();
     if !has_provider_id {
         // Not ours to manage (no provider ID and not tainted: initialized elsewhere).
         return Ok(());

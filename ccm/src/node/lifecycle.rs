@@ -107,12 +107,7 @@ async fn check_node<D: ServerDirectory>(
 ) -> Result<(), String> {
     let nodes: Api<Node> = Api::all(ctx.client.clone());
     let name = node.name_any();
-    let uuid = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.provider_id.as_deref())
-        .filter(|p| !p.is_empty())
-        .map(provider_id::parse);
+    let uuid = super::provider_id_of(node).map(provider_id::parse);
     let lookup = match &uuid {
         None | Some(Err(_)) => None,
         Some(Ok(u)) => Some(ctx.directory.get(*u).await),
@@ -126,32 +121,29 @@ async fn check_node<D: ServerDirectory>(
     }
     match decide(node, server_view) {
         Decision::Nothing => Ok(()),
-        Decision::AddShutdownTaint => {
-            set_taint(&nodes, node, true)
+        decision @ (Decision::AddShutdownTaint | Decision::RemoveShutdownTaint) => {
+            let add = decision == Decision::AddShutdownTaint;
+            set_taint(&nodes, node, add)
                 .await
                 .map_err(|e| e.to_string())?;
-            ctx.events
-                .publish(
-                    &node.object_ref(&()),
-                    false,
+            let (reason, note) = if add {
+                (
                     "NodeShutdown",
-                    "CheckNode",
-                    "The node's server is stopped: tainted as shut down".into(),
+                    "The node's server is stopped: tainted as shut down",
                 )
-                .await;
-            Ok(())
-        }
-        Decision::RemoveShutdownTaint => {
-            set_taint(&nodes, node, false)
-                .await
-                .map_err(|e| e.to_string())?;
+            } else {
+                (
+                    "NodeRunning",
+                    "The node's server runs again: shutdown taint removed",
+                )
+            };
             ctx.events
                 .publish(
                     &node.object_ref(&()),
                     false,
-                    "NodeRunning",
+                    reason,
                     "CheckNode",
-                    "The node's server runs again: shutdown taint removed".into(),
+                    note.into(),
                 )
                 .await;
             Ok(())

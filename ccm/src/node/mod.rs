@@ -11,6 +11,14 @@ use metadata::ServerFacts;
 use std::future::Future;
 use uuid::Uuid;
 
+/// A Node's provider ID, if it has a non-empty one.
+pub fn provider_id_of(node: &k8s_openapi::api::core::v1::Node) -> Option<&str> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .filter(|p| !p.is_empty())
+}
+
 /// Why the server directory could not answer. Never "absent": that is `Ok(None)`.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{0}")]
