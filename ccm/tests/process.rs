@@ -321,3 +321,77 @@ async fn two_instances_only_one_acts_and_the_other_takes_over_when_it_dies() {
     assert!(!leader.is_leader() || leader_task.task.is_finished());
     drop(follower_task);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_the_binary_cleanly_and_releases_the_lease() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let bed = bed(1).await;
+    /// Kills the child if the test fails before it exits.
+    struct Guard(std::process::Child);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Guard(
+        Command::new(BIN)
+            .args([
+                "--kubeconfig",
+                &bed.kubeconfig.display().to_string(),
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                "0",
+                "--leader-elect-lease-duration",
+                "4s",
+                "--leader-elect-renew-deadline",
+                "3s",
+                "--leader-elect-retry-period",
+                "500ms",
+            ])
+            .env("CLOUDSCALE_ACCESS_TOKEN", bed.tb.cloud.token())
+            .env("CLOUDSCALE_API_URL", bed.tb.cloud.base_url())
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start"),
+    );
+    let leases: Api<Lease> = Api::namespaced(bed.tb.cluster.client(), "kube-system");
+    let holder = |l: Option<Lease>| {
+        l.and_then(|l| l.spec)
+            .and_then(|s| s.holder_identity)
+            .unwrap_or_default()
+    };
+    eventually("the binary to lead", Duration::from_secs(20), || async {
+        (!holder(
+            leases
+                .get_opt("cloud-controller-manager")
+                .await
+                .ok()
+                .flatten(),
+        )
+        .is_empty())
+        .then_some(())
+    })
+    .await;
+    eventually("nodes initialized", Duration::from_secs(20), || async {
+        all_initialized(&bed).await.then_some(())
+    })
+    .await;
+    let pid = child.0.id().to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let status = eventually("exit after SIGTERM", Duration::from_secs(15), || {
+        let s = child.0.try_wait().ok().flatten();
+        async move { s }
+    })
+    .await;
+    assert!(status.success(), "exit status {status:?}");
+    let lease = leases.get("cloud-controller-manager").await.expect("lease");
+    assert_eq!(holder(Some(lease)), "", "the lease is released on shutdown");
+}
