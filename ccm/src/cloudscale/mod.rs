@@ -263,10 +263,12 @@ fn error_body(bytes: &[u8], token: &str) -> BTreeMap<String, String> {
     map
 }
 
-/// Installs rustls's ring crypto provider for the process, once (reqwest and kube are built
-/// without a provider). Idempotent; [`Client::new`] calls it.
+/// Installs rustls's aws-lc-rs crypto provider as the process default, once. The workspace
+/// compiles in only that provider, so rustls would pick it anyway; installing it explicitly
+/// keeps a process correct should another provider ever be linked in. Idempotent;
+/// [`Client::new`] calls it.
 pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
 }
 
 impl Client {
