@@ -9,6 +9,7 @@ pub mod metrics;
 pub mod node;
 pub mod options;
 pub mod secret;
+pub mod service;
 
 /// The component name in Events, the field manager and the default user agent.
 pub const COMPONENT: &str = "cloudscale-cloud-controller-manager";
