@@ -3,5 +3,6 @@
 //! (desired × actual → actions), and apply (the only step that does I/O).
 
 pub mod annotations;
+pub mod map;
 pub mod model;
 pub mod plan;
