@@ -10,6 +10,8 @@ use crate::node::controller::{self as node_controller, NodeContext};
 use crate::node::lifecycle::{self, LifecycleContext};
 use crate::options::{self, Options};
 use crate::secret::{TokenError, TokenSource};
+use crate::service::apply::ApplyOptions;
+use crate::service::controller::ServiceContext;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -171,18 +173,31 @@ pub async fn run(
     });
     let run_nodes = opts.controller_enabled("cloud-node");
     let run_lifecycle = opts.controller_enabled("cloud-node-lifecycle");
-    if opts.controller_enabled("service") {
-        tracing::info!("the service controller is not part of this build yet");
-    }
+    let run_services = opts.controller_enabled("service");
+    let service_ctx = Arc::new(ServiceContext {
+        kube: kube.clone(),
+        cloud: cloud.clone(),
+        events: Events::new(kube.clone(), Some(identity.clone())),
+        metrics: metrics.clone(),
+        cluster_name: opts.cluster_name.clone(),
+        apply: ApplyOptions {
+            poll: opts.load_balancer_poll_interval,
+            ..ApplyOptions::default()
+        },
+        resync: opts.service_resync_period,
+        retry: Duration::from_secs(5),
+    });
+    let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);
 
     // The controllers, as one future: dropped when leadership ends.
     let leading = {
         let readiness = readiness.clone();
         let stop_rx = stop_rx.clone();
         move || {
-            let (node_ctx, lifecycle_ctx, readiness, stop_rx) = (
+            let (node_ctx, lifecycle_ctx, service_ctx, readiness, stop_rx) = (
                 node_ctx.clone(),
                 lifecycle_ctx.clone(),
+                service_ctx.clone(),
                 readiness.clone(),
                 stop_rx.clone(),
             );
@@ -206,7 +221,19 @@ pub async fn run(
                         std::future::pending::<()>().await;
                     }
                 };
-                tokio::join!(nodes, lifecycle);
+                let services = async {
+                    if run_services {
+                        crate::service::controller::run(
+                            service_ctx,
+                            concurrency,
+                            stopped(stop_rx.clone()),
+                        )
+                        .await;
+                    } else {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                tokio::join!(nodes, lifecycle, services);
             }
         }
     };

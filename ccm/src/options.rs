@@ -61,6 +61,18 @@ pub struct Options {
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub leader_elect_retry_period: Duration,
 
+    /// Name of this cluster, tagged on every cloud resource the CCM creates.
+    #[arg(long, default_value = "kubernetes")]
+    pub cluster_name: String,
+
+    /// Converged Services are checked again this often (repairs out-of-band changes).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub service_resync_period: Duration,
+
+    /// How often a load balancer being changed is polled (status, member health).
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub load_balancer_poll_interval: Duration,
+
     /// Services reconciled at the same time.
     #[arg(long, default_value_t = 2)]
     pub concurrent_service_syncs: usize,

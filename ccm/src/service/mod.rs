@@ -3,6 +3,8 @@
 //! (desired × actual → actions), and apply (the only step that does I/O).
 
 pub mod annotations;
+pub mod apply;
+pub mod controller;
 pub mod map;
 pub mod model;
 pub mod plan;

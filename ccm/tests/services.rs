@@ -1,0 +1,370 @@
+//! The service controller end to end: a whole CCM in-process against the testbed
+//! (embedded API server, simulated kubelets, fakecloud with its clock at 100×).
+
+use ccm::app::{self, Environment};
+use ccm::options::Options;
+use ccm::service::controller::{FINALIZER, TAG_CLUSTER, TAG_SERVICE_UID};
+use clap::Parser;
+use k8s_openapi::api::core::v1::{Event, Service};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use scenarios::cluster::Cluster;
+use scenarios::kubelet::KubeletConfig;
+use scenarios::testbed::{Testbed, TestbedConfig};
+use scenarios::wait::eventually;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+struct Bed {
+    tb: Testbed,
+    kubeconfig: std::path::PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    http: reqwest::Client,
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = std::fs::remove_file(&self.kubeconfig);
+    }
+}
+
+async fn bed() -> Bed {
+    let cluster = Cluster::embedded().await.expect("cluster");
+    let tb = Testbed::start(
+        cluster,
+        TestbedConfig {
+            nodes: 3,
+            cloud: fakecloud::Config {
+                clock: fakecloud::ClockMode::Scaled { scale: 100.0 },
+                ..fakecloud::Config::for_tests()
+            },
+            kubelet: KubeletConfig {
+                heartbeat: Duration::from_millis(200),
+                ..KubeletConfig::default()
+            },
+            ..TestbedConfig::default()
+        },
+    )
+    .await
+    .expect("testbed");
+    let kubeconfig =
+        std::env::temp_dir().join(format!("ccm-services-{}.yaml", uuid::Uuid::new_v4()));
+    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
+    let opts = Options::parse_from([
+        "cloudscale-cloud-controller-manager",
+        "--kubeconfig",
+        &kubeconfig.display().to_string(),
+        "--leader-elect=false",
+        "--bind-address",
+        "127.0.0.1",
+        "--secure-port",
+        "0",
+        "--cluster-name",
+        "test-cluster",
+        "--load-balancer-poll-interval",
+        "50ms",
+        "--service-resync-period",
+        "1s",
+    ]);
+    let env = Environment {
+        access_token: Some(tb.cloud.token().to_string()),
+        api_url: Some(tb.cloud.base_url()),
+        api_timeout: Some("5".into()),
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app::run(
+        opts,
+        env,
+        async move {
+            let _ = rx.await;
+        },
+        |_| {},
+    ));
+    Bed {
+        tb,
+        kubeconfig,
+        stop: Some(tx),
+        http: reqwest::Client::new(),
+    }
+}
+
+impl Bed {
+    fn services(&self) -> Api<Service> {
+        Api::namespaced(self.tb.cluster.client(), "default")
+    }
+
+    async fn cloud_list(&self, path: &str) -> Vec<Value> {
+        let r = self
+            .http
+            .get(format!("{}{path}", self.tb.cloud.api_url()))
+            .bearer_auth(self.tb.cloud.token())
+            .send()
+            .await
+            .expect("fakecloud");
+        r.json::<Vec<Value>>().await.unwrap_or_default()
+    }
+
+    async fn events(&self, name: &str) -> Vec<Event> {
+        let events: Api<Event> = Api::namespaced(self.tb.cluster.client(), "default");
+        events
+            .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    }
+}
+
+fn web(annotations: Value) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": "web", "annotations": annotations},
+        "spec": {"type": "LoadBalancer", "ports": [
+            {"name": "http", "port": 80, "targetPort": 8080},
+            {"name": "https", "port": 443, "targetPort": 8443},
+        ]},
+    }))
+    .expect("service")
+}
+
+fn ingress_ips(svc: &Service) -> Vec<(String, Option<String>)> {
+    svc.status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .map(|i| {
+            i.iter()
+                .map(|e| (e.ip.clone().unwrap_or_default(), e.ip_mode.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_balancer_service_gets_its_load_balancer_status_and_cleanup() {
+    let bed = bed().await;
+    let svc = bed
+        .services()
+        .create(&PostParams::default(), &web(json!({})))
+        .await
+        .expect("create");
+    let uid = svc.metadata.uid.clone().expect("uid");
+
+    let ready = eventually("ingress", LIMIT, || async {
+        let s = bed.services().get("web").await.ok()?;
+        (ingress_ips(&s).len() == 2).then_some(s)
+    })
+    .await;
+    // Two public VIPs, IPv4 first, ipMode Proxy by default.
+    let ips = ingress_ips(&ready);
+    assert!(ips[0].0.parse::<std::net::Ipv4Addr>().is_ok(), "{ips:?}");
+    assert!(ips.iter().all(|(_, mode)| mode.as_deref() == Some("Proxy")));
+    assert!(
+        ready
+            .metadata
+            .finalizers
+            .clone()
+            .unwrap_or_default()
+            .contains(&FINALIZER.to_string())
+    );
+    let ann = ready.metadata.annotations.clone().unwrap_or_default();
+    let lb_uuid = ann
+        .get("k8s.cloudscale.ch/loadbalancer-uuid")
+        .cloned()
+        .expect("uuid annotation");
+    assert_eq!(
+        ann.get("k8s.cloudscale.ch/loadbalancer-zone")
+            .map(String::as_str),
+        Some("rma1")
+    );
+
+    // The load balancer in fakecloud, tagged with the cluster and the Service UID.
+    let lbs = bed.cloud_list("/load-balancers").await;
+    assert_eq!(lbs.len(), 1);
+    assert_eq!(lbs[0]["uuid"], lb_uuid.as_str());
+    assert_eq!(lbs[0]["name"], format!("k8s-service-{uid}").as_str());
+    assert_eq!(lbs[0]["tags"][TAG_CLUSTER], "test-cluster");
+    assert_eq!(lbs[0]["tags"][TAG_SERVICE_UID], uid.as_str());
+    let pools = bed.cloud_list("/load-balancers/pools").await;
+    let mut names: Vec<&str> = pools.iter().filter_map(|p| p["name"].as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["tcp/http", "tcp/https"]);
+    for p in &pools {
+        let members = bed
+            .cloud_list(&format!(
+                "/load-balancers/pools/{}/members",
+                p["uuid"].as_str().unwrap_or_default()
+            ))
+            .await;
+        assert_eq!(members.len(), 3, "one member per node");
+    }
+    let listeners = bed.cloud_list("/load-balancers/listeners").await;
+    let mut lnames: Vec<&str> = listeners
+        .iter()
+        .filter_map(|l| l["name"].as_str())
+        .collect();
+    lnames.sort();
+    assert_eq!(lnames, ["tcp/443", "tcp/80"]);
+    assert_eq!(
+        bed.cloud_list("/load-balancers/health-monitors")
+            .await
+            .len(),
+        2
+    );
+
+    // Deletion removes the load balancer first, then the finalizer.
+    bed.services()
+        .delete("web", &DeleteParams::default())
+        .await
+        .expect("delete");
+    eventually("service gone", LIMIT, || async {
+        bed.services()
+            .get_opt("web")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(bed.cloud_list("/load-balancers").await.is_empty());
+    assert!(bed.cloud_list("/load-balancers/pools").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_port_renumber_patches_the_listener_and_a_refused_flavor_change_changes_nothing() {
+    let bed = bed().await;
+    bed.services()
+        .create(&PostParams::default(), &web(json!({})))
+        .await
+        .expect("create");
+    eventually("ingress", LIMIT, || async {
+        (ingress_ips(&bed.services().get("web").await.ok()?).len() == 2).then_some(())
+    })
+    .await;
+    let listener_80 = bed
+        .cloud_list("/load-balancers/listeners")
+        .await
+        .into_iter()
+        .find(|l| l["protocol_port"] == 80)
+        .expect("listener 80");
+
+    let patch = json!({"spec": {"ports": [
+        {"name": "http", "port": 8080, "targetPort": 8080},
+        {"name": "https", "port": 443, "targetPort": 8443},
+    ]}});
+    // A merge patch replaces the port list (a strategic one would merge by port number).
+    bed.services()
+        .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("patch");
+    let renumbered = eventually("listener on 8080", LIMIT, || async {
+        bed.cloud_list("/load-balancers/listeners")
+            .await
+            .into_iter()
+            .find(|l| l["protocol_port"] == 8080)
+    })
+    .await;
+    assert_eq!(
+        renumbered["uuid"], listener_80["uuid"],
+        "changed in place, not recreated"
+    );
+    assert_eq!(renumbered["name"], "tcp/8080");
+    let events = bed.events("web").await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.reason.as_deref() == Some("PlannedChange")),
+        "the change was announced"
+    );
+
+    let flavor =
+        json!({"metadata": {"annotations": {"k8s.cloudscale.ch/loadbalancer-flavor": "lb-large"}}});
+    bed.services()
+        .patch("web", &PatchParams::default(), &Patch::Merge(&flavor))
+        .await
+        .expect("patch");
+    let refused = eventually("ChangeRefused event", LIMIT, || async {
+        bed.events("web")
+            .await
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("ChangeRefused"))
+    })
+    .await;
+    assert_eq!(refused.type_.as_deref(), Some("Warning"));
+    assert!(
+        refused
+            .message
+            .unwrap_or_default()
+            .contains("loadbalancer-flavor")
+    );
+    let lbs = bed.cloud_list("/load-balancers").await;
+    assert_eq!(lbs.len(), 1, "no second load balancer");
+    assert_eq!(
+        lbs[0]["flavor"]["slug"], "lb-standard",
+        "the running one is untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_balancer_deleted_out_of_band_is_restored() {
+    let bed = bed().await;
+    bed.services()
+        .create(&PostParams::default(), &web(json!({})))
+        .await
+        .expect("create");
+    let first = eventually("load balancer", LIMIT, || async {
+        let lbs = bed.cloud_list("/load-balancers").await;
+        (lbs.len() == 1 && bed.cloud_list("/load-balancers/listeners").await.len() == 2)
+            .then(|| lbs[0].clone())
+    })
+    .await;
+    let r = bed
+        .http
+        .delete(format!(
+            "{}/load-balancers/{}",
+            bed.tb.cloud.api_url(),
+            first["uuid"].as_str().unwrap_or_default()
+        ))
+        .bearer_auth(bed.tb.cloud.token())
+        .send()
+        .await
+        .expect("delete");
+    assert_eq!(r.status(), 204);
+    let again = eventually("a restored load balancer", LIMIT, || async {
+        let lbs = bed.cloud_list("/load-balancers").await;
+        (lbs.len() == 1
+            && lbs[0]["uuid"] != first["uuid"]
+            && bed.cloud_list("/load-balancers/listeners").await.len() == 2)
+            .then(|| lbs[0].clone())
+    })
+    .await;
+    assert_eq!(again["name"], first["name"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_annotation_is_reported_and_nothing_is_created() {
+    let bed = bed().await;
+    let svc = web(json!({"k8s.cloudscale.ch/loadbalancer-pool-algorithm": "robin_round"}));
+    bed.services()
+        .create(&PostParams::default(), &svc)
+        .await
+        .expect("create");
+    let failed = eventually("a failure event", LIMIT, || async {
+        bed.events("web")
+            .await
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("SyncLoadBalancerFailed"))
+    })
+    .await;
+    let message = failed.message.unwrap_or_default();
+    assert!(
+        message.contains("loadbalancer-pool-algorithm") && message.contains("robin_round"),
+        "{message}"
+    );
+    assert!(
+        bed.cloud_list("/load-balancers").await.is_empty(),
+        "validated before anything is created"
+    );
+}
