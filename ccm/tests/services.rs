@@ -368,3 +368,47 @@ async fn an_invalid_annotation_is_reported_and_nothing_is_created() {
         "validated before anything is created"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_floating_ip_claimed_by_two_services_refuses_both() {
+    let bed = bed().await;
+    let r = bed
+        .http
+        .post(format!("{}/floating-ips", bed.tb.cloud.api_url()))
+        .bearer_auth(bed.tb.cloud.token())
+        .json(&json!({"ip_version": 4}))
+        .send()
+        .await
+        .expect("floating ip");
+    assert_eq!(r.status(), 201);
+    let fip: Value = r.json().await.expect("json");
+    let network = fip["network"].as_str().expect("network").to_string();
+    let claim = json!({"k8s.cloudscale.ch/loadbalancer-floating-ips": format!("[\"{network}\"]")});
+    for name in ["a", "b"] {
+        let mut svc = web(claim.clone());
+        svc.metadata.name = Some(name.to_string());
+        bed.services()
+            .create(&PostParams::default(), &svc)
+            .await
+            .expect("create");
+    }
+    for (me, other) in [("a", "default/b"), ("b", "default/a")] {
+        let ev = eventually("FloatingIPConflict", LIMIT, || async {
+            bed.events(me)
+                .await
+                .into_iter()
+                .find(|e| e.reason.as_deref() == Some("FloatingIPConflict"))
+        })
+        .await;
+        assert_eq!(ev.type_.as_deref(), Some("Warning"));
+        let message = ev.message.unwrap_or_default();
+        assert!(
+            message.contains(other) && message.contains(&network),
+            "{message}"
+        );
+    }
+    assert!(
+        bed.cloud_list("/load-balancers").await.is_empty(),
+        "neither went ahead"
+    );
+}

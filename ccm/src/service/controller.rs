@@ -46,6 +46,57 @@ pub enum ServiceError {
     Kube(#[from] kube::Error),
     #[error("the load balancer did not converge after {0} passes")]
     NotConverged(usize),
+    #[error(
+        "floating IP {ip} is also claimed by Service {other} (k8s.cloudscale.ch/loadbalancer-floating-ips): refusing to go on so it does not flap between load balancers; remove it from one of them"
+    )]
+    FloatingIpConflict { ip: String, other: String },
+}
+
+/// The floating IPs a Service claims (unparseable entries of other Services are ignored:
+/// they are that Service's error to report).
+fn claimed_floating_ips(svc: &Service) -> Vec<String> {
+    let Some(raw) = svc
+        .annotations()
+        .get(annotations::LOADBALANCER_FLOATING_IPS)
+    else {
+        return Vec::new();
+    };
+    serde_json::from_str::<Vec<String>>(raw)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| annotations::parse_network(e).ok())
+        .map(|n| n.to_string())
+        .collect()
+}
+
+/// Pure: the first of `mine` that another LoadBalancer Service (not `uid`, no load balancer
+/// class) also claims, with that Service's `namespace/name`.
+pub fn floating_ip_conflict(
+    mine: &[String],
+    uid: &str,
+    others: &[Service],
+) -> Option<(String, String)> {
+    for other in others {
+        let is_lb = other.spec.as_ref().is_some_and(|s| {
+            s.type_.as_deref() == Some("LoadBalancer") && s.load_balancer_class.is_none()
+        });
+        if !is_lb
+            || other.metadata.uid.as_deref() == Some(uid)
+            || other.metadata.deletion_timestamp.is_some()
+        {
+            continue;
+        }
+        let theirs = claimed_floating_ips(other);
+        if let Some(ip) = mine.iter().find(|ip| theirs.contains(ip)) {
+            let name = format!(
+                "{}/{}",
+                other.namespace().unwrap_or_default(),
+                other.name_any()
+            );
+            return Some((ip.clone(), name));
+        }
+    }
+    None
 }
 
 pub struct ServiceContext {
@@ -173,6 +224,26 @@ async fn ensure(
     let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &ns);
     set_finalizer(&api, svc, true).await?;
     let reference = svc.object_ref(&());
+
+    // One floating IP, two Services: refuse both (each finds the other) before any write.
+    if !cfg.floating_ips.is_empty() {
+        let mine: Vec<String> = cfg.floating_ips.iter().map(|n| n.to_string()).collect();
+        let all: Api<Service> = Api::all(ctx.kube.clone());
+        let others = all.list(&ListParams::default()).await?.items;
+        if let Some((ip, other)) = floating_ip_conflict(&mine, &cfg.uid, &others) {
+            let e = ServiceError::FloatingIpConflict { ip, other };
+            ctx.events
+                .publish(
+                    &reference,
+                    true,
+                    "FloatingIPConflict",
+                    "EnsureLoadBalancer",
+                    e.to_string(),
+                )
+                .await;
+            return Err(e);
+        }
+    }
 
     let nodes: Api<Node> = Api::all(ctx.kube.clone());
     let nodes: Vec<NodeView> = nodes
@@ -401,4 +472,48 @@ pub async fn run(
         .run(reconcile, error_policy, ctx)
         .for_each(|_| async {})
         .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn svc(ns: &str, name: &str, uid: &str, fips: &str, ty: &str) -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": ns, "uid": uid,
+                         "annotations": {annotations::LOADBALANCER_FLOATING_IPS: fips}},
+            "spec": {"type": ty},
+        }))
+        .expect("service")
+    }
+
+    #[test]
+    fn a_floating_ip_claimed_twice_is_a_conflict_naming_the_other_service() {
+        let mine = vec!["45.132.236.10/32".to_string()];
+        let others = vec![
+            svc(
+                "default",
+                "me",
+                "u1",
+                r#"["45.132.236.10/32"]"#,
+                "LoadBalancer",
+            ),
+            svc(
+                "other",
+                "nodeport",
+                "u2",
+                r#"["45.132.236.10/32"]"#,
+                "NodePort",
+            ),
+            svc("other", "web", "u3", r#"["45.132.236.10"]"#, "LoadBalancer"),
+        ];
+        // Itself and non-LoadBalancer Services do not count; bare IPs are normalised.
+        assert_eq!(
+            floating_ip_conflict(&mine, "u1", &others),
+            Some(("45.132.236.10/32".to_string(), "other/web".to_string()))
+        );
+        assert_eq!(floating_ip_conflict(&mine, "u1", &others[..2]), None);
+        let garbage = vec![svc("x", "y", "u4", "not json", "LoadBalancer")];
+        assert_eq!(floating_ip_conflict(&mine, "u1", &garbage), None);
+    }
 }
