@@ -8,6 +8,7 @@ pub mod leader;
 pub mod metrics;
 pub mod node;
 pub mod options;
+pub mod preview;
 pub mod secret;
 pub mod service;
 

@@ -33,7 +33,49 @@ async fn termination() {
     }
 }
 
+fn plan_command() -> ExitCode {
+    let args = match ccm::preview::PlanArgs::try_parse_from(std::env::args().skip(1)) {
+        Ok(a) => a,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            let text = e.to_string();
+            let line = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_start_matches("error: ");
+            eprintln!("cloudscale-cloud-controller-manager plan: {line}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging("text");
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cloudscale-cloud-controller-manager plan: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(ccm::preview::run(args, Environment::from_process())) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cloudscale-cloud-controller-manager plan: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("plan") {
+        return plan_command();
+    }
     let opts = match Options::try_parse() {
         Ok(o) => o,
         Err(e) => {

@@ -412,3 +412,78 @@ async fn one_floating_ip_claimed_by_two_services_refuses_both() {
         "neither went ahead"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_previews_a_proposed_change_without_writing() {
+    let bed = bed().await;
+    bed.services()
+        .create(&PostParams::default(), &web(json!({})))
+        .await
+        .expect("create");
+    eventually("ingress", LIMIT, || async {
+        (ingress_ips(&bed.services().get("web").await.ok()?).len() == 2).then_some(())
+    })
+    .await;
+    let proposed = std::env::temp_dir().join(format!("proposed-{}.yaml", uuid::Uuid::new_v4()));
+    std::fs::write(
+        &proposed,
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  annotations:\n    k8s.cloudscale.ch/loadbalancer-pool-algorithm: least_connections\nspec:\n  type: LoadBalancer\n  ports:\n  - {name: http, port: 80, protocol: TCP, nodePort: 30000}\n  - {name: https, port: 443, protocol: TCP, nodePort: 30001}\n",
+    )
+    .expect("write");
+    // Node ports of the live Service, so only the algorithm differs.
+    let live = bed.services().get("web").await.expect("live");
+    let ports = live.spec.and_then(|s| s.ports).expect("ports");
+    let text = std::fs::read_to_string(&proposed)
+        .expect("read")
+        .replace(
+            "nodePort: 30000",
+            &format!("nodePort: {}", ports[0].node_port.unwrap_or_default()),
+        )
+        .replace(
+            "nodePort: 30001",
+            &format!("nodePort: {}", ports[1].node_port.unwrap_or_default()),
+        );
+    std::fs::write(&proposed, text).expect("write");
+    let log = format!("{}/_fake/requests", bed.tb.cloud.base_url());
+    bed.http.delete(&log).send().await.expect("clear log");
+    let out =
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_cloudscale-cloud-controller-manager"))
+            .args([
+                "plan",
+                "--service",
+                "default/web",
+                "-f",
+                &proposed.display().to_string(),
+                "--kubeconfig",
+                &bed.kubeconfig.display().to_string(),
+            ])
+            .env("CLOUDSCALE_ACCESS_TOKEN", bed.tb.cloud.token())
+            .env("CLOUDSCALE_API_URL", bed.tb.cloud.base_url())
+            .env("RUST_LOG", "warn")
+            .output()
+            .await
+            .expect("plan");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("impact listener-recreate"), "{stdout}");
+    assert!(stdout.contains("create pool tcp/http"), "{stdout}");
+    let requests: Vec<Value> = bed
+        .http
+        .get(&log)
+        .send()
+        .await
+        .expect("log")
+        .json()
+        .await
+        .expect("json");
+    assert!(!requests.is_empty(), "the preview read the cloud");
+    assert!(
+        requests.iter().all(|r| r["method"] == "GET"),
+        "the preview wrote: {requests:?}"
+    );
+    let _ = std::fs::remove_file(&proposed);
+}

@@ -399,6 +399,39 @@ async fn ensure(
     Ok(())
 }
 
+/// What the controller would do for `svc` (live or proposed), without writing anything:
+/// the same parse, map, fetch and plan as a reconcile.
+pub async fn preview(
+    kube: &kube::Client,
+    cloud: &Cloud,
+    svc: &Service,
+) -> Result<Option<plan::Plan>, ServiceError> {
+    let cfg = match annotations::parse_service(svc) {
+        Ok(Some(cfg)) => cfg,
+        Ok(None) => return Ok(None),
+        Err(errors) => return Err(ServiceError::Config(errors.to_string())),
+    };
+    let nodes: Api<Node> = Api::all(kube.clone());
+    let nodes: Vec<NodeView> = nodes
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(node_view)
+        .collect();
+    let servers: Vec<ServerView> = cloud
+        .list_servers(&Filter::all())
+        .await?
+        .iter()
+        .filter_map(server_view)
+        .collect();
+    let desired = map::desired(&cfg, &nodes, &servers)?.desired;
+    let actual = apply::fetch(cloud, &desired.name, cfg.lb_uuid)
+        .await?
+        .map(|(_, a)| a);
+    Ok(Some(plan::plan(&desired, actual.as_ref())))
+}
+
 async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceContext>) -> Result<Action, ServiceError> {
     let started = Instant::now();
     let result = reconcile_inner(&svc, &ctx).await;
