@@ -1,0 +1,1100 @@
+//! More service-controller scenarios end to end: a whole CCM in-process against the testbed
+//! (embedded API server, simulated kubelets, fakecloud with its clock at 100×). Downtime is
+//! measured with fakecloud's data-plane oracle (`fakecloud/MODEL.md`).
+
+use ccm::app::{self, Environment};
+use ccm::options::Options;
+use ccm::service::controller::FINALIZER;
+use clap::Parser;
+use fakecloud::faults::{FaultEffect, FaultRule};
+use k8s_openapi::api::core::v1::{Event, Node, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use scenarios::cluster::Cluster;
+use scenarios::kubelet::KubeletConfig;
+use scenarios::testbed::{Testbed, TestbedConfig};
+use scenarios::wait::eventually;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+struct Bed {
+    tb: Testbed,
+    kubeconfig: std::path::PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    http: reqwest::Client,
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        let _ = std::fs::remove_file(&self.kubeconfig);
+    }
+}
+
+async fn bed() -> Bed {
+    let cluster = Cluster::embedded().await.expect("cluster");
+    let tb = Testbed::start(
+        cluster,
+        TestbedConfig {
+            nodes: 3,
+            cloud: fakecloud::Config {
+                clock: fakecloud::ClockMode::Scaled { scale: 100.0 },
+                ..fakecloud::Config::for_tests()
+            },
+            kubelet: KubeletConfig {
+                heartbeat: Duration::from_millis(200),
+                ..KubeletConfig::default()
+            },
+            proxy_interval: Duration::from_millis(200),
+            ..TestbedConfig::default()
+        },
+    )
+    .await
+    .expect("testbed");
+    let kubeconfig =
+        std::env::temp_dir().join(format!("ccm-scenarios-{}.yaml", uuid::Uuid::new_v4()));
+    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
+    let opts = Options::parse_from([
+        "cloudscale-cloud-controller-manager",
+        "--kubeconfig",
+        &kubeconfig.display().to_string(),
+        "--leader-elect=false",
+        "--bind-address",
+        "127.0.0.1",
+        "--secure-port",
+        "0",
+        "--cluster-name",
+        "test-cluster",
+        "--load-balancer-poll-interval",
+        "50ms",
+        "--service-resync-period",
+        "1s",
+        "--node-monitor-period",
+        "200ms",
+    ]);
+    let env = Environment {
+        access_token: Some(tb.cloud.token().to_string()),
+        api_url: Some(tb.cloud.base_url()),
+        api_timeout: Some("5".into()),
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app::run(
+        opts,
+        env,
+        async move {
+            let _ = rx.await;
+        },
+        |_| {},
+    ));
+    Bed {
+        tb,
+        kubeconfig,
+        stop: Some(tx),
+        http: reqwest::Client::new(),
+    }
+}
+
+/// fakecloud's view of every load-balancer resource at one moment.
+#[derive(Debug, Clone)]
+struct Snap {
+    lbs: Vec<Value>,
+    pools: Vec<Value>,
+    listeners: Vec<Value>,
+    monitors: Vec<Value>,
+    /// Pool name → its members.
+    members: BTreeMap<String, Vec<Value>>,
+}
+
+impl Snap {
+    fn sorted(values: &[Value], key: &str) -> Vec<String> {
+        let mut v: Vec<String> = values
+            .iter()
+            .filter_map(|x| x[key].as_str().map(str::to_string))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn pool_names(&self) -> Vec<String> {
+        Snap::sorted(&self.pools, "name")
+    }
+
+    fn listener_names(&self) -> Vec<String> {
+        Snap::sorted(&self.listeners, "name")
+    }
+
+    /// One load balancer, running, one pool, listener and monitor per port, every member
+    /// up: nothing left to apply or to wait for.
+    fn settled(&self, ports: usize) -> bool {
+        self.lbs.len() == 1
+            && self.lbs[0]["status"] == "running"
+            && self.pools.len() == ports
+            && self.listeners.len() == ports
+            && self.monitors.len() == ports
+            && self
+                .members
+                .values()
+                .flatten()
+                .all(|m| m["monitor_status"] == "up")
+    }
+
+    fn member_counts(&self) -> Vec<usize> {
+        self.members.values().map(Vec::len).collect()
+    }
+
+    fn lb_uuid(&self) -> String {
+        self.lbs[0]["uuid"].as_str().unwrap_or_default().to_string()
+    }
+}
+
+impl Bed {
+    fn services(&self) -> Api<Service> {
+        Api::namespaced(self.tb.cluster.client(), "default")
+    }
+
+    async fn cloud(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut rb = self
+            .http
+            .request(method, format!("{}{path}", self.tb.cloud.api_url()))
+            .bearer_auth(self.tb.cloud.token());
+        if let Some(b) = body {
+            rb = rb.json(&b);
+        }
+        let r = rb.send().await.expect("fakecloud");
+        r.json::<Value>().await.unwrap_or(Value::Null)
+    }
+
+    async fn cloud_list(&self, path: &str) -> Vec<Value> {
+        match self.cloud(reqwest::Method::GET, path, None).await {
+            Value::Array(v) => v,
+            _ => Vec::new(),
+        }
+    }
+
+    async fn fake(&self, path: &str) -> Value {
+        self.http
+            .get(format!("{}/_fake{path}", self.tb.cloud.base_url()))
+            .send()
+            .await
+            .expect("fakecloud admin")
+            .json::<Value>()
+            .await
+            .expect("admin JSON")
+    }
+
+    async fn snap(&self) -> Snap {
+        let pools = self.cloud_list("/load-balancers/pools").await;
+        let mut members = BTreeMap::new();
+        for p in &pools {
+            let m = self
+                .cloud_list(&format!(
+                    "/load-balancers/pools/{}/members",
+                    p["uuid"].as_str().unwrap_or_default()
+                ))
+                .await;
+            members.insert(p["name"].as_str().unwrap_or_default().to_string(), m);
+        }
+        Snap {
+            lbs: self.cloud_list("/load-balancers").await,
+            pools,
+            listeners: self.cloud_list("/load-balancers/listeners").await,
+            monitors: self.cloud_list("/load-balancers/health-monitors").await,
+            members,
+        }
+    }
+
+    /// Waits until the snapshot satisfies `check` and is settled with `ports` ports.
+    async fn converge(&self, what: &str, ports: usize, check: impl Fn(&Snap) -> bool) -> Snap {
+        eventually(what, LIMIT, || async {
+            let s = self.snap().await;
+            (s.settled(ports) && check(&s)).then_some(s)
+        })
+        .await
+    }
+
+    fn now(&self) -> String {
+        fakecloud::clock::format_time(self.tb.cloud.app().now())
+    }
+
+    /// The virtual time `secs` seconds ago.
+    fn now_minus(&self, secs: f64) -> String {
+        fakecloud::clock::format_time(
+            self.tb.cloud.app().now() - fakecloud::clock::delta_from_secs(secs),
+        )
+    }
+
+    /// The oracle's entries for `lb` since `from` (new connections from the default client).
+    async fn availability(&self, lb: &str, from: &str) -> Vec<Value> {
+        self.availability_for(lb, from, "203.0.113.10").await
+    }
+
+    /// [`Bed::availability`] for new connections from `client`.
+    async fn availability_for(&self, lb: &str, from: &str, client: &str) -> Vec<Value> {
+        let av = self
+            .fake(&format!(
+                "/load-balancers/{lb}/availability?from={from}&client={client}"
+            ))
+            .await;
+        av["entries"].as_array().cloned().unwrap_or_default()
+    }
+
+    async fn events(&self, name: &str) -> Vec<Event> {
+        let events: Api<Event> = Api::namespaced(self.tb.cluster.client(), "default");
+        events
+            .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    }
+
+    async fn annotate(&self, name: &str, key: &str, value: &str) {
+        let patch = json!({"metadata": {"annotations": {key: value}}});
+        self.services()
+            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .expect("annotate");
+    }
+
+    async fn create(&self, svc: &Service) {
+        self.services()
+            .create(&PostParams::default(), svc)
+            .await
+            .expect("create");
+    }
+
+    async fn subnet_uuid(&self) -> String {
+        let subnets = self.cloud_list("/subnets").await;
+        subnets
+            .iter()
+            .find(|s| s["cidr"] == scenarios::testbed::SUBNET_CIDR)
+            .and_then(|s| s["uuid"].as_str())
+            .expect("testbed subnet")
+            .to_string()
+    }
+
+    /// Requests fakecloud has logged so far.
+    async fn request_log(&self) -> Vec<Value> {
+        self.fake("/requests")
+            .await
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// The longest downtime (virtual s) of any VIP on `port`.
+fn downtime(entries: &[Value], port: u16) -> f64 {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "vip" && e["port"] == port)
+        .map(|e| e["downtime_s"].as_f64().unwrap_or(f64::INFINITY))
+        .fold(0.0, f64::max)
+}
+
+/// Down intervals (virtual seconds since the epoch) per VIP address on `port`.
+fn down_intervals(entries: &[Value], port: u16) -> BTreeMap<String, Vec<(f64, f64)>> {
+    let secs = |v: &Value| {
+        fakecloud::clock::parse_time(v.as_str().unwrap_or_default())
+            .map(|t| t.timestamp_micros() as f64 / 1e6)
+            .unwrap_or(0.0)
+    };
+    let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for e in entries
+        .iter()
+        .filter(|e| e["kind"] == "vip" && e["port"] == port)
+    {
+        let list = out
+            .entry(e["address"].as_str().unwrap_or_default().to_string())
+            .or_default();
+        for d in e["down"].as_array().into_iter().flatten() {
+            list.push((secs(&d["from"]), secs(&d["to"])));
+        }
+    }
+    out
+}
+
+/// Seconds during which a VIP answered on neither port (a port renumbering).
+fn unreachable_on_both(entries: &[Value], old: u16, new: u16) -> f64 {
+    let a = down_intervals(entries, old);
+    let b = down_intervals(entries, new);
+    let mut worst: f64 = 0.0;
+    for (address, olds) in &a {
+        let news = b.get(address).cloned().unwrap_or_default();
+        let overlap: f64 = olds
+            .iter()
+            .flat_map(|x| {
+                news.iter()
+                    .map(move |y| (x.1.min(y.1) - x.0.max(y.0)).max(0.0))
+            })
+            .sum();
+        worst = worst.max(overlap);
+    }
+    worst
+}
+
+fn web(annotations: Value) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": "web", "annotations": annotations},
+        "spec": {"type": "LoadBalancer", "ports": [
+            {"name": "http", "port": 80, "targetPort": 8080},
+            {"name": "https", "port": 443, "targetPort": 8443},
+        ]},
+    }))
+    .expect("service")
+}
+
+fn ingress(svc: &Service) -> Vec<Value> {
+    svc.status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .map(|i| {
+            i.iter()
+                .map(|e| serde_json::to_value(e).unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Creates `svc` (with `ports` ports) and waits until its load balancer is settled with all members
+/// up; returns fakecloud's view then.
+async fn converged(bed: &Bed, svc: &Service, ports: usize) -> Snap {
+    bed.create(svc).await;
+    let name = svc.metadata.name.clone().unwrap_or_default();
+    eventually("ingress", LIMIT, || async {
+        let s = bed.services().get(&name).await.ok()?;
+        (!ingress(&s).is_empty()).then_some(())
+    })
+    .await;
+    bed.converge("settled load balancer", ports, |_| true).await
+}
+
+const LIMIT: Duration = Duration::from_secs(30);
+const A: &str = "k8s.cloudscale.ch/loadbalancer-";
+
+fn key(suffix: &str) -> String {
+    format!("{A}{suffix}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_joining_and_leaving_changes_members_without_downtime() {
+    let mut bed = bed().await;
+    let start = converged(&bed, &web(json!({})), 2).await;
+    let lb = start.lb_uuid();
+    assert_eq!(start.member_counts(), [3, 3]);
+
+    let t0 = bed.now();
+    let server = bed.tb.add_node("node-4").await.expect("node-4");
+    let nodes: Api<Node> = Api::all(bed.tb.cluster.client());
+    eventually("node-4 initialized", LIMIT, || async {
+        let n = nodes.get("node-4").await.ok()?;
+        let tainted = n
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_some_and(|t| t.iter().any(|t| t.key.contains("uninitialized")));
+        (n.spec.as_ref()?.provider_id.is_some() && !tainted).then_some(())
+    })
+    .await;
+    let joined = bed
+        .converge("a 4th member in every pool", 2, |s| {
+            s.member_counts() == [4, 4]
+        })
+        .await;
+    let av = bed.availability(&lb, &t0).await;
+    let join = [downtime(&av, 80), downtime(&av, 443)];
+    eprintln!("node join: downtime 80/443 {join:?} s");
+    assert_eq!(join, [0.0, 0.0], "{av:#?}");
+    assert_eq!(joined.lb_uuid(), lb);
+
+    let t1 = bed.now();
+    let r = bed
+        .http
+        .delete(format!("{}/servers/{server}", bed.tb.cloud.api_url()))
+        .bearer_auth(bed.tb.cloud.token())
+        .send()
+        .await
+        .expect("delete server");
+    assert!(r.status().is_success(), "{}", r.status());
+    eventually("node-4 deleted", LIMIT, || async {
+        nodes.get_opt("node-4").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    let left = bed
+        .converge("node-4's members removed", 2, |s| {
+            s.member_counts() == [3, 3]
+        })
+        .await;
+    let node4_address = joined
+        .members
+        .values()
+        .flatten()
+        .map(|m| m["address"].clone())
+        .find(|a| !start.members.values().flatten().any(|m| m["address"] == *a))
+        .expect("node-4's member address");
+    assert!(
+        !left
+            .members
+            .values()
+            .flatten()
+            .any(|m| m["address"] == node4_address),
+        "node-4's members are gone"
+    );
+    let av = bed.availability(&lb, &t1).await;
+    let leave = [downtime(&av, 80), downtime(&av, 443)];
+    eprintln!("node leave: downtime 80/443 {leave:?} s");
+    assert_eq!(leave, [0.0, 0.0], "{av:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_on_listener_creation_are_retried_to_one_complete_load_balancer() {
+    let bed = bed().await;
+    bed.tb
+        .cloud
+        .faults()
+        .add(
+            FaultRule::new(
+                Some("POST"),
+                "/v1/load-balancers/listeners",
+                FaultEffect::Status {
+                    status: 500,
+                    body: None,
+                    retry_after: None,
+                },
+            )
+            .times(2),
+        )
+        .expect("fault");
+    let s = converged(&bed, &web(json!({})), 2).await;
+    assert_eq!(s.lbs.len(), 1, "exactly one load balancer");
+    assert_eq!(s.listener_names(), ["tcp/443", "tcp/80"]);
+    assert_eq!(s.pool_names(), ["tcp/http", "tcp/https"]);
+    assert_eq!(s.member_counts(), [3, 3]);
+    let hits: u64 = bed.tb.cloud.faults().list().iter().map(|r| r.hits).sum();
+    assert_eq!(hits, 2, "both injected errors were hit");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_on_pool_creation_makes_no_duplicate_pool() {
+    let bed = bed().await;
+    // `pools/**` matches what is created under a pool (members); the pool creation itself
+    // is `POST /v1/load-balancers/pools`: drop one of each, once.
+    let faults = bed.tb.cloud.faults();
+    let deep = faults
+        .add(
+            FaultRule::new(
+                Some("POST"),
+                "/v1/load-balancers/pools/**",
+                FaultEffect::Drop,
+            )
+            .times(1),
+        )
+        .expect("fault");
+    let pool = faults
+        .add(FaultRule::new(Some("POST"), "/v1/load-balancers/pools", FaultEffect::Drop).times(1))
+        .expect("fault");
+    let s = converged(&bed, &web(json!({})), 2).await;
+    for id in [deep, pool] {
+        let rule = faults
+            .list()
+            .into_iter()
+            .find(|r| r.id == id)
+            .expect("rule");
+        assert_eq!(rule.hits, 1, "{} dropped once", rule.path);
+    }
+    assert_eq!(s.lbs.len(), 1);
+    assert_eq!(s.pools.len(), 2, "no duplicate pool: {:?}", s.pools);
+    assert_eq!(s.pool_names(), ["tcp/http", "tcp/https"]);
+    assert_eq!(s.member_counts(), [3, 3], "no duplicate member");
+    assert_eq!(s.listener_names(), ["tcp/443", "tcp/80"]);
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Class {
+    None,
+    Minimal,
+    /// A monitor replacement (type change): every member is re-checked by the new monitor,
+    /// `delay_s` × `up_threshold` = 2 × 2 = 4 virtual s with the defaults: the floor of any
+    /// new monitor in fakecloud's model and what the reference measures too
+    /// (`Impact::Minimal`: "a few seconds at most").
+    MonitorReplace,
+    ListenerRecreate,
+}
+
+impl Class {
+    fn label(self) -> &'static str {
+        match self {
+            Class::None => "none",
+            Class::Minimal => "minimal",
+            Class::MonitorReplace => "minimal (monitor replaced)",
+            Class::ListenerRecreate => "listener-recreate",
+        }
+    }
+
+    fn bound(self) -> f64 {
+        match self {
+            Class::None | Class::Minimal => 0.0,
+            Class::MonitorReplace => 4.0,
+            Class::ListenerRecreate => 15.0,
+        }
+    }
+}
+
+struct Change {
+    what: &'static str,
+    patch: Value,
+    reference: &'static str,
+    /// The reference's class is pool recreation: this CCM must stay below 60 s.
+    reference_pool_recreate: bool,
+    class: Class,
+    expect: Box<dyn Fn(&Snap) -> bool>,
+}
+
+fn ann(suffix: &str, value: &str) -> Value {
+    json!({"metadata": {"annotations": {key(suffix): value}}})
+}
+
+fn all(values: &[Value], f: impl Fn(&Value) -> bool) -> bool {
+    !values.is_empty() && values.iter().all(f)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_change_class_stays_within_its_downtime() {
+    let bed = bed().await;
+    let start = converged(&bed, &web(json!({})), 2).await;
+    let lb = start.lb_uuid();
+    eventually("uuid annotation", LIMIT, || async {
+        let s = bed.services().get("web").await.ok()?;
+        s.metadata
+            .annotations?
+            .contains_key(&key("uuid"))
+            .then_some(())
+    })
+    .await;
+    let subnet = bed.subnet_uuid().await;
+    let changes: Vec<Change> = vec![
+        Change {
+            what: "timeout-client-data-ms",
+            patch: ann("timeout-client-data-ms", "40000"),
+            reference: "none",
+            reference_pool_recreate: false,
+            class: Class::None,
+            expect: Box::new(|s| all(&s.listeners, |l| l["timeout_client_data_ms"] == 40000)),
+        },
+        Change {
+            what: "timeout-member-connect-ms",
+            patch: ann("timeout-member-connect-ms", "4000"),
+            reference: "none",
+            reference_pool_recreate: false,
+            class: Class::None,
+            expect: Box::new(|s| all(&s.listeners, |l| l["timeout_member_connect_ms"] == 4000)),
+        },
+        Change {
+            what: "timeout-member-data-ms",
+            patch: ann("timeout-member-data-ms", "40000"),
+            reference: "none",
+            reference_pool_recreate: false,
+            class: Class::None,
+            expect: Box::new(|s| all(&s.listeners, |l| l["timeout_member_data_ms"] == 40000)),
+        },
+        Change {
+            what: "loadbalancer-name",
+            patch: ann("name", "renamed-web"),
+            reference: "none",
+            reference_pool_recreate: false,
+            class: Class::None,
+            expect: Box::new(|s| s.lbs[0]["name"] == "renamed-web"),
+        },
+        Change {
+            what: "listener-allowed-cidrs",
+            patch: ann("listener-allowed-cidrs", r#"["203.0.113.0/24"]"#),
+            reference: "minimal",
+            reference_pool_recreate: false,
+            class: Class::Minimal,
+            expect: Box::new(|s| {
+                all(&s.listeners, |l| {
+                    l["allowed_cidrs"] == json!(["203.0.113.0/24"])
+                })
+            }),
+        },
+        Change {
+            what: "health-monitor-type tcp→http",
+            patch: ann("health-monitor-type", "http"),
+            reference: "minimal",
+            reference_pool_recreate: false,
+            class: Class::MonitorReplace,
+            expect: Box::new(|s| all(&s.monitors, |m| m["type"] == "http")),
+        },
+        Change {
+            what: "health-monitor-http fields",
+            patch: ann(
+                "health-monitor-http",
+                r#"{"url_path": "/healthz", "expected_codes": ["200", "204"]}"#,
+            ),
+            reference: "minimal",
+            reference_pool_recreate: false,
+            class: Class::Minimal,
+            expect: Box::new(|s| all(&s.monitors, |m| m["http"]["url_path"] == "/healthz")),
+        },
+        Change {
+            what: "health-monitor-delay-s",
+            patch: ann("health-monitor-delay-s", "3"),
+            reference: "minimal",
+            reference_pool_recreate: false,
+            class: Class::Minimal,
+            expect: Box::new(|s| all(&s.monitors, |m| m["delay_s"] == 3)),
+        },
+        Change {
+            what: "health-monitor-timeout-s",
+            patch: ann("health-monitor-timeout-s", "2"),
+            reference: "minimal",
+            reference_pool_recreate: false,
+            class: Class::Minimal,
+            expect: Box::new(|s| all(&s.monitors, |m| m["timeout_s"] == 2)),
+        },
+        Change {
+            what: "health-monitor-up-threshold",
+            patch: ann("health-monitor-up-threshold", "3"),
+            reference: "minimal",
+            reference_pool_recreate: false,
+            class: Class::Minimal,
+            expect: Box::new(|s| all(&s.monitors, |m| m["up_threshold"] == 3)),
+        },
+        Change {
+            what: "health-monitor-down-threshold",
+            patch: ann("health-monitor-down-threshold", "4"),
+            reference: "minimal",
+            reference_pool_recreate: false,
+            class: Class::Minimal,
+            expect: Box::new(|s| all(&s.monitors, |m| m["down_threshold"] == 4)),
+        },
+        Change {
+            what: "pool-algorithm",
+            patch: ann("pool-algorithm", "least_connections"),
+            reference: "pool recreation",
+            reference_pool_recreate: true,
+            class: Class::ListenerRecreate,
+            expect: Box::new(|s| all(&s.pools, |p| p["algorithm"] == "least_connections")),
+        },
+        Change {
+            what: "pool-protocol tcp→proxy",
+            patch: ann("pool-protocol", "proxy"),
+            reference: "pool recreation",
+            reference_pool_recreate: true,
+            class: Class::ListenerRecreate,
+            expect: Box::new(|s| all(&s.pools, |p| p["protocol"] == "proxy")),
+        },
+        Change {
+            what: "port rename http→web",
+            patch: json!({"spec": {"ports": [
+                {"name": "web", "port": 80, "targetPort": 8080},
+                {"name": "https", "port": 443, "targetPort": 8443},
+            ]}}),
+            reference: "pool recreation",
+            reference_pool_recreate: true,
+            class: Class::None,
+            expect: Box::new(|s| s.pool_names() == ["tcp/https", "tcp/web"]),
+        },
+        Change {
+            what: "port number 443→8443 (8443: down on both ports)",
+            patch: json!({"spec": {"ports": [
+                {"name": "web", "port": 80, "targetPort": 8080},
+                {"name": "https", "port": 8443, "targetPort": 8443},
+            ]}}),
+            reference: "listener recreation",
+            reference_pool_recreate: false,
+            class: Class::Minimal,
+            expect: Box::new(|s| s.listener_names() == ["tcp/80", "tcp/8443"]),
+        },
+        Change {
+            what: "node-selector (subset)",
+            patch: ann("node-selector", "kubernetes.io/hostname in (node-1,node-2)"),
+            reference: "minimal",
+            reference_pool_recreate: false,
+            class: Class::Minimal,
+            expect: Box::new(|s| s.member_counts() == [2, 2]),
+        },
+        Change {
+            what: "listener-allowed-subnets (the nodes' only subnet)",
+            patch: ann(
+                "listener-allowed-subnets",
+                &serde_json::to_string(&[&subnet]).unwrap_or_default(),
+            ),
+            reference: "pool recreation",
+            reference_pool_recreate: true,
+            class: Class::Minimal,
+            expect: Box::new(|s| s.member_counts() == [2, 2]),
+        },
+    ];
+
+    let mut table: Vec<(&Change, Vec<(u16, f64)>)> = Vec::new();
+    let mut failures = Vec::new();
+    let mut ports: Vec<u16> = vec![80, 443];
+    for c in &changes {
+        let t0 = bed.now();
+        let log_mark = bed.request_log().await.len();
+        bed.services()
+            .patch("web", &PatchParams::default(), &Patch::Merge(&c.patch))
+            .await
+            .unwrap_or_else(|e| panic!("{}: patch: {e}", c.what));
+        let after = bed.converge(c.what, 2, |s| (c.expect)(s)).await;
+        // The expectation may already hold (allowed subnets keeping every member): wait for
+        // two more reconciles so the change had its chance. Each lists the floating IPs,
+        // which nothing else here does.
+        eventually("two reconciles after the change", LIMIT, || async {
+            let log = bed.request_log().await;
+            let fetches = log
+                .iter()
+                .skip(log_mark)
+                .filter(|r| r["method"] == "GET" && r["path"] == "/v1/floating-ips")
+                .count();
+            (fetches >= 2).then_some(())
+        })
+        .await;
+        let after = {
+            let again = bed.converge(c.what, 2, |s| (c.expect)(s)).await;
+            assert_eq!(again.lb_uuid(), after.lb_uuid());
+            again
+        };
+        assert_eq!(after.lb_uuid(), lb, "{}: the same load balancer", c.what);
+        let av = bed.availability(&lb, &t0).await;
+        let mut measured = Vec::new();
+        if c.what.starts_with("port number") {
+            // The service moves from 443 to 8443: what counts is a moment on neither.
+            measured.push((80, downtime(&av, 80)));
+            measured.push((8443, unreachable_on_both(&av, 443, 8443)));
+            ports = vec![80, 8443];
+        } else {
+            for p in &ports {
+                measured.push((*p, downtime(&av, *p)));
+            }
+        }
+        if c.what.starts_with("listener-allowed-cidrs") {
+            // The restriction took effect in the data plane: others are refused now.
+            let av = bed
+                .availability_for(&lb, &bed.now_minus(1.0), "198.51.100.7")
+                .await;
+            assert!(
+                downtime(&av, 80) > 0.0,
+                "a client outside the allowed CIDRs is refused: {av:#?}"
+            );
+        }
+        let worst = measured.iter().map(|m| m.1).fold(0.0, f64::max);
+        if worst > c.class.bound() || (c.reference_pool_recreate && worst >= 60.0) {
+            failures.push(format!(
+                "{}: {worst} s > {} s ({})",
+                c.what,
+                c.class.bound(),
+                c.class.label()
+            ));
+        }
+        table.push((c, measured));
+    }
+    eprintln!("| change | reference class | this CCM's class | measured downtime (virtual s) |");
+    eprintln!("| --- | --- | --- | --- |");
+    for (c, measured) in &table {
+        let m: Vec<String> = measured.iter().map(|(p, d)| format!("{p}: {d}")).collect();
+        eprintln!(
+            "| {} | {} | {} | {} |",
+            c.what,
+            c.reference,
+            c.class.label(),
+            m.join(", ")
+        );
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_and_udp_on_the_same_port_get_two_pools_and_listeners() {
+    let bed = bed().await;
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "dns"},
+        "spec": {"type": "LoadBalancer", "ports": [
+            {"name": "dns-tcp", "protocol": "TCP", "port": 53, "targetPort": 53},
+            {"name": "dns-udp", "protocol": "UDP", "port": 53, "targetPort": 53},
+        ]},
+    }))
+    .expect("service");
+    bed.create(&svc).await;
+    let s = eventually("two pools and listeners", LIMIT, || async {
+        let s = bed.snap().await;
+        (s.listeners.len() == 2 && s.pools.len() == 2 && s.member_counts() == [3, 3]).then_some(s)
+    })
+    .await;
+    assert_eq!(s.pool_names(), ["tcp/dns-tcp", "udp/dns-udp"]);
+    assert_eq!(s.listener_names(), ["tcp/53", "udp/53"]);
+    let udp_pool = s
+        .pools
+        .iter()
+        .find(|p| p["name"] == "udp/dns-udp")
+        .expect("udp pool");
+    assert_eq!(udp_pool["protocol"], "udp");
+    let udp_listener = s
+        .listeners
+        .iter()
+        .find(|l| l["name"] == "udp/53")
+        .expect("udp listener");
+    assert_eq!(udp_listener["protocol"], "udp");
+    assert_eq!(udp_listener["protocol_port"], 53);
+    let tcp_pool = s
+        .pools
+        .iter()
+        .find(|p| p["name"] == "tcp/dns-tcp")
+        .expect("tcp pool");
+    assert_eq!(tcp_pool["protocol"], "tcp");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_traffic_policy_checks_kube_proxy_and_only_the_endpoint_node_is_up() {
+    let bed = bed().await;
+    let svc: Service = serde_json::from_value(json!({
+        "metadata": {"name": "web"},
+        "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": [
+            {"name": "http", "port": 80, "targetPort": 8080},
+        ]},
+    }))
+    .expect("service");
+    bed.create(&svc).await;
+    let created = eventually("health-check node port", LIMIT, || async {
+        let s = bed.services().get("web").await.ok()?;
+        s.spec.as_ref()?.health_check_node_port.map(|p| (s, p))
+    })
+    .await;
+    let (created, hc_port) = created;
+    let node_port = created
+        .spec
+        .as_ref()
+        .and_then(|s| s.ports.as_ref())
+        .expect("ports")[0]
+        .node_port
+        .expect("node port");
+    let nodes: Api<Node> = Api::all(bed.tb.cluster.client());
+    let node2 = nodes.get("node-2").await.expect("node-2");
+    let node2_ip = node2
+        .status
+        .and_then(|s| s.addresses)
+        .into_iter()
+        .flatten()
+        .find(|a| a.type_ == "InternalIP")
+        .map(|a| a.address)
+        .expect("node-2 InternalIP");
+    let slice: EndpointSlice = serde_json::from_value(json!({
+        "metadata": {"name": "web-abc", "labels": {"kubernetes.io/service-name": "web"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.244.2.5"], "nodeName": "node-2",
+                       "conditions": {"ready": true}}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+    }))
+    .expect("slice");
+    let slices: Api<EndpointSlice> = Api::namespaced(bed.tb.cluster.client(), "default");
+    slices
+        .create(&PostParams::default(), &slice)
+        .await
+        .expect("endpoint slice");
+
+    let s = eventually("node-2 up, the others down", LIMIT, || async {
+        let s = bed.snap().await;
+        let members: Vec<&Value> = s.members.values().flatten().collect();
+        (s.lbs.len() == 1
+            && s.lbs[0]["status"] == "running"
+            && s.listeners.len() == 1
+            && members.len() == 3
+            && members.iter().all(|m| {
+                let want = if m["address"] == node2_ip.as_str() {
+                    "up"
+                } else {
+                    "down"
+                };
+                m["monitor_status"] == want
+            }))
+        .then_some(s)
+    })
+    .await;
+    let monitor = &s.monitors[0];
+    assert_eq!(s.monitors.len(), 1);
+    assert_eq!(monitor["type"], "http");
+    assert_eq!(monitor["http"]["url_path"], "/livez");
+    for m in s.members.values().flatten() {
+        assert_eq!(m["monitor_port"], hc_port, "{m}");
+        assert_eq!(m["protocol_port"], node_port, "{m}");
+    }
+    // Traffic flows through node-2 (over 5 virtual s from the settled state on).
+    let from = bed.now();
+    let t_end = bed.tb.cloud.app().now() + fakecloud::clock::delta_from_secs(5.0);
+    eventually("5 virtual s", LIMIT, || async {
+        (bed.tb.cloud.app().now() >= t_end).then_some(())
+    })
+    .await;
+    let av = bed.availability(&s.lb_uuid(), &from).await;
+    assert_eq!(downtime(&av, 80), 0.0, "{av:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_floating_ip_annotation_assigns_it_to_the_load_balancer() {
+    let bed = bed().await;
+    let fip = bed
+        .cloud(
+            reqwest::Method::POST,
+            "/floating-ips",
+            Some(json!({"ip_version": 4})),
+        )
+        .await;
+    let network = fip["network"].as_str().expect("network").to_string();
+    let address = network.split('/').next().unwrap_or_default().to_string();
+    let s = converged(&bed, &web(json!({})), 2).await;
+    let lb = s.lb_uuid();
+    let t0 = bed.now();
+    bed.annotate(
+        "web",
+        &key("floating-ips"),
+        &serde_json::to_string(&[format!("{address}/32")]).unwrap_or_default(),
+    )
+    .await;
+    let assigned = eventually("floating IP on the load balancer", LIMIT, || async {
+        let f = bed
+            .cloud(
+                reqwest::Method::GET,
+                &format!("/floating-ips/{address}"),
+                None,
+            )
+            .await;
+        (f["load_balancer"]["uuid"] == lb.as_str()).then_some(f)
+    })
+    .await;
+    assert_eq!(assigned["network"], network.as_str());
+    assert_eq!(bed.snap().await.lbs.len(), 1);
+    // The floating IP carries traffic once propagated (10 virtual s after assignment).
+    let assigned_at = bed.now();
+    let t_end = bed.tb.cloud.app().now() + fakecloud::clock::delta_from_secs(15.0);
+    eventually("15 virtual s", LIMIT, || async {
+        (bed.tb.cloud.app().now() >= t_end).then_some(())
+    })
+    .await;
+    let fip_downtime = |av: &[Value]| {
+        av.iter()
+            .find(|e| {
+                e["kind"] == "floating_ip" && e["address"] == address.as_str() && e["port"] == 80
+            })
+            .and_then(|e| e["downtime_s"].as_f64())
+    };
+    let since = fip_downtime(&bed.availability(&lb, &assigned_at).await);
+    let recent = fip_downtime(&bed.availability(&lb, &bed.now_minus(4.0)).await);
+    eprintln!("floating IP added: {since:?} s down on it after the assignment was seen");
+    assert!(since.is_some_and(|d| d <= 10.0), "{since:?}");
+    assert_eq!(recent, Some(0.0), "it answers now");
+    let vips = bed.availability(&lb, &t0).await;
+    assert_eq!(downtime(&vips, 80), 0.0, "the VIPs are untouched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_protocol_ip_mode_and_forced_hostname() {
+    let bed = bed().await;
+    let svc = web(json!({
+        key("pool-protocol"): "proxyv2",
+        key("ip-mode"): "VIP",
+    }));
+    let s = converged(&bed, &svc, 2).await;
+    assert!(
+        all(&s.pools, |p| p["protocol"] == "proxyv2"),
+        "{:?}",
+        s.pools
+    );
+    let status = eventually("two VIP entries", LIMIT, || async {
+        let i = ingress(&bed.services().get("web").await.ok()?);
+        (i.len() == 2).then_some(i)
+    })
+    .await;
+    assert!(status.iter().all(|e| e["ipMode"] == "VIP"), "{status:?}");
+
+    bed.annotate("web", &key("force-hostname"), "lb.example.com")
+        .await;
+    let status = eventually("hostname entry", LIMIT, || async {
+        let i = ingress(&bed.services().get("web").await.ok()?);
+        (i.len() == 1 && i[0]["hostname"] == "lb.example.com").then_some(i)
+    })
+    .await;
+    assert!(status[0].get("ip").is_none(), "{status:?}");
+    assert!(status[0].get("ipMode").is_none(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_the_type_away_from_load_balancer_deletes_it_and_the_finalizer() {
+    let bed = bed().await;
+    converged(&bed, &web(json!({})), 2).await;
+    let patch = json!({"spec": {"type": "ClusterIP"}});
+    bed.services()
+        .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("patch type");
+    eventually(
+        "load balancer deleted, finalizer removed",
+        LIMIT,
+        || async {
+            let s = bed.services().get("web").await.ok()?;
+            let finalized = s
+                .metadata
+                .finalizers
+                .unwrap_or_default()
+                .iter()
+                .any(|f| f == FINALIZER);
+            (!finalized && bed.cloud_list("/load-balancers").await.is_empty()).then_some(())
+        },
+    )
+    .await;
+    assert!(bed.cloud_list("/load-balancers/pools").await.is_empty());
+    let svc = bed.services().get("web").await.expect("still there");
+    assert_eq!(svc.spec.and_then(|s| s.type_).as_deref(), Some("ClusterIP"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_vip_is_created_and_a_later_change_is_refused() {
+    let bed = bed().await;
+    let subnet = bed.subnet_uuid().await;
+    let svc = web(json!({
+        key("vip-addresses"): json!([{"subnet": subnet}]).to_string(),
+    }));
+    let s = converged(&bed, &svc, 2).await;
+    let vips = s.lbs[0]["vip_addresses"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(vips.len(), 1, "{vips:?}");
+    let address = vips[0]["address"].as_str().expect("address").to_string();
+    assert!(address.starts_with("10.0.0."), "{address}");
+    assert_eq!(vips[0]["subnet"]["uuid"], subnet.as_str());
+    let status = eventually("one private ingress entry", LIMIT, || async {
+        let i = ingress(&bed.services().get("web").await.ok()?);
+        (i.len() == 1).then_some(i)
+    })
+    .await;
+    assert_eq!(status[0]["ip"], address.as_str());
+
+    bed.annotate(
+        "web",
+        &key("vip-addresses"),
+        &json!([{"subnet": subnet, "address": "10.0.0.200"}]).to_string(),
+    )
+    .await;
+    let refused = eventually("ChangeRefused event", LIMIT, || async {
+        bed.events("web")
+            .await
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("ChangeRefused"))
+    })
+    .await;
+    assert_eq!(refused.type_.as_deref(), Some("Warning"));
+    assert!(
+        refused
+            .message
+            .unwrap_or_default()
+            .contains("loadbalancer-vip-addresses")
+    );
+    let after = bed.snap().await;
+    assert_eq!(after.lbs.len(), 1);
+    assert_eq!(after.lb_uuid(), s.lb_uuid(), "the same load balancer");
+    assert_eq!(after.lbs[0]["vip_addresses"], s.lbs[0]["vip_addresses"]);
+}
