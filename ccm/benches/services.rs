@@ -1,0 +1,310 @@
+//! Service controller benchmark on the testbed (fakecloud with zero delays, CCM in-process).
+//!
+//! `cargo bench -p ccm --bench services [-- --services 200 --nodes 50]` prints:
+//! - API reads and writes per reconcile for one Service with 1 port on 3 nodes (create and
+//!   steady state);
+//! - time from Service creation to status ingress;
+//! - for N Services on M nodes, the API requests a node join costs.
+
+use ccm::app::{self, Environment};
+use ccm::options::Options;
+use clap::Parser;
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, PostParams};
+use scenarios::cluster::Cluster;
+use scenarios::kubelet::KubeletConfig;
+use scenarios::testbed::{Testbed, TestbedConfig};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Bed {
+    tb: Testbed,
+    http: reqwest::Client,
+    metrics: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<ccm::metrics::Metrics>>>>,
+    _kubeconfig: std::path::PathBuf,
+}
+
+async fn bed(nodes: usize) -> Bed {
+    let cluster = Cluster::embedded().await.expect("cluster");
+    let tb = Testbed::start(
+        cluster,
+        TestbedConfig {
+            nodes,
+            cloud: fakecloud::Config {
+                clock: fakecloud::ClockMode::Scaled { scale: 1.0 },
+                timing: fakecloud::Timing {
+                    server_create_s: 0.0,
+                    server_action_s: 0.0,
+                    lb_provision_s: 0.0,
+                    lb_reconfigure_s: 0.0,
+                    floating_ip_propagation_s: 0.0,
+                },
+                ..fakecloud::Config::for_tests()
+            },
+            kubelet: KubeletConfig {
+                heartbeat: Duration::from_secs(10),
+                ..KubeletConfig::default()
+            },
+            proxy_interval: Duration::from_secs(5),
+            ..TestbedConfig::default()
+        },
+    )
+    .await
+    .expect("testbed");
+    let kubeconfig =
+        std::env::temp_dir().join(format!("ccm-svc-bench-{}.yaml", std::process::id()));
+    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
+    let opts = Options::parse_from([
+        "cloudscale-cloud-controller-manager",
+        "--kubeconfig",
+        &kubeconfig.display().to_string(),
+        "--leader-elect=false",
+        "--bind-address",
+        "127.0.0.1",
+        "--secure-port",
+        "0",
+        "--api-rate-limit",
+        "100000",
+        "--load-balancer-poll-interval",
+        "20ms",
+        "--service-resync-period",
+        "1h",
+        "--concurrent-service-syncs",
+        "4",
+    ]);
+    let env = Environment {
+        access_token: Some(tb.cloud.token().to_string()),
+        api_url: Some(tb.cloud.base_url()),
+        api_timeout: Some("30".into()),
+    };
+    let metrics = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = metrics.clone();
+    tokio::spawn(app::run(opts, env, std::future::pending(), move |r| {
+        if let Ok(mut s) = slot.lock() {
+            *s = Some(r.metrics.clone());
+        }
+    }));
+    Bed {
+        tb,
+        http: reqwest::Client::new(),
+        metrics,
+        _kubeconfig: kubeconfig,
+    }
+}
+
+impl Bed {
+    /// (reads, writes) fakecloud served since the log was last cleared.
+    async fn requests(&self) -> (usize, usize) {
+        let log: Vec<Value> = self
+            .http
+            .get(format!("{}/_fake/requests", self.tb.cloud.base_url()))
+            .send()
+            .await
+            .expect("log")
+            .json()
+            .await
+            .unwrap_or_default();
+        let reads = log.iter().filter(|r| r["method"] == "GET").count();
+        (reads, log.len() - reads)
+    }
+
+    async fn clear(&self) {
+        let _ = self
+            .http
+            .delete(format!("{}/_fake/requests", self.tb.cloud.base_url()))
+            .send()
+            .await;
+    }
+
+    fn service_reconciles(&self) -> u64 {
+        let m = self.metrics.lock().ok().and_then(|m| m.clone());
+        m.map(|m| {
+            m.render()
+                .lines()
+                .filter(|l| l.starts_with("ccm_reconcile_total{controller=\"service\""))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0)
+    }
+}
+
+fn service(name: &str, port: u16) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": port}]},
+    }))
+    .expect("service")
+}
+
+fn has_ingress(s: &Service) -> bool {
+    s.status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .is_some_and(|i| !i.is_empty())
+}
+
+async fn wait_ingress(api: &Api<Service>, names: &[String], limit: Duration) -> Duration {
+    let started = Instant::now();
+    loop {
+        let list = api.list(&Default::default()).await.expect("list");
+        let ready = list
+            .items
+            .iter()
+            .filter(|s| {
+                names.contains(&s.metadata.name.clone().unwrap_or_default()) && has_ingress(s)
+            })
+            .count();
+        if ready == names.len() {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < limit,
+            "only {ready} of {} Services got an ingress",
+            names.len()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn settle(bed: &Bed) {
+    // Quiet: no request for a while means the controller is idle.
+    let mut last = bed.requests().await;
+    loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = bed.requests().await;
+        if now == last {
+            return;
+        }
+        last = now;
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let services = arg("--services", 200);
+    let nodes = arg("--nodes", 50);
+
+    // 1 port, 3 nodes.
+    {
+        let bed = bed(3).await;
+        let api: Api<Service> = Api::namespaced(bed.tb.cluster.client(), "default");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        settle(&bed).await;
+        bed.clear().await;
+        let before = bed.service_reconciles();
+        api.create(&PostParams::default(), &service("one", 80))
+            .await
+            .expect("create");
+        let took = wait_ingress(&api, &["one".to_string()], Duration::from_secs(60)).await;
+        settle(&bed).await;
+        let (reads, writes) = bed.requests().await;
+        let reconciles = bed.service_reconciles() - before;
+        println!("1 Service, 1 port, 3 nodes, zero provisioning delay:");
+        println!(
+            "  creation -> ingress: {:.0} ms",
+            took.as_secs_f64() * 1000.0
+        );
+        println!(
+            "  creation: {reads} reads, {writes} writes over {reconciles} reconciles (first creates, the rest confirm)"
+        );
+        // Steady state: one more reconcile of the unchanged Service.
+        bed.clear().await;
+        let before = bed.service_reconciles();
+        let patch = json!({"metadata": {"labels": {"touch": "1"}}});
+        api.patch(
+            "one",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("touch");
+        while bed.service_reconciles() == before {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        settle(&bed).await;
+        let (reads, writes) = bed.requests().await;
+        let n = (bed.service_reconciles() - before).max(1);
+        println!(
+            "  converged reconcile: {:.1} reads, {:.1} writes per reconcile (reference: N + 2P + 12 = 17 reads)",
+            reads as f64 / n as f64,
+            writes as f64 / n as f64
+        );
+    }
+
+    // N Services on M nodes, then one node joins.
+    {
+        let mut bed = bed(nodes).await;
+        let api: Api<Service> = Api::namespaced(bed.tb.cluster.client(), "default");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let names: Vec<String> = (0..services).map(|i| format!("svc-{i}")).collect();
+        let started = Instant::now();
+        for (i, n) in names.iter().enumerate() {
+            api.create(&PostParams::default(), &service(n, 80 + (i % 100) as u16))
+                .await
+                .expect("create");
+        }
+        let took = wait_ingress(&api, &names, Duration::from_secs(1800)).await;
+        println!(
+            "{services} Services x {nodes} nodes: all ingresses after {:.1} s ({:.1} s since the first create)",
+            took.as_secs_f64(),
+            started.elapsed().as_secs_f64()
+        );
+        settle(&bed).await;
+        bed.clear().await;
+        let before = bed.service_reconciles();
+        let joined = Instant::now();
+        bed.tb
+            .add_node(&format!("node-{}", nodes + 1))
+            .await
+            .expect("join");
+        // Every Service gets one more member per pool.
+        let want = nodes + 1;
+        loop {
+            let log: Vec<Value> = bed
+                .http
+                .get(format!("{}/_fake/requests", bed.tb.cloud.base_url()))
+                .send()
+                .await
+                .expect("log")
+                .json()
+                .await
+                .unwrap_or_default();
+            let member_posts = log
+                .iter()
+                .filter(|r| {
+                    r["method"] == "POST"
+                        && r["path"].as_str().unwrap_or_default().ends_with("/members")
+                })
+                .count();
+            if member_posts >= services {
+                break;
+            }
+            assert!(
+                joined.elapsed() < Duration::from_secs(1800),
+                "only {member_posts} members added"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        settle(&bed).await;
+        let (reads, writes) = bed.requests().await;
+        let reconciles = bed.service_reconciles() - before;
+        println!(
+            "node join ({want} nodes): {:.1} s until every Service has its new member; {reads} reads and {writes} writes in {reconciles} reconciles = {:.1} reads and {:.2} writes per Service (reference: N + 2P + 12 = {} reads per Service)",
+            joined.elapsed().as_secs_f64(),
+            reads as f64 / services as f64,
+            writes as f64 / services as f64,
+            want + 2 + 12
+        );
+    }
+}
