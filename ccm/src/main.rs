@@ -33,24 +33,33 @@ async fn termination() {
     }
 }
 
-fn plan_command() -> ExitCode {
-    let args = match ccm::preview::PlanArgs::try_parse_from(std::env::args().skip(1)) {
-        Ok(a) => a,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
-            }
-            let text = e.to_string();
-            let line = text
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ");
-            eprintln!("cloudscale-cloud-controller-manager plan: {line}");
-            return ExitCode::from(2);
+/// Parses flags; help and version print and succeed, errors print one line (clap's first,
+/// without its "error: " prefix) and exit 2.
+fn parse<T: Parser>(args: impl IntoIterator<Item = String>, program: &str) -> Result<T, ExitCode> {
+    T::try_parse_from(args).map_err(|e| {
+        use clap::error::ErrorKind;
+        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
         }
+        let text = e.to_string();
+        let line = text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ");
+        eprintln!("{program}: {line}");
+        ExitCode::from(2)
+    })
+}
+
+fn plan_command() -> ExitCode {
+    let args = match parse::<ccm::preview::PlanArgs>(
+        std::env::args().skip(1),
+        "cloudscale-cloud-controller-manager plan",
+    ) {
+        Ok(a) => a,
+        Err(code) => return code,
     };
     init_logging("text");
     let runtime = match tokio::runtime::Runtime::new() {
@@ -76,24 +85,9 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("plan") {
         return plan_command();
     }
-    let opts = match Options::try_parse() {
+    let opts = match parse::<Options>(std::env::args(), "cloudscale-cloud-controller-manager") {
         Ok(o) => o,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
-                let _ = e.print();
-                return ExitCode::SUCCESS;
-            }
-            // One line: clap's first line without its "error: " prefix.
-            let text = e.to_string();
-            let line = text
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_start_matches("error: ");
-            eprintln!("cloudscale-cloud-controller-manager: {line}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     if let Err(e) = opts.validate() {
         eprintln!("cloudscale-cloud-controller-manager: {e}");
