@@ -185,6 +185,7 @@ pub async fn run(
             ..ApplyOptions::default()
         },
         resync: opts.service_resync_period,
+        shared: crate::service::shared::SharedReads::new(opts.api_read_sharing_window),
         retry: Duration::from_secs(5),
     });
     let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);

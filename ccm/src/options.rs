@@ -69,6 +69,11 @@ pub struct Options {
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub service_resync_period: Duration,
 
+    /// Services reconciled within this window share one read of the account-wide lists
+    /// (load balancers, pools, listeners, monitors, floating IPs, servers); writes refresh it.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub api_read_sharing_window: Duration,
+
     /// How often a load balancer being changed is polled (status, member health).
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub load_balancer_poll_interval: Duration,

@@ -109,6 +109,8 @@ pub struct ServiceContext {
     /// Converged Services are looked at again this often (drift repair).
     pub resync: Duration,
     pub retry: Duration,
+    /// Account-wide reads shared by the Services reconciled within a short window.
+    pub shared: super::shared::SharedReads,
 }
 
 fn node_view(n: &Node) -> NodeView {
@@ -183,7 +185,9 @@ async fn cleanup(svc: &Service, ctx: &ServiceContext) -> Result<(), ServiceError
     // An unreadable uuid annotation must not block deletion: the name still finds the LB.
     let uuid = annotations::lb_uuid(svc).ok().flatten();
     if let Some((lb, _)) = apply::fetch(&ctx.cloud, &name, uuid).await? {
-        ctx.cloud.delete_load_balancer(&lb.uuid).await?;
+        let deleted = ctx.cloud.delete_load_balancer(&lb.uuid).await;
+        ctx.shared.invalidate();
+        deleted?;
         ctx.events
             .publish(
                 &svc.object_ref(&()),
@@ -253,14 +257,15 @@ async fn ensure(
         .iter()
         .map(node_view)
         .collect();
-    let servers: Vec<ServerView> = ctx
-        .cloud
-        .list_servers(&Filter::all())
-        .await?
-        .iter()
-        .filter_map(server_view)
-        .collect();
-    let mapped = map::desired(cfg, &nodes, &servers)?;
+    let servers = ctx.shared.servers(&ctx.cloud, server_view).await?;
+    let mut mapped = map::desired(cfg, &nodes, &servers)?;
+    if !mapped.problems.is_empty() {
+        // A Node newer than the shared server list: read it again before calling the Node
+        // serverless.
+        ctx.shared.invalidate();
+        let servers = ctx.shared.servers(&ctx.cloud, server_view).await?;
+        mapped = map::desired(cfg, &nodes, &servers)?;
+    }
     for p in &mapped.problems {
         let note = match p {
             map::NodeProblem::NoServer { node } => {
@@ -292,14 +297,16 @@ async fn ensure(
 
     let mut lb = None;
     for pass in 0..MAX_PASSES {
-        let fetched = apply::fetch(
-            &ctx.cloud,
-            &desired.name,
-            lb.as_ref()
-                .and_then(|l: &cloudscale::LoadBalancer| Uuid::parse_str(&l.uuid).ok())
-                .or(cfg.lb_uuid),
-        )
-        .await?;
+        let fetched = ctx
+            .shared
+            .fetch(
+                &ctx.cloud,
+                &desired.name,
+                lb.as_ref()
+                    .and_then(|l: &cloudscale::LoadBalancer| Uuid::parse_str(&l.uuid).ok())
+                    .or(cfg.lb_uuid),
+            )
+            .await?;
         let (current, actual) = match fetched {
             Some((l, a)) => (Some(l), Some(a)),
             None => (None, None),
@@ -333,7 +340,7 @@ async fn ensure(
                 )
                 .await;
         }
-        let outcome = apply::execute(
+        let executed = apply::execute(
             &ctx.cloud,
             &desired,
             current.as_ref(),
@@ -341,7 +348,10 @@ async fn ensure(
             &ctx.apply,
             &tags,
         )
-        .await?;
+        .await;
+        // Whatever was written (even before a failure) makes shared reads stale.
+        ctx.shared.invalidate();
+        let outcome = executed?;
         ctx.metrics
             .reconcile_api_calls(CONTROLLER, outcome.reads, outcome.writes);
         if pass + 1 == MAX_PASSES {
@@ -356,16 +366,6 @@ async fn ensure(
         return Err(ServiceError::NotConverged(MAX_PASSES));
     };
 
-    let status = json!({"status": {"loadBalancer": {"ingress": ingress(cfg, &lb)}}});
-    let current_status = json!({"status": {"loadBalancer": {"ingress": svc.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|l| l.ingress.clone())}}});
-    if status != current_status {
-        api.patch_status(
-            &svc.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&status),
-        )
-        .await?;
-    }
     let wanted: BTreeMap<&str, String> = [
         (annotations::LOADBALANCER_UUID, lb.uuid.clone()),
         (
@@ -395,6 +395,17 @@ async fn ensure(
                 format!("Load balancer {} ({}) is in place", lb.name, lb.uuid),
             )
             .await;
+    }
+    // Status last, as the reference does: an ingress means everything else is written.
+    let status = json!({"status": {"loadBalancer": {"ingress": ingress(cfg, &lb)}}});
+    let current_status = json!({"status": {"loadBalancer": {"ingress": svc.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|l| l.ingress.clone())}}});
+    if status != current_status {
+        api.patch_status(
+            &svc.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await?;
     }
     Ok(())
 }

@@ -8,3 +8,4 @@ pub mod controller;
 pub mod map;
 pub mod model;
 pub mod plan;
+pub mod shared;
