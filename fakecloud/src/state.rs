@@ -191,11 +191,12 @@ impl State {
         used
     }
 
-    /// Picks a free public address in `range`.
-    pub fn allocate_public(&self, range: &str) -> Option<IpAddr> {
+    /// Picks a free public address in `range`; `also_taken` are addresses chosen earlier in
+    /// the same request and not stored yet.
+    pub fn allocate_public(&self, range: &str, also_taken: &[IpAddr]) -> Option<IpAddr> {
         let net: IpNet = range.parse().ok()?;
         let used = self.public_addresses_in_use();
-        first_free(net, 10, |a| used.contains(&a))
+        first_free(net, 10, |a| used.contains(&a) || also_taken.contains(&a))
     }
 
     /// Picks a free /56 for a global or regional IPv6 floating network.
@@ -210,9 +211,11 @@ impl State {
             .find(|n| !taken.contains(&n.network()))
     }
 
-    /// Picks a free host address in a private subnet, skipping the gateway.
-    pub fn allocate_private(&self, subnet: &Subnet) -> Option<IpAddr> {
+    /// Picks a free host address in a private subnet, skipping the gateway and `also_taken`
+    /// (addresses chosen earlier in the same request).
+    pub fn allocate_private(&self, subnet: &Subnet, also_taken: &[IpAddr]) -> Option<IpAddr> {
         let mut used = self.subnet_addresses_in_use(subnet.uuid);
+        used.extend(also_taken.iter().copied());
         if let Some(gw) = subnet.gateway_address {
             used.insert(gw);
         }

@@ -199,13 +199,13 @@ pub fn insert_floating_ip(st: &mut State, now: Time, new: NewFloatingIp) -> ApiR
             .ok_or_else(|| ApiError::detail("No IPv6 network left."))?,
         (4, _, None) => {
             let a = st
-                .allocate_public(ranges::FLOATING_V4)
+                .allocate_public(ranges::FLOATING_V4, &[])
                 .ok_or_else(|| ApiError::detail("No IPv4 address left."))?;
             IpNet::new(a, 32).map_err(|_| ApiError::detail("allocation failed"))?
         }
         (_, _, None) => {
             let a = st
-                .allocate_public(ranges::FLOATING_V6)
+                .allocate_public(ranges::FLOATING_V6, &[])
                 .ok_or_else(|| ApiError::detail("No IPv6 address left."))?;
             IpNet::new(a, 128).map_err(|_| ApiError::detail("allocation failed"))?
         }

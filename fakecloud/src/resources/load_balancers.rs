@@ -604,11 +604,9 @@ async fn create_lb(
             // Two public VIPs, IPv4 first (the reference §9.2).
             for (version, range) in [(4u8, ranges::VIP_V4), (6, ranges::VIP_V6)] {
                 let taken: Vec<IpAddr> = vip_addresses.iter().map(|v: &Vip| v.address).collect();
-                let net: IpNet = range.parse().map_err(|_| ApiError::detail("bad range"))?;
-                let used = st.public_addresses_in_use();
-                let address =
-                    crate::state::first_free(net, 10, |a| used.contains(&a) || taken.contains(&a))
-                        .ok_or_else(|| ApiError::detail("No public address left."))?;
+                let address = st
+                    .allocate_public(range, &taken)
+                    .ok_or_else(|| ApiError::detail("No public address left."))?;
                 vip_addresses.push(Vip {
                     version,
                     address,
@@ -655,12 +653,10 @@ async fn create_lb(
                         a
                     }
                     None => {
-                        if let Some(gw) = subnet.gateway_address {
-                            used.insert(gw);
-                        }
-                        crate::state::first_free(subnet.cidr, 1, |a| used.contains(&a)).ok_or_else(
-                            || ApiError::field("vip_addresses", "The subnet has no free address."),
-                        )?
+                        let chosen: Vec<IpAddr> = vip_addresses.iter().map(|v| v.address).collect();
+                        st.allocate_private(subnet, &chosen).ok_or_else(|| {
+                            ApiError::field("vip_addresses", "The subnet has no free address.")
+                        })?
                     }
                 };
                 vip_addresses.push(Vip {

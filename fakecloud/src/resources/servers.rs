@@ -395,7 +395,8 @@ pub fn build_interfaces(
                 let mut addresses = Vec::new();
                 let v4 = match v4 {
                     Some(a) => *a,
-                    None => allocate_public(st, ranges::SERVER_V4, &chosen)
+                    None => st
+                        .allocate_public(ranges::SERVER_V4, &chosen)
                         .ok_or("No public IPv4 address left.")?,
                 };
                 if taken_by_other(v4, &chosen) {
@@ -406,7 +407,8 @@ pub fn build_interfaces(
                 if use_ipv6 || v6.is_some() {
                     let v6 = match v6 {
                         Some(a) => *a,
-                        None => allocate_public(st, ranges::SERVER_V6, &chosen)
+                        None => st
+                            .allocate_public(ranges::SERVER_V6, &chosen)
                             .ok_or("No public IPv6 address left.")?,
                     };
                     if taken_by_other(v6, &chosen) {
@@ -456,7 +458,8 @@ pub fn build_interfaces(
                     (None, None) => {
                         match st.subnets_of(network).find(|s| s.cidr.addr().is_ipv4()) {
                             Some(subnet) => {
-                                let a = allocate_private(st, subnet, &chosen)
+                                let a = st
+                                    .allocate_private(subnet, &chosen)
                                     .ok_or_else(|| format!("Subnet {} is full.", subnet.cidr))?;
                                 chosen.push(a);
                                 vec![private_address(subnet, a)]
@@ -512,7 +515,7 @@ pub fn build_interfaces(
                                         k.addresses.iter().find(|x| x.subnet == subnet.uuid)
                                     })
                                     .map(|x| x.address)
-                                    .or_else(|| allocate_private(st, subnet, &chosen))
+                                    .or_else(|| st.allocate_private(subnet, &chosen))
                                     .ok_or_else(|| format!("Subnet {} is full.", subnet.cidr))?,
                             };
                             chosen.push(ip);
@@ -530,25 +533,6 @@ pub fn build_interfaces(
         }
     }
     Ok(out)
-}
-
-fn allocate_public(st: &State, range: &str, chosen: &[IpAddr]) -> Option<IpAddr> {
-    let net: IpNet = range.parse().ok()?;
-    let used = st.public_addresses_in_use();
-    crate::state::first_free(net, 10, |a| used.contains(&a) || chosen.contains(&a))
-}
-
-fn allocate_private(
-    st: &State,
-    subnet: &crate::resources::networks::Subnet,
-    chosen: &[IpAddr],
-) -> Option<IpAddr> {
-    let mut used = st.subnet_addresses_in_use(subnet.uuid);
-    used.extend(chosen.iter().copied());
-    if let Some(gw) = subnet.gateway_address {
-        used.insert(gw);
-    }
-    crate::state::first_free(subnet.cidr, 1, |a| used.contains(&a))
 }
 
 fn public_address(zone: &str, name: &str, a: IpAddr) -> Address {
