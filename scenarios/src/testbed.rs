@@ -178,7 +178,7 @@ impl Testbed {
         Ok(())
     }
 
-    /// Stops the server of a node in fakecloud (its kubelet reports NotReady).
+    /// The fakecloud server UUID behind a node, if the testbed created that node.
     pub fn server_of(&self, node: &str) -> Option<Uuid> {
         self.kubelets
             .iter()
