@@ -6,15 +6,12 @@
 //! - time from Service creation to status ingress;
 //! - for N Services on M nodes, the API requests a node join costs.
 
-use ccm::app::{self, Environment};
-use ccm::options::Options;
-use clap::Parser;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
-use scenarios::cluster::Cluster;
+use scenarios::ccm_bed::{CcmBed as Bed, CcmBedConfig};
 use scenarios::kubelet::KubeletConfig;
-use scenarios::testbed::{Testbed, TestbedConfig};
-use serde_json::{Value, json};
+use scenarios::testbed::TestbedConfig;
+use serde_json::json;
 use std::time::{Duration, Instant};
 
 fn arg(name: &str, default: usize) -> usize {
@@ -26,18 +23,9 @@ fn arg(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-struct Bed {
-    tb: Testbed,
-    http: reqwest::Client,
-    metrics: std::sync::Arc<std::sync::Mutex<Option<std::sync::Arc<ccm::metrics::Metrics>>>>,
-    _kubeconfig: std::path::PathBuf,
-}
-
 async fn bed(nodes: usize) -> Bed {
-    let cluster = Cluster::embedded().await.expect("cluster");
-    let tb = Testbed::start(
-        cluster,
-        TestbedConfig {
+    Bed::start(CcmBedConfig {
+        testbed: TestbedConfig {
             nodes,
             cloud: fakecloud::Config {
                 clock: fakecloud::ClockMode::Scaled { scale: 1.0 },
@@ -57,85 +45,28 @@ async fn bed(nodes: usize) -> Bed {
             proxy_interval: Duration::from_secs(5),
             ..TestbedConfig::default()
         },
-    )
+        ccm_flags: Some(
+            [
+                "--leader-elect=false",
+                "--api-rate-limit",
+                "100000",
+                "--load-balancer-poll-interval",
+                "20ms",
+                "--service-resync-period",
+                "1h",
+                "--concurrent-service-syncs",
+                "4",
+            ]
+            .map(String::from)
+            .to_vec(),
+        ),
+        api_timeout_s: 30,
+    })
     .await
-    .expect("testbed");
-    let kubeconfig =
-        std::env::temp_dir().join(format!("ccm-svc-bench-{}.yaml", std::process::id()));
-    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
-    let opts = Options::parse_from([
-        "cloudscale-cloud-controller-manager",
-        "--kubeconfig",
-        &kubeconfig.display().to_string(),
-        "--leader-elect=false",
-        "--bind-address",
-        "127.0.0.1",
-        "--secure-port",
-        "0",
-        "--api-rate-limit",
-        "100000",
-        "--load-balancer-poll-interval",
-        "20ms",
-        "--service-resync-period",
-        "1h",
-        "--concurrent-service-syncs",
-        "4",
-    ]);
-    let env = Environment {
-        access_token: Some(tb.cloud.token().to_string()),
-        api_url: Some(tb.cloud.base_url()),
-        api_timeout: Some("30".into()),
-    };
-    let metrics = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let slot = metrics.clone();
-    tokio::spawn(app::run(opts, env, std::future::pending(), move |r| {
-        if let Ok(mut s) = slot.lock() {
-            *s = Some(r.metrics.clone());
-        }
-    }));
-    Bed {
-        tb,
-        http: reqwest::Client::new(),
-        metrics,
-        _kubeconfig: kubeconfig,
-    }
 }
 
-impl Bed {
-    /// (reads, writes) fakecloud served since the log was last cleared.
-    async fn requests(&self) -> (usize, usize) {
-        let log: Vec<Value> = self
-            .http
-            .get(format!("{}/_fake/requests", self.tb.cloud.base_url()))
-            .send()
-            .await
-            .expect("log")
-            .json()
-            .await
-            .unwrap_or_default();
-        let reads = log.iter().filter(|r| r["method"] == "GET").count();
-        (reads, log.len() - reads)
-    }
-
-    async fn clear(&self) {
-        let _ = self
-            .http
-            .delete(format!("{}/_fake/requests", self.tb.cloud.base_url()))
-            .send()
-            .await;
-    }
-
-    fn service_reconciles(&self) -> u64 {
-        let m = self.metrics.lock().ok().and_then(|m| m.clone());
-        m.map(|m| {
-            m.render()
-                .lines()
-                .filter(|l| l.starts_with("ccm_reconcile_total{controller=\"service\""))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-                .sum()
-        })
-        .unwrap_or(0)
-    }
+fn service_reconciles(bed: &Bed) -> u64 {
+    bed.ccm.as_ref().map_or(0, |c| c.service_reconciles())
 }
 
 fn service(name: &str, port: u16) -> Service {
@@ -179,10 +110,10 @@ async fn wait_ingress(api: &Api<Service>, names: &[String], limit: Duration) -> 
 
 async fn settle(bed: &Bed) {
     // Quiet: no request for a while means the controller is idle.
-    let mut last = bed.requests().await;
+    let mut last = bed.reads_and_writes().await;
     loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        let now = bed.requests().await;
+        let now = bed.reads_and_writes().await;
         if now == last {
             return;
         }
@@ -201,15 +132,15 @@ async fn main() {
         let api: Api<Service> = Api::namespaced(bed.tb.cluster.client(), "default");
         tokio::time::sleep(Duration::from_secs(1)).await;
         settle(&bed).await;
-        bed.clear().await;
-        let before = bed.service_reconciles();
+        bed.clear_request_log().await;
+        let before = service_reconciles(&bed);
         api.create(&PostParams::default(), &service("one", 80))
             .await
             .expect("create");
         let took = wait_ingress(&api, &["one".to_string()], Duration::from_secs(60)).await;
         settle(&bed).await;
-        let (reads, writes) = bed.requests().await;
-        let reconciles = bed.service_reconciles() - before;
+        let (reads, writes) = bed.reads_and_writes().await;
+        let reconciles = service_reconciles(&bed) - before;
         println!("1 Service, 1 port, 3 nodes, zero provisioning delay:");
         println!(
             "  creation -> ingress: {:.0} ms",
@@ -219,8 +150,8 @@ async fn main() {
             "  creation: {reads} reads, {writes} writes over {reconciles} reconciles (first creates, the rest confirm)"
         );
         // Steady state: one more reconcile of the unchanged Service.
-        bed.clear().await;
-        let before = bed.service_reconciles();
+        bed.clear_request_log().await;
+        let before = service_reconciles(&bed);
         let patch = json!({"metadata": {"labels": {"touch": "1"}}});
         api.patch(
             "one",
@@ -229,12 +160,12 @@ async fn main() {
         )
         .await
         .expect("touch");
-        while bed.service_reconciles() == before {
+        while service_reconciles(&bed) == before {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         settle(&bed).await;
-        let (reads, writes) = bed.requests().await;
-        let n = (bed.service_reconciles() - before).max(1);
+        let (reads, writes) = bed.reads_and_writes().await;
+        let n = (service_reconciles(&bed) - before).max(1);
         println!(
             "  converged reconcile: {:.1} reads, {:.1} writes per reconcile (reference: N + 2P + 12 = 17 reads)",
             reads as f64 / n as f64,
@@ -261,8 +192,8 @@ async fn main() {
             started.elapsed().as_secs_f64()
         );
         settle(&bed).await;
-        bed.clear().await;
-        let before = bed.service_reconciles();
+        bed.clear_request_log().await;
+        let before = service_reconciles(&bed);
         let joined = Instant::now();
         bed.tb
             .add_node(&format!("node-{}", nodes + 1))
@@ -271,15 +202,7 @@ async fn main() {
         // Every Service gets one more member per pool.
         let want = nodes + 1;
         loop {
-            let log: Vec<Value> = bed
-                .http
-                .get(format!("{}/_fake/requests", bed.tb.cloud.base_url()))
-                .send()
-                .await
-                .expect("log")
-                .json()
-                .await
-                .unwrap_or_default();
+            let log = bed.request_log().await;
             let member_posts = log
                 .iter()
                 .filter(|r| {
@@ -297,8 +220,8 @@ async fn main() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         settle(&bed).await;
-        let (reads, writes) = bed.requests().await;
-        let reconciles = bed.service_reconciles() - before;
+        let (reads, writes) = bed.reads_and_writes().await;
+        let reconciles = service_reconciles(&bed) - before;
         println!(
             "node join ({want} nodes): {:.1} s until every Service has its new member; {reads} reads and {writes} writes in {reconciles} reconciles = {:.1} reads and {:.2} writes per Service (reference: N + 2P + 12 = {} reads per Service)",
             joined.elapsed().as_secs_f64(),

@@ -1,19 +1,14 @@
 //! The CCM process: start-up errors as one clear line, health/readiness/metrics, and two
 //! instances under leader election against one cluster.
 
-use ccm::app::{self, Environment, Running};
-use ccm::options::Options;
-use clap::Parser;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
-use scenarios::cluster::Cluster;
+use scenarios::ccm_bed::{CcmBed as Bed, CcmBedConfig, InProcessCcm};
 use scenarios::kubelet::KubeletConfig;
-use scenarios::testbed::{Testbed, TestbedConfig};
+use scenarios::testbed::TestbedConfig;
 use scenarios::wait::eventually;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_cloudscale-cloud-controller-manager");
@@ -79,16 +74,9 @@ fn bad_flags_exit_with_one_clear_line() {
     }
 }
 
-struct Bed {
-    tb: Testbed,
-    kubeconfig: PathBuf,
-}
-
 async fn bed(nodes: usize) -> Bed {
-    let cluster = Cluster::embedded().await.expect("cluster");
-    let tb = Testbed::start(
-        cluster,
-        TestbedConfig {
+    Bed::start(CcmBedConfig {
+        testbed: TestbedConfig {
             nodes,
             cloud: fakecloud::Config::for_tests(),
             kubelet: KubeletConfig {
@@ -97,76 +85,18 @@ async fn bed(nodes: usize) -> Bed {
             },
             ..TestbedConfig::default()
         },
-    )
+        // Each test starts its own CCMs.
+        ccm_flags: None,
+        api_timeout_s: 2,
+    })
     .await
-    .expect("testbed");
-    let kubeconfig =
-        std::env::temp_dir().join(format!("ccm-process-{}.yaml", uuid::Uuid::new_v4()));
-    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
-    Bed { tb, kubeconfig }
 }
 
-impl Drop for Bed {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.kubeconfig);
-    }
-}
-
-/// What a started CCM reports: its health address and metrics.
-type Started = Option<(SocketAddr, Arc<ccm::metrics::Metrics>)>;
-
-/// A CCM in-process; dropping `stop` shuts it down.
-struct Ccm {
-    running: Arc<Mutex<Started>>,
-    task: tokio::task::JoinHandle<Result<(), app::AppError>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Ccm {
-    fn start(bed: &Bed, extra: &[&str]) -> Ccm {
-        let mut args = vec![
-            "cloudscale-cloud-controller-manager".to_string(),
-            "--kubeconfig".into(),
-            bed.kubeconfig.display().to_string(),
-            "--bind-address".into(),
-            "127.0.0.1".into(),
-            "--secure-port".into(),
-            "0".into(),
-            "--node-monitor-period".into(),
-            "200ms".into(),
-        ];
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let opts = Options::parse_from(args);
-        let env = Environment {
-            access_token: Some(bed.tb.cloud.token().to_string()),
-            api_url: Some(bed.tb.cloud.base_url()),
-            api_timeout: Some("2".into()),
-        };
-        let running = Arc::new(Mutex::new(None));
-        let slot = running.clone();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(app::run(
-            opts,
-            env,
-            async move {
-                let _ = rx.await;
-            },
-            move |r: &Running| {
-                if let Ok(mut s) = slot.lock() {
-                    *s = Some((r.health_addr, r.metrics.clone()));
-                }
-            },
-        ));
-        Ccm {
-            running,
-            task,
-            stop: Some(tx),
-        }
-    }
-
-    fn started(&self) -> Started {
-        self.running.lock().ok().and_then(|s| s.clone())
-    }
+/// A CCM in-process with the fast node monitor and `extra` flags.
+fn start_ccm(bed: &Bed, extra: &[&str]) -> InProcessCcm {
+    let mut flags = vec!["--node-monitor-period", "200ms"];
+    flags.extend_from_slice(extra);
+    InProcessCcm::start(&bed.kubeconfig, &bed.tb.cloud, 2, &flags)
 }
 
 fn initialized(n: &Node) -> bool {
@@ -198,7 +128,7 @@ async fn get(addr: SocketAddr, path: &str) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ccm_without_leader_election_initializes_nodes_and_serves_health_and_metrics() {
     let bed = bed(3).await;
-    let mut ccm = Ccm::start(&bed, &["--leader-elect=false"]);
+    let mut ccm = start_ccm(&bed, &["--leader-elect=false"]);
     let (addr, _) = eventually("the health server", Duration::from_secs(10), || async {
         ccm.started()
     })
@@ -223,9 +153,7 @@ async fn a_ccm_without_leader_election_initializes_nodes_and_serves_health_and_m
         assert!(text.contains(needle), "{needle} in:\n{text}");
     }
     // Graceful shutdown on request.
-    if let Some(stop) = ccm.stop.take() {
-        let _ = stop.send(());
-    }
+    ccm.stop();
     let done = tokio::time::timeout(Duration::from_secs(10), &mut ccm.task).await;
     assert!(matches!(done, Ok(Ok(Ok(())))), "clean stop: {done:?}");
 }
@@ -241,8 +169,8 @@ async fn two_instances_only_one_acts_and_the_other_takes_over_when_it_dies() {
         "--leader-elect-retry-period",
         "200ms",
     ];
-    let a = Ccm::start(&bed, &lease);
-    let b = Ccm::start(&bed, &lease);
+    let a = start_ccm(&bed, &lease);
+    let b = start_ccm(&bed, &lease);
     let (_, ma) = eventually("a started", Duration::from_secs(10), || async {
         a.started()
     })

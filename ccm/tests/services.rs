@@ -1,120 +1,12 @@
 //! The service controller end to end: a whole CCM in-process against the testbed
 //! (embedded API server, simulated kubelets, fakecloud with its clock at 100×).
 
-use ccm::app::{self, Environment};
-use ccm::options::Options;
 use ccm::service::controller::{FINALIZER, TAG_CLUSTER, TAG_SERVICE_UID};
-use clap::Parser;
-use k8s_openapi::api::core::v1::{Event, Service};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
-use scenarios::cluster::Cluster;
-use scenarios::kubelet::KubeletConfig;
-use scenarios::testbed::{Testbed, TestbedConfig};
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use scenarios::ccm_bed::{CcmBed as Bed, LIMIT};
 use scenarios::wait::eventually;
 use serde_json::{Value, json};
-use std::time::Duration;
-
-struct Bed {
-    tb: Testbed,
-    kubeconfig: std::path::PathBuf,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    http: reqwest::Client,
-}
-
-impl Drop for Bed {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        let _ = std::fs::remove_file(&self.kubeconfig);
-    }
-}
-
-async fn bed() -> Bed {
-    let cluster = Cluster::embedded().await.expect("cluster");
-    let tb = Testbed::start(
-        cluster,
-        TestbedConfig {
-            nodes: 3,
-            cloud: fakecloud::Config {
-                clock: fakecloud::ClockMode::Scaled { scale: 100.0 },
-                ..fakecloud::Config::for_tests()
-            },
-            kubelet: KubeletConfig {
-                heartbeat: Duration::from_millis(200),
-                ..KubeletConfig::default()
-            },
-            ..TestbedConfig::default()
-        },
-    )
-    .await
-    .expect("testbed");
-    let kubeconfig =
-        std::env::temp_dir().join(format!("ccm-services-{}.yaml", uuid::Uuid::new_v4()));
-    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
-    let opts = Options::parse_from([
-        "cloudscale-cloud-controller-manager",
-        "--kubeconfig",
-        &kubeconfig.display().to_string(),
-        "--leader-elect=false",
-        "--bind-address",
-        "127.0.0.1",
-        "--secure-port",
-        "0",
-        "--cluster-name",
-        "test-cluster",
-        "--load-balancer-poll-interval",
-        "50ms",
-        "--service-resync-period",
-        "1s",
-    ]);
-    let env = Environment {
-        access_token: Some(tb.cloud.token().to_string()),
-        api_url: Some(tb.cloud.base_url()),
-        api_timeout: Some("5".into()),
-    };
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(app::run(
-        opts,
-        env,
-        async move {
-            let _ = rx.await;
-        },
-        |_| {},
-    ));
-    Bed {
-        tb,
-        kubeconfig,
-        stop: Some(tx),
-        http: reqwest::Client::new(),
-    }
-}
-
-impl Bed {
-    fn services(&self) -> Api<Service> {
-        Api::namespaced(self.tb.cluster.client(), "default")
-    }
-
-    async fn cloud_list(&self, path: &str) -> Vec<Value> {
-        let r = self
-            .http
-            .get(format!("{}{path}", self.tb.cloud.api_url()))
-            .bearer_auth(self.tb.cloud.token())
-            .send()
-            .await
-            .expect("fakecloud");
-        r.json::<Vec<Value>>().await.unwrap_or_default()
-    }
-
-    async fn events(&self, name: &str) -> Vec<Event> {
-        let events: Api<Event> = Api::namespaced(self.tb.cluster.client(), "default");
-        events
-            .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default()
-    }
-}
 
 fn web(annotations: Value) -> Service {
     serde_json::from_value(json!({
@@ -140,11 +32,9 @@ fn ingress_ips(svc: &Service) -> Vec<(String, Option<String>)> {
         .unwrap_or_default()
 }
 
-const LIMIT: Duration = Duration::from_secs(30);
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_load_balancer_service_gets_its_load_balancer_status_and_cleanup() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     let svc = bed
         .services()
         .create(&PostParams::default(), &web(json!({})))
@@ -234,7 +124,7 @@ async fn a_load_balancer_service_gets_its_load_balancer_status_and_cleanup() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_port_renumber_patches_the_listener_and_a_refused_flavor_change_changes_nothing() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     bed.services()
         .create(&PostParams::default(), &web(json!({})))
         .await
@@ -309,7 +199,7 @@ async fn a_port_renumber_patches_the_listener_and_a_refused_flavor_change_change
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_load_balancer_deleted_out_of_band_is_restored() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     bed.services()
         .create(&PostParams::default(), &web(json!({})))
         .await
@@ -345,7 +235,7 @@ async fn a_load_balancer_deleted_out_of_band_is_restored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_annotation_is_reported_and_nothing_is_created() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     let svc = web(json!({"k8s.cloudscale.ch/loadbalancer-pool-algorithm": "robin_round"}));
     bed.services()
         .create(&PostParams::default(), &svc)
@@ -371,7 +261,7 @@ async fn an_invalid_annotation_is_reported_and_nothing_is_created() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_floating_ip_claimed_by_two_services_refuses_both() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     let r = bed
         .http
         .post(format!("{}/floating-ips", bed.tb.cloud.api_url()))
@@ -415,7 +305,7 @@ async fn one_floating_ip_claimed_by_two_services_refuses_both() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plan_previews_a_proposed_change_without_writing() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     bed.services()
         .create(&PostParams::default(), &web(json!({})))
         .await

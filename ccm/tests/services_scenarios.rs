@@ -2,338 +2,14 @@
 //! (embedded API server, simulated kubelets, fakecloud with its clock at 100×). Downtime is
 //! measured with fakecloud's data-plane oracle (`fakecloud/MODEL.md`).
 
-use ccm::app::{self, Environment};
-use ccm::options::Options;
 use ccm::service::controller::FINALIZER;
-use clap::Parser;
 use fakecloud::faults::{FaultEffect, FaultRule};
-use k8s_openapi::api::core::v1::{Event, Node, Service};
+use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use scenarios::cluster::Cluster;
-use scenarios::kubelet::KubeletConfig;
-use scenarios::testbed::{Testbed, TestbedConfig};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use scenarios::ccm_bed::{CcmBed as Bed, LIMIT, Snap, downtime, ingress, unreachable_on_both};
 use scenarios::wait::eventually;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
-use std::time::Duration;
-
-struct Bed {
-    tb: Testbed,
-    kubeconfig: std::path::PathBuf,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    http: reqwest::Client,
-}
-
-impl Drop for Bed {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        let _ = std::fs::remove_file(&self.kubeconfig);
-    }
-}
-
-async fn bed() -> Bed {
-    let cluster = Cluster::embedded().await.expect("cluster");
-    let tb = Testbed::start(
-        cluster,
-        TestbedConfig {
-            nodes: 3,
-            cloud: fakecloud::Config {
-                clock: fakecloud::ClockMode::Scaled { scale: 100.0 },
-                ..fakecloud::Config::for_tests()
-            },
-            kubelet: KubeletConfig {
-                heartbeat: Duration::from_millis(200),
-                ..KubeletConfig::default()
-            },
-            proxy_interval: Duration::from_millis(200),
-            ..TestbedConfig::default()
-        },
-    )
-    .await
-    .expect("testbed");
-    let kubeconfig =
-        std::env::temp_dir().join(format!("ccm-scenarios-{}.yaml", uuid::Uuid::new_v4()));
-    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
-    let opts = Options::parse_from([
-        "cloudscale-cloud-controller-manager",
-        "--kubeconfig",
-        &kubeconfig.display().to_string(),
-        "--leader-elect=false",
-        "--bind-address",
-        "127.0.0.1",
-        "--secure-port",
-        "0",
-        "--cluster-name",
-        "test-cluster",
-        "--load-balancer-poll-interval",
-        "50ms",
-        "--service-resync-period",
-        "1s",
-        "--node-monitor-period",
-        "200ms",
-    ]);
-    let env = Environment {
-        access_token: Some(tb.cloud.token().to_string()),
-        api_url: Some(tb.cloud.base_url()),
-        api_timeout: Some("5".into()),
-    };
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(app::run(
-        opts,
-        env,
-        async move {
-            let _ = rx.await;
-        },
-        |_| {},
-    ));
-    Bed {
-        tb,
-        kubeconfig,
-        stop: Some(tx),
-        http: reqwest::Client::new(),
-    }
-}
-
-/// fakecloud's view of every load-balancer resource at one moment.
-#[derive(Debug, Clone)]
-struct Snap {
-    lbs: Vec<Value>,
-    pools: Vec<Value>,
-    listeners: Vec<Value>,
-    monitors: Vec<Value>,
-    /// Pool name → its members.
-    members: BTreeMap<String, Vec<Value>>,
-}
-
-impl Snap {
-    fn sorted(values: &[Value], key: &str) -> Vec<String> {
-        let mut v: Vec<String> = values
-            .iter()
-            .filter_map(|x| x[key].as_str().map(str::to_string))
-            .collect();
-        v.sort();
-        v
-    }
-
-    fn pool_names(&self) -> Vec<String> {
-        Snap::sorted(&self.pools, "name")
-    }
-
-    fn listener_names(&self) -> Vec<String> {
-        Snap::sorted(&self.listeners, "name")
-    }
-
-    /// One load balancer, running, one pool, listener and monitor per port, every member
-    /// up: nothing left to apply or to wait for.
-    fn settled(&self, ports: usize) -> bool {
-        self.lbs.len() == 1
-            && self.lbs[0]["status"] == "running"
-            && self.pools.len() == ports
-            && self.listeners.len() == ports
-            && self.monitors.len() == ports
-            && self
-                .members
-                .values()
-                .flatten()
-                .all(|m| m["monitor_status"] == "up")
-    }
-
-    fn member_counts(&self) -> Vec<usize> {
-        self.members.values().map(Vec::len).collect()
-    }
-
-    fn lb_uuid(&self) -> String {
-        self.lbs[0]["uuid"].as_str().unwrap_or_default().to_string()
-    }
-}
-
-impl Bed {
-    fn services(&self) -> Api<Service> {
-        Api::namespaced(self.tb.cluster.client(), "default")
-    }
-
-    async fn cloud(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut rb = self
-            .http
-            .request(method, format!("{}{path}", self.tb.cloud.api_url()))
-            .bearer_auth(self.tb.cloud.token());
-        if let Some(b) = body {
-            rb = rb.json(&b);
-        }
-        let r = rb.send().await.expect("fakecloud");
-        r.json::<Value>().await.unwrap_or(Value::Null)
-    }
-
-    async fn cloud_list(&self, path: &str) -> Vec<Value> {
-        match self.cloud(reqwest::Method::GET, path, None).await {
-            Value::Array(v) => v,
-            _ => Vec::new(),
-        }
-    }
-
-    async fn fake(&self, path: &str) -> Value {
-        self.http
-            .get(format!("{}/_fake{path}", self.tb.cloud.base_url()))
-            .send()
-            .await
-            .expect("fakecloud admin")
-            .json::<Value>()
-            .await
-            .expect("admin JSON")
-    }
-
-    async fn snap(&self) -> Snap {
-        let pools = self.cloud_list("/load-balancers/pools").await;
-        let mut members = BTreeMap::new();
-        for p in &pools {
-            let m = self
-                .cloud_list(&format!(
-                    "/load-balancers/pools/{}/members",
-                    p["uuid"].as_str().unwrap_or_default()
-                ))
-                .await;
-            members.insert(p["name"].as_str().unwrap_or_default().to_string(), m);
-        }
-        Snap {
-            lbs: self.cloud_list("/load-balancers").await,
-            pools,
-            listeners: self.cloud_list("/load-balancers/listeners").await,
-            monitors: self.cloud_list("/load-balancers/health-monitors").await,
-            members,
-        }
-    }
-
-    /// Waits until the snapshot satisfies `check` and is settled with `ports` ports.
-    async fn converge(&self, what: &str, ports: usize, check: impl Fn(&Snap) -> bool) -> Snap {
-        eventually(what, LIMIT, || async {
-            let s = self.snap().await;
-            (s.settled(ports) && check(&s)).then_some(s)
-        })
-        .await
-    }
-
-    fn now(&self) -> String {
-        fakecloud::clock::format_time(self.tb.cloud.app().now())
-    }
-
-    /// The virtual time `secs` seconds ago.
-    fn now_minus(&self, secs: f64) -> String {
-        fakecloud::clock::format_time(
-            self.tb.cloud.app().now() - fakecloud::clock::delta_from_secs(secs),
-        )
-    }
-
-    /// The oracle's entries for `lb` since `from` (new connections from the default client).
-    async fn availability(&self, lb: &str, from: &str) -> Vec<Value> {
-        self.availability_for(lb, from, "203.0.113.10").await
-    }
-
-    /// [`Bed::availability`] for new connections from `client`.
-    async fn availability_for(&self, lb: &str, from: &str, client: &str) -> Vec<Value> {
-        let av = self
-            .fake(&format!(
-                "/load-balancers/{lb}/availability?from={from}&client={client}"
-            ))
-            .await;
-        av["entries"].as_array().cloned().unwrap_or_default()
-    }
-
-    async fn events(&self, name: &str) -> Vec<Event> {
-        let events: Api<Event> = Api::namespaced(self.tb.cluster.client(), "default");
-        events
-            .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default()
-    }
-
-    async fn annotate(&self, name: &str, key: &str, value: &str) {
-        let patch = json!({"metadata": {"annotations": {key: value}}});
-        self.services()
-            .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-            .expect("annotate");
-    }
-
-    async fn create(&self, svc: &Service) {
-        self.services()
-            .create(&PostParams::default(), svc)
-            .await
-            .expect("create");
-    }
-
-    async fn subnet_uuid(&self) -> String {
-        let subnets = self.cloud_list("/subnets").await;
-        subnets
-            .iter()
-            .find(|s| s["cidr"] == scenarios::testbed::SUBNET_CIDR)
-            .and_then(|s| s["uuid"].as_str())
-            .expect("testbed subnet")
-            .to_string()
-    }
-
-    /// Requests fakecloud has logged so far.
-    async fn request_log(&self) -> Vec<Value> {
-        self.fake("/requests")
-            .await
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
-    }
-}
-
-/// The longest downtime (virtual s) of any VIP on `port`.
-fn downtime(entries: &[Value], port: u16) -> f64 {
-    entries
-        .iter()
-        .filter(|e| e["kind"] == "vip" && e["port"] == port)
-        .map(|e| e["downtime_s"].as_f64().unwrap_or(f64::INFINITY))
-        .fold(0.0, f64::max)
-}
-
-/// Down intervals (virtual seconds since the epoch) per VIP address on `port`.
-fn down_intervals(entries: &[Value], port: u16) -> BTreeMap<String, Vec<(f64, f64)>> {
-    let secs = |v: &Value| {
-        fakecloud::clock::parse_time(v.as_str().unwrap_or_default())
-            .map(|t| t.timestamp_micros() as f64 / 1e6)
-            .unwrap_or(0.0)
-    };
-    let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
-    for e in entries
-        .iter()
-        .filter(|e| e["kind"] == "vip" && e["port"] == port)
-    {
-        let list = out
-            .entry(e["address"].as_str().unwrap_or_default().to_string())
-            .or_default();
-        for d in e["down"].as_array().into_iter().flatten() {
-            list.push((secs(&d["from"]), secs(&d["to"])));
-        }
-    }
-    out
-}
-
-/// Seconds during which a VIP answered on neither port (a port renumbering).
-fn unreachable_on_both(entries: &[Value], old: u16, new: u16) -> f64 {
-    let a = down_intervals(entries, old);
-    let b = down_intervals(entries, new);
-    let mut worst: f64 = 0.0;
-    for (address, olds) in &a {
-        let news = b.get(address).cloned().unwrap_or_default();
-        let overlap: f64 = olds
-            .iter()
-            .flat_map(|x| {
-                news.iter()
-                    .map(move |y| (x.1.min(y.1) - x.0.max(y.0)).max(0.0))
-            })
-            .sum();
-        worst = worst.max(overlap);
-    }
-    worst
-}
 
 fn web(annotations: Value) -> Service {
     serde_json::from_value(json!({
@@ -346,33 +22,6 @@ fn web(annotations: Value) -> Service {
     .expect("service")
 }
 
-fn ingress(svc: &Service) -> Vec<Value> {
-    svc.status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|l| l.ingress.as_ref())
-        .map(|i| {
-            i.iter()
-                .map(|e| serde_json::to_value(e).unwrap_or_default())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Creates `svc` (with `ports` ports) and waits until its load balancer is settled with all members
-/// up; returns fakecloud's view then.
-async fn converged(bed: &Bed, svc: &Service, ports: usize) -> Snap {
-    bed.create(svc).await;
-    let name = svc.metadata.name.clone().unwrap_or_default();
-    eventually("ingress", LIMIT, || async {
-        let s = bed.services().get(&name).await.ok()?;
-        (!ingress(&s).is_empty()).then_some(())
-    })
-    .await;
-    bed.converge("settled load balancer", ports, |_| true).await
-}
-
-const LIMIT: Duration = Duration::from_secs(30);
 const A: &str = "k8s.cloudscale.ch/loadbalancer-";
 
 fn key(suffix: &str) -> String {
@@ -381,8 +30,8 @@ fn key(suffix: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_joining_and_leaving_changes_members_without_downtime() {
-    let mut bed = bed().await;
-    let start = converged(&bed, &web(json!({})), 2).await;
+    let mut bed = Bed::start_default().await;
+    let start = bed.create_converged(&web(json!({})), 2).await;
     let lb = start.lb_uuid();
     assert_eq!(start.member_counts(), [3, 3]);
 
@@ -451,7 +100,7 @@ async fn a_node_joining_and_leaving_changes_members_without_downtime() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_errors_on_listener_creation_are_retried_to_one_complete_load_balancer() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     bed.tb
         .cloud
         .faults()
@@ -468,7 +117,7 @@ async fn server_errors_on_listener_creation_are_retried_to_one_complete_load_bal
             .times(2),
         )
         .expect("fault");
-    let s = converged(&bed, &web(json!({})), 2).await;
+    let s = bed.create_converged(&web(json!({})), 2).await;
     assert_eq!(s.lbs.len(), 1, "exactly one load balancer");
     assert_eq!(s.listener_names(), ["tcp/443", "tcp/80"]);
     assert_eq!(s.pool_names(), ["tcp/http", "tcp/https"]);
@@ -479,7 +128,7 @@ async fn server_errors_on_listener_creation_are_retried_to_one_complete_load_bal
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_on_pool_creation_makes_no_duplicate_pool() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     // `pools/**` matches what is created under a pool (members); the pool creation itself
     // is `POST /v1/load-balancers/pools`: drop one of each, once.
     let faults = bed.tb.cloud.faults();
@@ -496,7 +145,7 @@ async fn a_dropped_connection_on_pool_creation_makes_no_duplicate_pool() {
     let pool = faults
         .add(FaultRule::new(Some("POST"), "/v1/load-balancers/pools", FaultEffect::Drop).times(1))
         .expect("fault");
-    let s = converged(&bed, &web(json!({})), 2).await;
+    let s = bed.create_converged(&web(json!({})), 2).await;
     for id in [deep, pool] {
         let rule = faults
             .list()
@@ -563,8 +212,8 @@ fn all(values: &[Value], f: impl Fn(&Value) -> bool) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_change_class_stays_within_its_downtime() {
-    let bed = bed().await;
-    let start = converged(&bed, &web(json!({})), 2).await;
+    let bed = Bed::start_default().await;
+    let start = bed.create_converged(&web(json!({})), 2).await;
     let lb = start.lb_uuid();
     eventually("uuid annotation", LIMIT, || async {
         let s = bed.services().get("web").await.ok()?;
@@ -810,7 +459,7 @@ async fn every_change_class_stays_within_its_downtime() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_and_udp_on_the_same_port_get_two_pools_and_listeners() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     let svc: Service = serde_json::from_value(json!({
         "metadata": {"name": "dns"},
         "spec": {"type": "LoadBalancer", "ports": [
@@ -850,7 +499,7 @@ async fn tcp_and_udp_on_the_same_port_get_two_pools_and_listeners() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn local_traffic_policy_checks_kube_proxy_and_only_the_endpoint_node_is_up() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     let svc: Service = serde_json::from_value(json!({
         "metadata": {"name": "web"},
         "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": [
@@ -935,7 +584,7 @@ async fn local_traffic_policy_checks_kube_proxy_and_only_the_endpoint_node_is_up
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_floating_ip_annotation_assigns_it_to_the_load_balancer() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     let fip = bed
         .cloud(
             reqwest::Method::POST,
@@ -945,7 +594,7 @@ async fn a_floating_ip_annotation_assigns_it_to_the_load_balancer() {
         .await;
     let network = fip["network"].as_str().expect("network").to_string();
     let address = network.split('/').next().unwrap_or_default().to_string();
-    let s = converged(&bed, &web(json!({})), 2).await;
+    let s = bed.create_converged(&web(json!({})), 2).await;
     let lb = s.lb_uuid();
     let t0 = bed.now();
     bed.annotate(
@@ -992,12 +641,12 @@ async fn a_floating_ip_annotation_assigns_it_to_the_load_balancer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn proxy_protocol_ip_mode_and_forced_hostname() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     let svc = web(json!({
         key("pool-protocol"): "proxyv2",
         key("ip-mode"): "VIP",
     }));
-    let s = converged(&bed, &svc, 2).await;
+    let s = bed.create_converged(&svc, 2).await;
     assert!(
         all(&s.pools, |p| p["protocol"] == "proxyv2"),
         "{:?}",
@@ -1023,8 +672,8 @@ async fn proxy_protocol_ip_mode_and_forced_hostname() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changing_the_type_away_from_load_balancer_deletes_it_and_the_finalizer() {
-    let bed = bed().await;
-    converged(&bed, &web(json!({})), 2).await;
+    let bed = Bed::start_default().await;
+    bed.create_converged(&web(json!({})), 2).await;
     let patch = json!({"spec": {"type": "ClusterIP"}});
     bed.services()
         .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
@@ -1052,12 +701,12 @@ async fn changing_the_type_away_from_load_balancer_deletes_it_and_the_finalizer(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_private_vip_is_created_and_a_later_change_is_refused() {
-    let bed = bed().await;
+    let bed = Bed::start_default().await;
     let subnet = bed.subnet_uuid().await;
     let svc = web(json!({
         key("vip-addresses"): json!([{"subnet": subnet}]).to_string(),
     }));
-    let s = converged(&bed, &svc, 2).await;
+    let s = bed.create_converged(&svc, 2).await;
     let vips = s.lbs[0]["vip_addresses"]
         .as_array()
         .cloned()

@@ -2,6 +2,7 @@
 //! cloudscale.ch cloud controller manager.
 
 pub mod apiserver;
+pub mod ccm_bed;
 pub mod cluster;
 pub mod kubelet;
 pub mod proxy;

@@ -1,0 +1,525 @@
+//! The CCM running in-process on a testbed: what the CCM's end-to-end tests and benchmarks
+//! share. [`InProcessCcm`] starts one CCM (several may share a testbed, as under leader
+//! election); [`CcmBed`] is a testbed with its kubeconfig file, one CCM and helpers to read
+//! fakecloud (its API, admin API and data-plane oracle) and the cluster.
+//!
+//! Test support: the helpers panic with a message naming what failed, as a test wants.
+
+use crate::cluster::Cluster;
+use crate::kubelet::KubeletConfig;
+use crate::testbed::{SUBNET_CIDR, Testbed, TestbedConfig};
+use crate::wait::eventually;
+use ccm::app::{self, AppError, Environment, Running};
+use ccm::metrics::Metrics;
+use ccm::options::Options;
+use clap::Parser;
+use fakecloud::FakeCloud;
+use k8s_openapi::api::core::v1::{Event, Service};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// What a started CCM reports: its health address and metrics.
+type Started = Option<(SocketAddr, Arc<Metrics>)>;
+
+/// A CCM in-process. Dropping it asks it to stop.
+pub struct InProcessCcm {
+    running: Arc<Mutex<Started>>,
+    /// The CCM's task: await it after [`InProcessCcm::stop`], abort it to kill the CCM
+    /// without a clean shutdown (its lease is not released).
+    pub task: JoinHandle<Result<(), AppError>>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl InProcessCcm {
+    /// Starts a CCM with `args` (flags, without the program name) against `kubeconfig` and
+    /// `cloud`, with an API timeout of `api_timeout_s` seconds.
+    pub fn start(kubeconfig: &Path, cloud: &FakeCloud, api_timeout_s: u32, args: &[&str]) -> Self {
+        let mut argv = vec![
+            "cloudscale-cloud-controller-manager".to_string(),
+            "--kubeconfig".into(),
+            kubeconfig.display().to_string(),
+            "--bind-address".into(),
+            "127.0.0.1".into(),
+            "--secure-port".into(),
+            "0".into(),
+        ];
+        argv.extend(args.iter().map(|s| s.to_string()));
+        let opts = Options::parse_from(argv);
+        let env = Environment {
+            access_token: Some(cloud.token().to_string()),
+            api_url: Some(cloud.base_url()),
+            api_timeout: Some(api_timeout_s.to_string()),
+        };
+        let running = Arc::new(Mutex::new(None));
+        let slot = running.clone();
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(app::run(
+            opts,
+            env,
+            async move {
+                let _ = rx.await;
+            },
+            move |r: &Running| {
+                if let Ok(mut s) = slot.lock() {
+                    *s = Some((r.health_addr, r.metrics.clone()));
+                }
+            },
+        ));
+        InProcessCcm {
+            running,
+            task,
+            stop: Some(tx),
+        }
+    }
+
+    /// Its health address and metrics, once it has started.
+    pub fn started(&self) -> Started {
+        self.running.lock().ok().and_then(|s| s.clone())
+    }
+
+    /// Its metrics, once it has started.
+    pub fn metrics(&self) -> Option<Arc<Metrics>> {
+        self.started().map(|s| s.1)
+    }
+
+    /// Asks it to shut down cleanly (as on SIGTERM); await [`InProcessCcm::task`] to see
+    /// it finish.
+    pub fn stop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+
+    /// Service reconciles counted by its metrics so far.
+    pub fn service_reconciles(&self) -> u64 {
+        self.metrics()
+            .map(|m| {
+                m.render()
+                    .lines()
+                    .filter(|l| l.starts_with("ccm_reconcile_total{controller=\"service\""))
+                    .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+                    .sum()
+            })
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for InProcessCcm {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The flags every CCM on a [`CcmBed`] gets: no leader election, a fast load-balancer
+/// poll and resync, so scenarios run in seconds.
+pub const FAST_FLAGS: &[&str] = &[
+    "--leader-elect=false",
+    "--cluster-name",
+    "test-cluster",
+    "--load-balancer-poll-interval",
+    "50ms",
+    "--service-resync-period",
+    "1s",
+    "--node-monitor-period",
+    "200ms",
+];
+
+/// How to build a [`CcmBed`].
+#[derive(Debug, Clone)]
+pub struct CcmBedConfig {
+    pub testbed: TestbedConfig,
+    /// Flags for the CCM; `None` starts none (start your own with [`InProcessCcm::start`]).
+    pub ccm_flags: Option<Vec<String>>,
+    pub api_timeout_s: u32,
+}
+
+impl Default for CcmBedConfig {
+    /// Three nodes, fakecloud's clock at 100× (a 10 s reconfiguration takes 100 ms), fast
+    /// kubelet heartbeats and kube-proxy, a CCM with [`FAST_FLAGS`].
+    fn default() -> Self {
+        CcmBedConfig {
+            testbed: TestbedConfig {
+                nodes: 3,
+                cloud: fakecloud::Config {
+                    clock: fakecloud::ClockMode::Scaled { scale: 100.0 },
+                    ..fakecloud::Config::for_tests()
+                },
+                kubelet: KubeletConfig {
+                    heartbeat: Duration::from_millis(200),
+                    ..KubeletConfig::default()
+                },
+                proxy_interval: Duration::from_millis(200),
+                ..TestbedConfig::default()
+            },
+            ccm_flags: Some(FAST_FLAGS.iter().map(|s| s.to_string()).collect()),
+            api_timeout_s: 5,
+        }
+    }
+}
+
+/// A testbed on the embedded cluster, its kubeconfig written to a file, and a CCM.
+pub struct CcmBed {
+    pub tb: Testbed,
+    pub kubeconfig: PathBuf,
+    pub ccm: Option<InProcessCcm>,
+    pub http: reqwest::Client,
+}
+
+impl Drop for CcmBed {
+    fn drop(&mut self) {
+        // The CCM first, so it does not log errors about a vanished cluster.
+        self.ccm.take();
+        let _ = std::fs::remove_file(&self.kubeconfig);
+    }
+}
+
+/// The longest a scenario waits for the CCM to converge.
+pub const LIMIT: Duration = Duration::from_secs(30);
+
+impl CcmBed {
+    /// [`CcmBedConfig::default`].
+    pub async fn start_default() -> CcmBed {
+        CcmBed::start(CcmBedConfig::default()).await
+    }
+
+    pub async fn start(config: CcmBedConfig) -> CcmBed {
+        let cluster = Cluster::embedded().await.expect("embedded cluster");
+        let tb = Testbed::start(cluster, config.testbed)
+            .await
+            .expect("testbed");
+        let kubeconfig =
+            std::env::temp_dir().join(format!("ccm-bed-{}.yaml", uuid::Uuid::new_v4()));
+        std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("write kubeconfig");
+        let ccm = config.ccm_flags.map(|flags| {
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            InProcessCcm::start(&kubeconfig, &tb.cloud, config.api_timeout_s, &flags)
+        });
+        CcmBed {
+            tb,
+            kubeconfig,
+            ccm,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub fn services(&self) -> Api<Service> {
+        Api::namespaced(self.tb.cluster.client(), "default")
+    }
+
+    pub async fn create(&self, svc: &Service) {
+        self.services()
+            .create(&PostParams::default(), svc)
+            .await
+            .expect("create the Service");
+    }
+
+    /// Merge-patches the Service `name` in `default`.
+    pub async fn patch(&self, name: &str, patch: &Value) {
+        self.services()
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .unwrap_or_else(|e| panic!("patch {name}: {e}"));
+    }
+
+    pub async fn annotate(&self, name: &str, key: &str, value: &str) {
+        self.patch(name, &json!({"metadata": {"annotations": {key: value}}}))
+            .await;
+    }
+
+    /// Events about the object `name` in `default`.
+    pub async fn events(&self, name: &str) -> Vec<Event> {
+        let events: Api<Event> = Api::namespaced(self.tb.cluster.client(), "default");
+        events
+            .list(&ListParams::default().fields(&format!("involvedObject.name={name}")))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default()
+    }
+
+    /// One request to fakecloud's API (`path` under `/v1`) with the token; the JSON answer
+    /// (`Null` for none).
+    pub async fn cloud(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut rb = self
+            .http
+            .request(method, format!("{}{path}", self.tb.cloud.api_url()))
+            .bearer_auth(self.tb.cloud.token());
+        if let Some(b) = body {
+            rb = rb.json(&b);
+        }
+        let r = rb.send().await.expect("fakecloud");
+        r.json::<Value>().await.unwrap_or(Value::Null)
+    }
+
+    /// A list from fakecloud's API (empty on an error answer).
+    pub async fn cloud_list(&self, path: &str) -> Vec<Value> {
+        match self.cloud(reqwest::Method::GET, path, None).await {
+            Value::Array(v) => v,
+            _ => Vec::new(),
+        }
+    }
+
+    /// A GET from fakecloud's admin API (`path` under `/_fake`).
+    pub async fn fake(&self, path: &str) -> Value {
+        self.http
+            .get(format!("{}/_fake{path}", self.tb.cloud.base_url()))
+            .send()
+            .await
+            .expect("fakecloud admin")
+            .json::<Value>()
+            .await
+            .expect("admin JSON")
+    }
+
+    /// Requests fakecloud has logged since the log was last cleared.
+    pub async fn request_log(&self) -> Vec<Value> {
+        self.fake("/requests")
+            .await
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Clears fakecloud's request log.
+    pub async fn clear_request_log(&self) {
+        self.http
+            .delete(format!("{}/_fake/requests", self.tb.cloud.base_url()))
+            .send()
+            .await
+            .expect("clear the request log");
+    }
+
+    /// (reads, writes) fakecloud served since the log was last cleared.
+    pub async fn reads_and_writes(&self) -> (usize, usize) {
+        let log = self.request_log().await;
+        let reads = log.iter().filter(|r| r["method"] == "GET").count();
+        (reads, log.len() - reads)
+    }
+
+    /// fakecloud's view of every load-balancer resource now.
+    pub async fn snap(&self) -> Snap {
+        let pools = self.cloud_list("/load-balancers/pools").await;
+        let mut members = BTreeMap::new();
+        for p in &pools {
+            let m = self
+                .cloud_list(&format!(
+                    "/load-balancers/pools/{}/members",
+                    p["uuid"].as_str().unwrap_or_default()
+                ))
+                .await;
+            members.insert(p["name"].as_str().unwrap_or_default().to_string(), m);
+        }
+        Snap {
+            lbs: self.cloud_list("/load-balancers").await,
+            pools,
+            listeners: self.cloud_list("/load-balancers/listeners").await,
+            monitors: self.cloud_list("/load-balancers/health-monitors").await,
+            members,
+        }
+    }
+
+    /// Waits until the snapshot satisfies `check` and is settled with `ports` ports.
+    pub async fn converge(&self, what: &str, ports: usize, check: impl Fn(&Snap) -> bool) -> Snap {
+        eventually(what, LIMIT, || async {
+            let s = self.snap().await;
+            (s.settled(ports) && check(&s)).then_some(s)
+        })
+        .await
+    }
+
+    /// Creates `svc` (with `ports` ports), waits for its ingress and until its load
+    /// balancer is settled with every member up; returns fakecloud's view then.
+    pub async fn create_converged(&self, svc: &Service, ports: usize) -> Snap {
+        self.create(svc).await;
+        let name = svc.metadata.name.clone().unwrap_or_default();
+        self.wait_ingress(&name).await;
+        self.converge("settled load balancer", ports, |_| true)
+            .await
+    }
+
+    /// Waits until the Service `name` has an ingress in its status; returns the Service.
+    pub async fn wait_ingress(&self, name: &str) -> Service {
+        eventually(&format!("ingress of {name}"), LIMIT, || async {
+            let s = self.services().get(name).await.ok()?;
+            (!ingress(&s).is_empty()).then_some(s)
+        })
+        .await
+    }
+
+    /// The UUID of the testbed's subnet.
+    pub async fn subnet_uuid(&self) -> String {
+        let subnets = self.cloud_list("/subnets").await;
+        subnets
+            .iter()
+            .find(|s| s["cidr"] == SUBNET_CIDR)
+            .and_then(|s| s["uuid"].as_str())
+            .expect("testbed subnet")
+            .to_string()
+    }
+
+    /// fakecloud's virtual time now, formatted as the API does.
+    pub fn now(&self) -> String {
+        fakecloud::clock::format_time(self.tb.cloud.app().now())
+    }
+
+    /// The virtual time `secs` seconds ago.
+    pub fn now_minus(&self, secs: f64) -> String {
+        fakecloud::clock::format_time(
+            self.tb.cloud.app().now() - fakecloud::clock::delta_from_secs(secs),
+        )
+    }
+
+    /// The oracle's entries for `lb` since `from` (new connections from a default client
+    /// address, 203.0.113.10).
+    pub async fn availability(&self, lb: &str, from: &str) -> Vec<Value> {
+        self.availability_for(lb, from, "203.0.113.10").await
+    }
+
+    /// [`CcmBed::availability`] for new connections from `client`.
+    pub async fn availability_for(&self, lb: &str, from: &str, client: &str) -> Vec<Value> {
+        let av = self
+            .fake(&format!(
+                "/load-balancers/{lb}/availability?from={from}&client={client}"
+            ))
+            .await;
+        av["entries"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+/// fakecloud's view of every load-balancer resource at one moment.
+#[derive(Debug, Clone)]
+pub struct Snap {
+    pub lbs: Vec<Value>,
+    pub pools: Vec<Value>,
+    pub listeners: Vec<Value>,
+    pub monitors: Vec<Value>,
+    /// Pool name → its members.
+    pub members: BTreeMap<String, Vec<Value>>,
+}
+
+impl Snap {
+    fn sorted(values: &[Value], key: &str) -> Vec<String> {
+        let mut v: Vec<String> = values
+            .iter()
+            .filter_map(|x| x[key].as_str().map(str::to_string))
+            .collect();
+        v.sort();
+        v
+    }
+
+    pub fn pool_names(&self) -> Vec<String> {
+        Snap::sorted(&self.pools, "name")
+    }
+
+    pub fn listener_names(&self) -> Vec<String> {
+        Snap::sorted(&self.listeners, "name")
+    }
+
+    /// One load balancer, running, one pool, listener and monitor per port, every member
+    /// up: nothing left to apply or to wait for.
+    pub fn settled(&self, ports: usize) -> bool {
+        self.lbs.len() == 1
+            && self.lbs[0]["status"] == "running"
+            && self.pools.len() == ports
+            && self.listeners.len() == ports
+            && self.monitors.len() == ports
+            && self
+                .members
+                .values()
+                .flatten()
+                .all(|m| m["monitor_status"] == "up")
+    }
+
+    /// Members per pool, in pool-name order.
+    pub fn member_counts(&self) -> Vec<usize> {
+        self.members.values().map(Vec::len).collect()
+    }
+
+    pub fn lb_uuid(&self) -> String {
+        self.lbs
+            .first()
+            .and_then(|lb| lb["uuid"].as_str())
+            .unwrap_or_default()
+            .to_string()
+    }
+}
+
+/// The Service's status ingress entries as JSON.
+pub fn ingress(svc: &Service) -> Vec<Value> {
+    svc.status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .map(|i| {
+            i.iter()
+                .map(|e| serde_json::to_value(e).unwrap_or_default())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The longest downtime (virtual s) of any VIP on `port` in oracle `entries`.
+pub fn downtime(entries: &[Value], port: u16) -> f64 {
+    entries
+        .iter()
+        .filter(|e| e["kind"] == "vip" && e["port"] == port)
+        .map(|e| e["downtime_s"].as_f64().unwrap_or(f64::INFINITY))
+        .fold(0.0, f64::max)
+}
+
+/// The longest downtime (virtual s) on the entry address `address` (a floating IP) on
+/// `port`.
+pub fn downtime_at(entries: &[Value], address: &str, port: u16) -> f64 {
+    entries
+        .iter()
+        .filter(|e| e["address"] == address && e["port"] == port)
+        .map(|e| e["downtime_s"].as_f64().unwrap_or(f64::INFINITY))
+        .fold(0.0, f64::max)
+}
+
+/// Down intervals (virtual seconds since the epoch) per VIP address on `port`.
+pub fn down_intervals(entries: &[Value], port: u16) -> BTreeMap<String, Vec<(f64, f64)>> {
+    let secs = |v: &Value| {
+        fakecloud::clock::parse_time(v.as_str().unwrap_or_default())
+            .map(|t| t.timestamp_micros() as f64 / 1e6)
+            .unwrap_or(0.0)
+    };
+    let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for e in entries
+        .iter()
+        .filter(|e| e["kind"] == "vip" && e["port"] == port)
+    {
+        let list = out
+            .entry(e["address"].as_str().unwrap_or_default().to_string())
+            .or_default();
+        for d in e["down"].as_array().into_iter().flatten() {
+            list.push((secs(&d["from"]), secs(&d["to"])));
+        }
+    }
+    out
+}
+
+/// Seconds during which a VIP answered on neither port (a port renumbering).
+pub fn unreachable_on_both(entries: &[Value], old: u16, new: u16) -> f64 {
+    let a = down_intervals(entries, old);
+    let b = down_intervals(entries, new);
+    let mut worst: f64 = 0.0;
+    for (address, olds) in &a {
+        let news = b.get(address).cloned().unwrap_or_default();
+        let overlap: f64 = olds
+            .iter()
+            .flat_map(|x| {
+                news.iter()
+                    .map(move |y| (x.1.min(y.1) - x.0.max(y.0)).max(0.0))
+            })
+            .sum();
+        worst = worst.max(overlap);
+    }
+    worst
+}
