@@ -5,12 +5,12 @@
 use ccm::cloudscale::*;
 use ccm::secret::{Token, TokenSource};
 use ccm::service::apply::{self, ApplyError, ApplyOptions, Snapshot};
-use ccm::service::model::{self, ActualLb, DesiredLb, DesiredPool, Member, Monitor};
+use ccm::service::fixtures::Sample;
+use ccm::service::model::{self, ActualLb, DesiredLb, DesiredPool, Monitor};
 use ccm::service::plan::{Action, Impact, plan};
 use fakecloud::{ClockMode, Config, FakeCloud, FaultEffect, FaultRule};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use uuid::Uuid;
@@ -108,58 +108,22 @@ async fn subnet(c: &Client) -> Uuid {
     Uuid::parse_str(&s.uuid).expect("uuid")
 }
 
-fn member(subnet: Uuid, ip: &str, node_port: u16) -> Member {
-    let address: IpAddr = ip.parse().expect("ip");
-    Member {
-        name: format!("{address}:{node_port}"),
-        address,
+fn sample(subnet: Uuid) -> Sample {
+    Sample {
         subnet,
-        protocol_port: node_port,
-        monitor_port: node_port,
+        nodes: ["10.100.0.11", "10.100.0.12"]
+            .iter()
+            .map(|a| a.parse().expect("ip"))
+            .collect(),
     }
 }
 
 fn pool(subnet: Uuid, name: &str, port: u16, node_port: u16) -> DesiredPool {
-    DesiredPool {
-        name: name.into(),
-        algorithm: "round_robin".into(),
-        protocol: "tcp".into(),
-        members: vec![
-            member(subnet, "10.100.0.11", node_port),
-            member(subnet, "10.100.0.12", node_port),
-        ],
-        listener: model::Listener {
-            name: format!("tcp/{port}"),
-            protocol: "tcp".into(),
-            port,
-            allowed_cidrs: vec![],
-            timeout_client_data_ms: 50000,
-            timeout_member_connect_ms: 5000,
-            timeout_member_data_ms: 50000,
-        },
-        monitor: Monitor {
-            kind: "tcp".into(),
-            delay_s: 2,
-            timeout_s: 1,
-            up_threshold: 2,
-            down_threshold: 3,
-            http: None,
-        },
-    }
+    sample(subnet).pool(name, port, node_port)
 }
 
 fn desired(subnet: Uuid) -> DesiredLb {
-    DesiredLb {
-        name: "k8s-service-abc".into(),
-        flavor: "lb-standard".into(),
-        zone: Some("rma1".into()),
-        vips: None,
-        pools: vec![
-            pool(subnet, "tcp/http", 80, 30080),
-            pool(subnet, "tcp/https", 443, 30443),
-        ],
-        floating_ips: vec![],
-    }
+    sample(subnet).desired()
 }
 
 /// Fetches, plans, executes; returns the plan that ran and the load balancer.
@@ -292,28 +256,7 @@ async fn all_members(c: &Client, lb: Uuid) -> Vec<PoolMember> {
 }
 
 fn kinds(actions: &[Action]) -> Vec<&'static str> {
-    actions
-        .iter()
-        .map(|a| match a {
-            Action::CreateLb => "create-lb",
-            Action::RenameLb { .. } => "rename-lb",
-            Action::CreatePool { .. } => "create-pool",
-            Action::RenamePool { .. } => "rename-pool",
-            Action::DeletePool { .. } => "delete-pool",
-            Action::CreateMember { .. } => "create-member",
-            Action::EnableMember { .. } => "enable-member",
-            Action::RenameMember { .. } => "rename-member",
-            Action::DeleteMember { .. } => "delete-member",
-            Action::CreateListener { .. } => "create-listener",
-            Action::UpdateListener { .. } => "update-listener",
-            Action::DeleteListener { .. } => "delete-listener",
-            Action::CreateMonitor { .. } => "create-monitor",
-            Action::UpdateMonitor { .. } => "update-monitor",
-            Action::DeleteMonitor { .. } => "delete-monitor",
-            Action::WaitMembersUp { .. } => "wait",
-            Action::AssignFloatingIp { .. } => "assign-fip",
-        })
-        .collect()
+    actions.iter().map(Action::kind).collect()
 }
 
 #[tokio::test]

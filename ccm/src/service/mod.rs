@@ -5,6 +5,7 @@
 pub mod annotations;
 pub mod apply;
 pub mod controller;
+pub mod fixtures;
 pub mod map;
 pub mod model;
 pub mod plan;

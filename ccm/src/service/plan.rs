@@ -205,6 +205,30 @@ impl Action {
     pub fn is_write(&self) -> bool {
         !matches!(self, Action::WaitMembersUp { .. })
     }
+
+    /// A short name for the kind of action (`create-member`, `update-listener`, …), for
+    /// logs and tests.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Action::CreateLb => "create-lb",
+            Action::RenameLb { .. } => "rename-lb",
+            Action::CreatePool { .. } => "create-pool",
+            Action::RenamePool { .. } => "rename-pool",
+            Action::DeletePool { .. } => "delete-pool",
+            Action::CreateMember { .. } => "create-member",
+            Action::EnableMember { .. } => "enable-member",
+            Action::RenameMember { .. } => "rename-member",
+            Action::DeleteMember { .. } => "delete-member",
+            Action::CreateListener { .. } => "create-listener",
+            Action::UpdateListener { .. } => "update-listener",
+            Action::DeleteListener { .. } => "delete-listener",
+            Action::CreateMonitor { .. } => "create-monitor",
+            Action::UpdateMonitor { .. } => "update-monitor",
+            Action::DeleteMonitor { .. } => "delete-monitor",
+            Action::WaitMembersUp { .. } => "wait",
+            Action::AssignFloatingIp { .. } => "assign-fip",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -785,86 +809,34 @@ pub fn converged(desired: &DesiredLb) -> ActualLb {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::service::fixtures::Sample;
     use std::net::IpAddr;
 
-    fn subnet() -> Uuid {
-        Uuid::parse_str("0b4e4b9a-9d1b-4bd3-9a39-6b2c1a8b3c6d").expect("uuid")
+    fn sample() -> Sample {
+        Sample {
+            subnet: Uuid::from_u128(0x0b4e4b9a_9d1b_4bd3_9a39_6b2c1a8b3c6d),
+            nodes: vec![ip("10.0.0.11"), ip("10.0.0.12")],
+        }
     }
 
-    fn member(ip: &str, node_port: u16) -> Member {
-        let address: IpAddr = ip.parse().expect("ip");
-        Member {
-            name: format!("{address}:{node_port}"),
-            address,
-            subnet: subnet(),
-            protocol_port: node_port,
-            monitor_port: node_port,
-        }
+    fn ip(s: &str) -> IpAddr {
+        s.parse().expect("ip")
+    }
+
+    fn member(address: &str, node_port: u16) -> Member {
+        sample().member(ip(address), node_port)
     }
 
     fn pool(name: &str, port: u16, node_port: u16) -> DesiredPool {
-        DesiredPool {
-            name: name.into(),
-            algorithm: "round_robin".into(),
-            protocol: "tcp".into(),
-            members: vec![
-                member("10.0.0.11", node_port),
-                member("10.0.0.12", node_port),
-            ],
-            listener: Listener {
-                name: format!("tcp/{port}"),
-                protocol: "tcp".into(),
-                port,
-                allowed_cidrs: vec![],
-                timeout_client_data_ms: 50000,
-                timeout_member_connect_ms: 5000,
-                timeout_member_data_ms: 50000,
-            },
-            monitor: Monitor {
-                kind: "tcp".into(),
-                delay_s: 2,
-                timeout_s: 1,
-                up_threshold: 2,
-                down_threshold: 3,
-                http: None,
-            },
-        }
+        sample().pool(name, port, node_port)
     }
 
     fn desired() -> DesiredLb {
-        DesiredLb {
-            name: "k8s-service-abc".into(),
-            flavor: "lb-standard".into(),
-            zone: Some("rma1".into()),
-            vips: None,
-            pools: vec![pool("tcp/http", 80, 30080), pool("tcp/https", 443, 30443)],
-            floating_ips: vec![],
-        }
+        sample().desired()
     }
 
     fn kinds(p: &Plan) -> Vec<&'static str> {
-        p.steps
-            .iter()
-            .map(|s| match &s.action {
-                Action::CreateLb => "create-lb",
-                Action::RenameLb { .. } => "rename-lb",
-                Action::CreatePool { .. } => "create-pool",
-                Action::RenamePool { .. } => "rename-pool",
-                Action::DeletePool { .. } => "delete-pool",
-                Action::CreateMember { .. } => "create-member",
-                Action::EnableMember { .. } => "enable-member",
-                Action::RenameMember { .. } => "rename-member",
-                Action::DeleteMember { .. } => "delete-member",
-                Action::CreateListener { .. } => "create-listener",
-                Action::UpdateListener { .. } => "update-listener",
-                Action::DeleteListener { .. } => "delete-listener",
-                Action::CreateMonitor { .. } => "create-monitor",
-                Action::UpdateMonitor { .. } => "update-monitor",
-                Action::DeleteMonitor { .. } => "delete-monitor",
-                Action::WaitMembersUp { .. } => "wait",
-                Action::AssignFloatingIp { .. } => "assign-fip",
-            })
-            .collect()
+        p.steps.iter().map(|s| s.action.kind()).collect()
     }
 
     #[test]
@@ -1009,7 +981,7 @@ mod tests {
         after.flavor = "lb-large".into();
         after.zone = Some("lpg1".into());
         after.vips = Some(vec![Vip {
-            subnet: subnet(),
+            subnet: sample().subnet,
             address: None,
         }]);
         after.pools[0].listener.timeout_member_data_ms = 1;
