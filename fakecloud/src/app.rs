@@ -264,6 +264,16 @@ async fn serve_one(app: App, router: Router, req: Request) -> Result<Response, D
             Decision::Pass(l) => (l, None),
             Decision::Fail(l, e) => (l, Some(Some(e))),
             Decision::Drop(l) => (l, Some(None)),
+            Decision::LoseAnswer(l) => {
+                if !l.is_zero() {
+                    tokio::time::sleep(l).await;
+                }
+                // Executed and logged like any request; only the answer never leaves.
+                return match router.oneshot(req).await {
+                    Ok(_) => Err(Dropped),
+                    Err(never) => match never {},
+                };
+            }
         };
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;

@@ -1,6 +1,6 @@
 //! Fault injection: rules that make matching API requests fail, slow down or lose their
 //! connection. A request failed by injection never reaches a handler, so it has no effect on
-//! the state. Rules are set through `/_fake/faults` or in-process through [`Faults`].
+//! the state; only `lose_answer` runs the request and then withholds the answer. Rules are set through `/_fake/faults` or in-process through [`Faults`].
 
 use crate::error::ApiError;
 use axum::http::StatusCode;
@@ -26,6 +26,9 @@ pub enum FaultEffect {
     Latency { ms: u64 },
     /// Close the connection without answering; the request is not executed.
     Drop,
+    /// Execute the request, then close the connection without answering: the client cannot
+    /// tell whether it happened (a proxy timing out after the commit).
+    LoseAnswer,
 }
 
 /// A fault rule. `path` is a glob over the request path: `*` matches within one segment,
@@ -172,6 +175,8 @@ pub enum Decision {
     Fail(Duration, ApiError),
     /// Close the connection (after the latency).
     Drop(Duration),
+    /// Execute it (after the latency), then close the connection without the answer.
+    LoseAnswer(Duration),
 }
 
 #[derive(Debug, Default)]
@@ -239,6 +244,7 @@ impl Faults {
             match &rule.effect {
                 FaultEffect::Latency { ms } => latency += Duration::from_millis(*ms),
                 FaultEffect::Drop => return Decision::Drop(latency),
+                FaultEffect::LoseAnswer => return Decision::LoseAnswer(latency),
                 FaultEffect::Status {
                     status,
                     body,

@@ -355,6 +355,36 @@ async fn drop_closes_connection_without_answer_and_server_keeps_serving() {
     }
 }
 
+#[tokio::test]
+async fn lose_answer_runs_the_request_then_drops_the_connection() {
+    let f = Fake::start().await;
+    let rule = f
+        .add_rule(json!({"method": "POST", "path": "/v1/servers",
+                          "effect": {"type": "lose_answer"}, "times": 1}))
+        .await;
+    f.api_dropped(Method::POST, "/servers", Some(server_body("ghost")))
+        .await;
+    // The create happened although no answer came back.
+    let servers = f.get("/servers").await;
+    let names: Vec<&str> = servers
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["ghost"]);
+    assert_eq!(f.hits(rule["id"].as_u64().expect("id")).await, 1);
+    // Logged with the status it really had, not as a fault.
+    let log = f.requests().await;
+    let post = log
+        .iter()
+        .find(|e| e["method"] == "POST" && e["path"] == "/v1/servers")
+        .expect("logged");
+    assert_eq!(post["status"], 201);
+    // Spent after one hit: the next create is answered.
+    f.create("/servers", server_body("second")).await;
+}
+
 // ---------------------------------------------------------------------------
 // A failed request changes nothing
 // ---------------------------------------------------------------------------
