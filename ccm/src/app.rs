@@ -1,7 +1,7 @@
 //! The process: configuration checks, clients, the health server, leader election and the
 //! controllers, until SIGTERM. In the library so tests can run a whole CCM in-process.
 
-use crate::cloudscale::{self, Client, ClientConfig, RateLimit};
+use crate::cloudscale::{self, Client, ClientConfig, RateLimit, RetryPolicy};
 use crate::health::{self, Readiness};
 use crate::leader::{LeaderElectionConfig, LeaderElector};
 use crate::metrics::Metrics;
@@ -139,6 +139,11 @@ pub async fn run(
             burst: (opts.api_rate_limit * 2.0).ceil().max(1.0) as u32,
         }),
         metrics: Some(metrics.clone()),
+        retry: RetryPolicy {
+            max_attempts: opts.api_max_attempts,
+            base_delay: opts.api_retry_base_delay,
+            ..RetryPolicy::default()
+        },
         user_agent: format!("{}/{}", crate::COMPONENT, env!("CARGO_PKG_VERSION")),
         ..ClientConfig::new(api_url.clone(), token.clone())
     })?;
@@ -186,7 +191,11 @@ pub async fn run(
         },
         resync: opts.service_resync_period,
         shared: crate::service::shared::SharedReads::new(opts.api_read_sharing_window),
-        retry: Duration::from_secs(5),
+        retry: (
+            opts.service_sync_retry_delay,
+            opts.service_sync_max_retry_delay,
+        ),
+        failures: Default::default(),
     });
     let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);
 

@@ -78,6 +78,21 @@ pub struct Options {
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub load_balancer_poll_interval: Duration,
 
+    /// A Service whose sync failed is retried after this long, doubling per further
+    /// failure up to --service-sync-max-retry-delay.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub service_sync_retry_delay: Duration,
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub service_sync_max_retry_delay: Duration,
+
+    /// Attempts per cloudscale API request (the first included) on connection errors, 5xx
+    /// and 429; a create whose outcome is unknown is looked up before it is repeated.
+    #[arg(long, default_value_t = 5)]
+    pub api_max_attempts: u32,
+    /// Backoff before the n-th retry: random up to this times 2^(n-1) (at most 10 s).
+    #[arg(long, default_value = "500ms", value_parser = parse_duration)]
+    pub api_retry_base_delay: Duration,
+
     /// Services reconciled at the same time.
     #[arg(long, default_value_t = 2)]
     pub concurrent_service_syncs: usize,
@@ -147,6 +162,14 @@ impl Options {
                 "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"
                     .into(),
             );
+        }
+        if self.service_sync_retry_delay.is_zero()
+            || self.service_sync_retry_delay > self.service_sync_max_retry_delay
+        {
+            return Err("--service-sync-retry-delay must be positive and at most --service-sync-max-retry-delay".into());
+        }
+        if self.api_max_attempts == 0 {
+            return Err("--api-max-attempts must be at least 1".into());
         }
         if self.concurrent_service_syncs == 0 {
             return Err("--concurrent-service-syncs must be at least 1".into());

@@ -66,6 +66,11 @@ fn bad_flags_exit_with_one_clear_line() {
             "renew-deadline",
         ),
         (vec!["--node-monitor-period", "soon"], "soon"),
+        (vec!["--api-max-attempts", "0"], "--api-max-attempts"),
+        (
+            vec!["--service-sync-retry-delay", "10m"],
+            "--service-sync-retry-delay",
+        ),
     ] {
         let (code, _, stderr) = run_binary(&args, &[("CLOUDSCALE_ACCESS_TOKEN", "t")]);
         assert_eq!(code, 2, "{args:?}: {stderr}");

@@ -108,7 +108,11 @@ pub struct ServiceContext {
     pub apply: ApplyOptions,
     /// Converged Services are looked at again this often (drift repair).
     pub resync: Duration,
-    pub retry: Duration,
+    /// A failed Service is retried after `retry.0`, doubling per further failure up to
+    /// `retry.1` (the upstream service controller's 5 s and 5 min by default).
+    pub retry: (Duration, Duration),
+    /// Consecutive failures per Service (namespace/name), for the backoff.
+    pub failures: parking_lot::Mutex<std::collections::HashMap<String, u32>>,
     /// Account-wide reads shared by the Services reconciled within a short window.
     pub shared: super::shared::SharedReads,
 }
@@ -462,7 +466,21 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceContext>) -> Result<Action
             )
             .await;
     }
+    if result.is_ok() {
+        ctx.failures.lock().remove(&service_key(&svc));
+    }
     result.map(|()| Action::requeue(ctx.resync))
+}
+
+fn service_key(svc: &Service) -> String {
+    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
+}
+
+/// The pause before retrying after the `failures`-th consecutive failure (1-based):
+/// `min`, doubling each time, at most `max`.
+pub fn retry_delay(failures: u32, min: Duration, max: Duration) -> Duration {
+    let doublings = failures.saturating_sub(1).min(30);
+    min.saturating_mul(1u32 << doublings).min(max)
 }
 
 async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<(), ServiceError> {
@@ -488,8 +506,21 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<(), Serv
 }
 
 fn error_policy(svc: Arc<Service>, error: &ServiceError, ctx: Arc<ServiceContext>) -> Action {
-    tracing::warn!(service = %svc.name_any(), error = %error, "service reconcile failed");
-    Action::requeue(ctx.retry)
+    let failures = {
+        let mut f = ctx.failures.lock();
+        let n = f.entry(service_key(&svc)).or_insert(0);
+        *n = n.saturating_add(1);
+        *n
+    };
+    let delay = retry_delay(failures, ctx.retry.0, ctx.retry.1);
+    tracing::warn!(
+        service = %svc.name_any(),
+        error = %error,
+        failures,
+        retry_in_ms = delay.as_millis() as u64,
+        "service reconcile failed"
+    );
+    Action::requeue(delay)
 }
 
 /// Runs the service controller until `shutdown` completes; Node changes re-reconcile every
@@ -521,6 +552,16 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_services_back_off_exponentially_up_to_the_maximum() {
+        let (min, max) = (Duration::from_secs(5), Duration::from_secs(300));
+        let delays: Vec<u64> = (1..=9)
+            .map(|n| retry_delay(n, min, max).as_secs())
+            .collect();
+        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
+        assert_eq!(retry_delay(u32::MAX, min, max), max, "no overflow");
+    }
 
     fn svc(ns: &str, name: &str, uid: &str, fips: &str, ty: &str) -> Service {
         serde_json::from_value(json!({
