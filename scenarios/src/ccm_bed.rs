@@ -388,7 +388,11 @@ impl CcmBed {
                 "/load-balancers/{lb}/availability?from={from}&client={client}"
             ))
             .await;
-        av["entries"].as_array().cloned().unwrap_or_default()
+        // A missing answer must not read as "no downtime".
+        av["entries"]
+            .as_array()
+            .cloned()
+            .unwrap_or_else(|| panic!("availability of {lb}: no entries in {av}"))
     }
 }
 
@@ -464,23 +468,30 @@ pub fn ingress(svc: &Service) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// The longest downtime (virtual s) of any VIP on `port` in oracle `entries`.
+/// The longest downtime (virtual s) of any VIP on `port` in oracle `entries`; panics when
+/// there is no such entry (nothing measured is not "no downtime").
 pub fn downtime(entries: &[Value], port: u16) -> f64 {
-    entries
-        .iter()
-        .filter(|e| e["kind"] == "vip" && e["port"] == port)
-        .map(|e| e["downtime_s"].as_f64().unwrap_or(f64::INFINITY))
-        .fold(0.0, f64::max)
+    worst(entries, &format!("VIP port {port}"), |e| {
+        e["kind"] == "vip" && e["port"] == port
+    })
 }
 
 /// The longest downtime (virtual s) on the entry address `address` (a floating IP) on
-/// `port`.
+/// `port`; panics when there is no such entry.
 pub fn downtime_at(entries: &[Value], address: &str, port: u16) -> f64 {
-    entries
+    worst(entries, &format!("{address} port {port}"), |e| {
+        e["address"] == address && e["port"] == port
+    })
+}
+
+fn worst(entries: &[Value], what: &str, select: impl Fn(&Value) -> bool) -> f64 {
+    let selected: Vec<f64> = entries
         .iter()
-        .filter(|e| e["address"] == address && e["port"] == port)
+        .filter(|e| select(e))
         .map(|e| e["downtime_s"].as_f64().unwrap_or(f64::INFINITY))
-        .fold(0.0, f64::max)
+        .collect();
+    assert!(!selected.is_empty(), "the oracle has no entry for {what}");
+    selected.into_iter().fold(0.0, f64::max)
 }
 
 /// Down intervals (virtual seconds since the epoch) per VIP address on `port`.
