@@ -49,6 +49,13 @@ const ROWS: &[Row] = &[
         bound: 0.0,
     },
     Row {
+        change: "ip mode, forced hostname (status only)",
+        reference_class: "none",
+        reference_on_fakecloud: "0",
+        class: "none",
+        bound: 0.0,
+    },
+    Row {
         change: "allowed CIDRs (for allowed clients)",
         reference_class: "minimal",
         reference_on_fakecloud: "0",
@@ -165,14 +172,10 @@ fn change(
     }
 }
 
-/// `80`/`443` style figure: whole seconds unless it has a fraction worth showing.
+/// Whole virtual seconds: the model's timings are whole, what is left is scheduling jitter
+/// of the scaled clock.
 fn figure(secs: f64) -> String {
-    let r = (secs * 10.0).round() / 10.0;
-    if r.fract() == 0.0 {
-        format!("{r:.0}")
-    } else {
-        format!("{r:.1}")
-    }
+    format!("{:.0}", secs.round())
 }
 
 fn render(measured: &[String]) -> String {
@@ -317,6 +320,18 @@ async fn every_change_stays_within_its_class_and_the_readme_table_is_what_was_me
             |s| s.lbs[0]["name"] == "renamed-web",
         ),
         change(
+            "ip-mode Proxy→VIP",
+            "ip mode, forced hostname (status only)",
+            Step::Patch(ann("ip-mode", "VIP")),
+            |_| true,
+        ),
+        change(
+            "force-hostname",
+            "ip mode, forced hostname (status only)",
+            Step::Patch(ann("force-hostname", "web.example.com")),
+            |_| true,
+        ),
+        change(
             "listener-allowed-cidrs",
             "allowed CIDRs (for allowed clients)",
             Step::Patch(ann("listener-allowed-cidrs", r#"["203.0.113.0/24"]"#)),
@@ -454,6 +469,12 @@ async fn every_change_stays_within_its_class_and_the_readme_table_is_what_was_me
             Step::Patch(ann("flavor", "lb-large")),
             |s| s.lbs[0]["flavor"]["slug"] == "lb-standard",
         ),
+        change(
+            "zone rma1→lpg1",
+            "flavor, zone, VIP addresses",
+            Step::Patch(ann("zone", "lpg1")),
+            |s| s.lbs[0]["zone"]["slug"] == "rma1",
+        ),
     ];
 
     // Worst downtime per row; the floating IP row reports its address and the VIPs.
@@ -574,16 +595,28 @@ async fn every_change_stays_within_its_class_and_the_readme_table_is_what_was_me
                 "a client outside the allowed CIDRs is refused: {av:#?}"
             );
         }
-        if c.what.starts_with("flavor") {
-            let refused = bed
-                .events("web")
-                .await
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some("ChangeRefused"));
-            assert!(
-                refused.is_some_and(|e| e.message.unwrap_or_default().contains(&key("flavor"))),
-                "a ChangeRefused Event naming the annotation"
-            );
+        for refused in ["flavor", "zone"] {
+            if c.what.starts_with(refused) {
+                let named = bed.events("web").await.into_iter().any(|e| {
+                    e.reason.as_deref() == Some("ChangeRefused")
+                        && e.message.unwrap_or_default().contains(&key(refused))
+                });
+                assert!(named, "a ChangeRefused Event naming {}", key(refused));
+            }
+        }
+        if c.what.starts_with("ip-mode") || c.what.starts_with("force-hostname") {
+            let hostname = c.what.starts_with("force-hostname");
+            eventually("the status to follow", LIMIT, || async {
+                let svc = bed.services().get("web").await.ok()?;
+                let ingress = scenarios::ccm_bed::ingress(&svc);
+                let ok = if hostname {
+                    ingress == [json!({"hostname": "web.example.com"})]
+                } else {
+                    !ingress.is_empty() && ingress.iter().all(|i| i["ipMode"] == "VIP")
+                };
+                ok.then_some(())
+            })
+            .await;
         }
         let w = measured.iter().copied().fold(0.0, f64::max);
         eprintln!("{}: {measured:?} virtual s", c.what);

@@ -35,20 +35,50 @@ pub trait ServerDirectory: Send + Sync + 'static {
     fn list(&self) -> impl Future<Output = Result<Vec<ServerFacts>, DirectoryError>> + Send;
 }
 
-/// Publishes Events without letting a failure to publish stop the controller.
+/// How long a repeated Event is counted on its first occurrence instead of recorded anew
+/// (the 6 minutes of client-go and kube's Recorder).
+const SERIES_TTL: std::time::Duration = std::time::Duration::from_secs(6 * 60);
+
+/// What makes two Events the same: the object, type, reason, action and message. kube's
+/// Recorder leaves the message out, so a second, different error or refusal on the same
+/// object would only bump the count of the first and never be shown; here it is its own
+/// Event, as with client-go's recorder.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct EventKey {
+    regarding: (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    ),
+    warning: bool,
+    reason: String,
+    action: String,
+    note: String,
+}
+
+#[derive(Debug, Clone)]
+struct Recorded {
+    name: String,
+    count: i32,
+    last: std::time::Instant,
+}
+
+/// Publishes Events (events.k8s.io/v1) without letting a failure to publish stop the
+/// controller.
 #[derive(Clone)]
 pub struct Events {
-    recorder: kube::runtime::events::Recorder,
+    client: kube::Client,
+    instance: String,
+    recorded: std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<EventKey, Recorded>>>,
 }
 
 impl Events {
     pub fn new(client: kube::Client, instance: Option<String>) -> Events {
-        let reporter = kube::runtime::events::Reporter {
-            controller: crate::COMPONENT.to_string(),
-            instance,
-        };
         Events {
-            recorder: kube::runtime::events::Recorder::new(client, reporter),
+            client,
+            instance: instance.unwrap_or_else(|| crate::COMPONENT.to_string()),
+            recorded: Default::default(),
         }
     }
 
@@ -60,20 +90,103 @@ impl Events {
         action: &str,
         note: String,
     ) {
-        let ev = kube::runtime::events::Event {
-            type_: if warning {
-                kube::runtime::events::EventType::Warning
-            } else {
-                kube::runtime::events::EventType::Normal
-            },
-            reason: reason.to_string(),
-            note: Some(note),
-            action: action.to_string(),
-            secondary: None,
-        };
-        if let Err(e) = self.recorder.publish(&ev, object).await {
+        if let Err(e) = self
+            .try_publish(object, warning, reason, action, note)
+            .await
+        {
             tracing::warn!(reason, error = %e, "cannot publish event");
         }
+    }
+
+    async fn try_publish(
+        &self,
+        object: &k8s_openapi::api::core::v1::ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) -> Result<(), kube::Error> {
+        use k8s_openapi::api::events::v1::{Event, EventSeries};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+        use kube::api::{Api, Patch, PatchParams, PostParams};
+
+        let now = std::time::Instant::now();
+        let stamp = MicroTime(k8s_openapi::jiff::Timestamp::now());
+        let key = EventKey {
+            regarding: (
+                object.uid.clone(),
+                object.namespace.clone(),
+                object.name.clone(),
+                object.kind.clone(),
+            ),
+            warning,
+            reason: reason.to_string(),
+            action: action.to_string(),
+            note: note.clone(),
+        };
+        let repeat = {
+            let mut recorded = self.recorded.lock();
+            recorded.retain(|_, r| now.duration_since(r.last) < SERIES_TTL);
+            recorded.get(&key).cloned()
+        };
+        let namespace = object
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string());
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        if let Some(r) = repeat {
+            let count = r.count + 1;
+            let patch = serde_json::json!({"series": EventSeries {
+                count,
+                last_observed_time: stamp.clone(),
+            }});
+            match events
+                .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {
+                    let counted = Recorded {
+                        count,
+                        last: now,
+                        ..r
+                    };
+                    self.recorded.lock().insert(key, counted);
+                    return Ok(());
+                }
+                // Expired on the server (Events live an hour): record it anew.
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let name = format!(
+            "{}.{}",
+            object.name.as_deref().unwrap_or(crate::COMPONENT),
+            &uuid::Uuid::new_v4().simple().to_string()[..16]
+        );
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            event_time: Some(stamp),
+            action: Some(action.to_string()),
+            reason: Some(reason.to_string()),
+            note: Some(note),
+            type_: Some(if warning { "Warning" } else { "Normal" }.to_string()),
+            regarding: Some(object.clone()),
+            reporting_controller: Some(crate::COMPONENT.to_string()),
+            reporting_instance: Some(self.instance.clone()),
+            ..Event::default()
+        };
+        events.create(&PostParams::default(), &event).await?;
+        let recorded = Recorded {
+            name,
+            count: 1,
+            last: now,
+        };
+        self.recorded.lock().insert(key, recorded);
+        Ok(())
     }
 }
 

@@ -1,0 +1,61 @@
+//! Events about managed objects: a repeat is counted on the first Event, a different message
+//! is an Event of its own (kube's Recorder would only count it, hiding the new message).
+
+use ccm::node::Events;
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::Event;
+use kube::api::{Api, ListParams};
+use scenarios::cluster::Cluster;
+
+fn reference() -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Service".into()),
+        namespace: Some("default".into()),
+        name: Some("web".into()),
+        uid: Some("0f2b3c4d-0000-4000-8000-000000000001".into()),
+        ..ObjectReference::default()
+    }
+}
+
+#[tokio::test]
+async fn repeats_become_a_series_and_a_new_message_a_new_event() {
+    let cluster = Cluster::embedded().await.expect("cluster");
+    let events = Events::new(cluster.client(), Some("ccm-test".into()));
+    let api: Api<Event> = Api::namespaced(cluster.client(), "default");
+    let flavor = "Changing the flavor is refused (k8s.cloudscale.ch/loadbalancer-flavor)";
+    let zone = "Changing the zone is refused (k8s.cloudscale.ch/loadbalancer-zone)";
+    for note in [flavor, flavor, flavor, zone] {
+        events
+            .publish(
+                &reference(),
+                true,
+                "ChangeRefused",
+                "PlanLoadBalancer",
+                note.to_string(),
+            )
+            .await;
+    }
+    let mut listed = api.list(&ListParams::default()).await.expect("list").items;
+    listed.sort_by_key(|e| e.note.clone());
+    let seen: Vec<(Option<String>, Option<i32>)> = listed
+        .iter()
+        .map(|e| (e.note.clone(), e.series.as_ref().map(|s| s.count)))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (Some(flavor.to_string()), Some(3)),
+            (Some(zone.to_string()), None)
+        ]
+    );
+    for e in &listed {
+        assert_eq!(e.type_.as_deref(), Some("Warning"));
+        assert_eq!(e.reason.as_deref(), Some("ChangeRefused"));
+        assert_eq!(e.reporting_instance.as_deref(), Some("ccm-test"));
+        assert_eq!(
+            e.regarding.as_ref().and_then(|r| r.name.as_deref()),
+            Some("web")
+        );
+    }
+}
