@@ -7,7 +7,9 @@
 //! `UPDATE_IMPACT_TABLE=1 cargo test -p ccm --test impact_table` rewrites the table in the
 //! README from the run instead of checking it.
 
-use scenarios::ccm_bed::{CcmBed as Bed, LIMIT, Snap, downtime, downtime_at, unreachable_on_both};
+use scenarios::ccm_bed::{
+    CcmBed as Bed, LIMIT, Snap, downtime, downtime_at, unreachable_on_both, web_service as web,
+};
 use scenarios::wait::eventually;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -269,21 +271,10 @@ fn the_table_comparison_tolerates_jitter_but_not_changes() {
     );
 }
 
-fn web() -> k8s_openapi::api::core::v1::Service {
-    serde_json::from_value(json!({
-        "metadata": {"name": "web"},
-        "spec": {"type": "LoadBalancer", "ports": [
-            {"name": "http", "port": 80, "targetPort": 8080},
-            {"name": "https", "port": 443, "targetPort": 8443},
-        ]},
-    }))
-    .expect("service")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_change_stays_within_its_class_and_the_readme_table_is_what_was_measured() {
     let mut bed = Bed::start_default().await;
-    let start = bed.create_converged(&web(), 2).await;
+    let start = bed.create_converged(&web(json!({})), 2).await;
     let lb = start.lb_uuid();
     eventually("uuid annotation", LIMIT, || async {
         let s = bed.services().get("web").await.ok()?;
@@ -492,23 +483,12 @@ async fn every_change_stays_within_its_class_and_the_readme_table_is_what_was_me
             Step::NodeJoin => {
                 bed.tb.add_node("node-4").await.expect("node-4");
             }
-            Step::NodeLeave => {
-                let server = bed.tb.server_of("node-4").expect("node-4's server");
-                bed.cloud(reqwest::Method::DELETE, &format!("/servers/{server}"), None)
-                    .await;
-            }
+            Step::NodeLeave => bed.delete_server_of("node-4").await,
             Step::FloatingIp => {
-                let fip = bed
-                    .cloud(
-                        reqwest::Method::POST,
-                        "/floating-ips",
-                        Some(json!({"ip_version": 4})),
-                    )
-                    .await;
-                let network = fip["network"].as_str().expect("network").to_string();
+                let (network, address) = bed.create_floating_ip().await;
                 bed.patch("web", &ann("floating-ips", &format!("[\"{network}\"]")))
                     .await;
-                fip_address = Some(network.split('/').next().unwrap_or_default().to_string());
+                fip_address = Some(address);
             }
         }
         let after = bed.converge(c.what, 2, |s| (c.expect)(s)).await;
@@ -536,17 +516,7 @@ async fn every_change_stays_within_its_class_and_the_readme_table_is_what_was_me
             measured.push(unreachable_on_both(&av, 443, 8443));
             ports = vec![80, 8443];
         } else if let Some(address) = &fip_address {
-            eventually("floating IP on the load balancer", LIMIT, || async {
-                let f = bed
-                    .cloud(
-                        reqwest::Method::GET,
-                        &format!("/floating-ips/{address}"),
-                        None,
-                    )
-                    .await;
-                (f["load_balancer"]["uuid"] == lb.as_str()).then_some(())
-            })
-            .await;
+            bed.wait_floating_ip_on(address, &lb).await;
             // Measured from the assigning request on, as the reference's figure is.
             let assigned = bed
                 .request_log()

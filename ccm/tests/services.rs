@@ -4,20 +4,9 @@
 use ccm::service::controller::{FINALIZER, TAG_CLUSTER, TAG_SERVICE_UID};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use scenarios::ccm_bed::{CcmBed as Bed, LIMIT};
+use scenarios::ccm_bed::{CcmBed as Bed, LIMIT, web_service as web};
 use scenarios::wait::eventually;
 use serde_json::{Value, json};
-
-fn web(annotations: Value) -> Service {
-    serde_json::from_value(json!({
-        "metadata": {"name": "web", "annotations": annotations},
-        "spec": {"type": "LoadBalancer", "ports": [
-            {"name": "http", "port": 80, "targetPort": 8080},
-            {"name": "https", "port": 443, "targetPort": 8443},
-        ]},
-    }))
-    .expect("service")
-}
 
 fn ingress_ips(svc: &Service) -> Vec<(String, Option<String>)> {
     svc.status

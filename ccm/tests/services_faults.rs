@@ -15,9 +15,8 @@
 
 use ccm::service::controller::FINALIZER;
 use fakecloud::faults::{FaultEffect, FaultRule};
-use k8s_openapi::api::core::v1::Service;
 use kube::api::DeleteParams;
-use scenarios::ccm_bed::{CcmBed as Bed, CcmBedConfig, LIMIT, Snap, downtime};
+use scenarios::ccm_bed::{CcmBed as Bed, CcmBedConfig, LIMIT, Snap, downtime, web_service as web};
 use scenarios::wait::eventually;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -59,17 +58,6 @@ async fn bed() -> Bed {
         ..CcmBedConfig::default()
     };
     Bed::start(config).await
-}
-
-fn web(annotations: Value) -> Service {
-    serde_json::from_value(json!({
-        "metadata": {"name": "web", "annotations": annotations},
-        "spec": {"type": "LoadBalancer", "ports": [
-            {"name": "http", "port": 80, "targetPort": 8080},
-            {"name": "https", "port": 443, "targetPort": 8443},
-        ]},
-    }))
-    .expect("service")
 }
 
 fn ann(suffix: &str, value: &str) -> Value {
@@ -226,16 +214,7 @@ async fn run(case: &Case, effect: FaultEffect, times: u64) {
             )
             .await;
         }
-        Trigger::FloatingIp => {
-            let created = bed
-                .cloud(
-                    reqwest::Method::POST,
-                    "/floating-ips",
-                    Some(json!({"ip_version": 4})),
-                )
-                .await;
-            fip = Some(created["network"].as_str().expect("network").to_string());
-        }
+        Trigger::FloatingIp => fip = Some(bed.create_floating_ip().await),
         _ => {}
     }
 
@@ -266,7 +245,7 @@ async fn run(case: &Case, effect: FaultEffect, times: u64) {
         }
         Trigger::MemberDrift(_) => touch(&bed, 1).await,
         Trigger::FloatingIp => {
-            let network = fip.clone().expect("floating IP");
+            let (network, _) = fip.clone().expect("floating IP");
             bed.patch("web", &ann("floating-ips", &format!("[\"{network}\"]")))
                 .await;
         }
@@ -367,20 +346,8 @@ async fn run(case: &Case, effect: FaultEffect, times: u64) {
             );
         }
     }
-    if let Some(network) = &fip {
-        let address = network.split('/').next().unwrap_or_default().to_string();
-        let lb = after.lb_uuid();
-        eventually(&format!("{label}: floating IP assigned"), LIMIT, || async {
-            let f = bed
-                .cloud(
-                    reqwest::Method::GET,
-                    &format!("/floating-ips/{address}"),
-                    None,
-                )
-                .await;
-            (f["load_balancer"]["uuid"] == lb.as_str()).then_some(())
-        })
-        .await;
+    if let Some((_, address)) = &fip {
+        bed.wait_floating_ip_on(address, &after.lb_uuid()).await;
     }
 
     // Converged for good: one more reconcile writes nothing.

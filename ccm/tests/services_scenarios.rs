@@ -7,20 +7,9 @@ use fakecloud::faults::{FaultEffect, FaultRule};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use scenarios::ccm_bed::{CcmBed as Bed, LIMIT, downtime, ingress};
+use scenarios::ccm_bed::{CcmBed as Bed, LIMIT, downtime, ingress, web_service as web};
 use scenarios::wait::eventually;
 use serde_json::{Value, json};
-
-fn web(annotations: Value) -> Service {
-    serde_json::from_value(json!({
-        "metadata": {"name": "web", "annotations": annotations},
-        "spec": {"type": "LoadBalancer", "ports": [
-            {"name": "http", "port": 80, "targetPort": 8080},
-            {"name": "https", "port": 443, "targetPort": 8443},
-        ]},
-    }))
-    .expect("service")
-}
 
 fn all(values: &[Value], f: impl Fn(&Value) -> bool) -> bool {
     !values.is_empty() && values.iter().all(f)
@@ -293,15 +282,7 @@ async fn local_traffic_policy_checks_kube_proxy_and_only_the_endpoint_node_is_up
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_floating_ip_annotation_assigns_it_to_the_load_balancer() {
     let bed = Bed::start_default().await;
-    let fip = bed
-        .cloud(
-            reqwest::Method::POST,
-            "/floating-ips",
-            Some(json!({"ip_version": 4})),
-        )
-        .await;
-    let network = fip["network"].as_str().expect("network").to_string();
-    let address = network.split('/').next().unwrap_or_default().to_string();
+    let (network, address) = bed.create_floating_ip().await;
     let s = bed.create_converged(&web(json!({})), 2).await;
     let lb = s.lb_uuid();
     let t0 = bed.now();
@@ -311,17 +292,7 @@ async fn a_floating_ip_annotation_assigns_it_to_the_load_balancer() {
         &serde_json::to_string(&[format!("{address}/32")]).unwrap_or_default(),
     )
     .await;
-    let assigned = eventually("floating IP on the load balancer", LIMIT, || async {
-        let f = bed
-            .cloud(
-                reqwest::Method::GET,
-                &format!("/floating-ips/{address}"),
-                None,
-            )
-            .await;
-        (f["load_balancer"]["uuid"] == lb.as_str()).then_some(f)
-    })
-    .await;
+    let assigned = bed.wait_floating_ip_on(&address, &lb).await;
     assert_eq!(assigned["network"], network.as_str());
     assert_eq!(bed.snap().await.lbs.len(), 1);
     // The floating IP carries traffic once propagated (10 virtual s after assignment).

@@ -352,6 +352,49 @@ impl CcmBed {
         .await
     }
 
+    /// A new, unassigned IPv4 floating IP: its `network` (with prefix) and bare address.
+    pub async fn create_floating_ip(&self) -> (String, String) {
+        let fip = self
+            .cloud(
+                reqwest::Method::POST,
+                "/floating-ips",
+                Some(json!({"ip_version": 4})),
+            )
+            .await;
+        let network = fip["network"]
+            .as_str()
+            .unwrap_or_else(|| panic!("floating IP without network: {fip}"))
+            .to_string();
+        let address = network.split('/').next().unwrap_or_default().to_string();
+        (network, address)
+    }
+
+    /// Waits until the floating IP `address` is assigned to the load balancer `lb`; returns
+    /// the floating IP.
+    pub async fn wait_floating_ip_on(&self, address: &str, lb: &str) -> Value {
+        eventually(&format!("floating IP {address} on {lb}"), LIMIT, || async {
+            let f = self
+                .cloud(
+                    reqwest::Method::GET,
+                    &format!("/floating-ips/{address}"),
+                    None,
+                )
+                .await;
+            (f["load_balancer"]["uuid"] == lb).then_some(f)
+        })
+        .await
+    }
+
+    /// Deletes the server of Node `node` through the API (the VM is gone).
+    pub async fn delete_server_of(&self, node: &str) {
+        let server = self
+            .tb
+            .server_of(node)
+            .unwrap_or_else(|| panic!("no server for {node}"));
+        self.cloud(reqwest::Method::DELETE, &format!("/servers/{server}"), None)
+            .await;
+    }
+
     /// The UUID of the testbed's subnet.
     pub async fn subnet_uuid(&self) -> String {
         let subnets = self.cloud_list("/subnets").await;
@@ -394,6 +437,19 @@ impl CcmBed {
             .cloned()
             .unwrap_or_else(|| panic!("availability of {lb}: no entries in {av}"))
     }
+}
+
+/// The Service `web` the scenarios use: type LoadBalancer, ports `http` 80 → 8080 and
+/// `https` 443 → 8443, with `annotations`.
+pub fn web_service(annotations: Value) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": "web", "annotations": annotations},
+        "spec": {"type": "LoadBalancer", "ports": [
+            {"name": "http", "port": 80, "targetPort": 8080},
+            {"name": "https", "port": 443, "targetPort": 8443},
+        ]},
+    }))
+    .unwrap_or_else(|e| panic!("the web Service: {e}"))
 }
 
 /// fakecloud's view of every load-balancer resource at one moment.
