@@ -66,47 +66,18 @@ async fn a_load_balancer_service_gets_its_load_balancer_status_and_cleanup() {
     assert_eq!(lbs[0]["name"], format!("k8s-service-{uid}").as_str());
     assert_eq!(lbs[0]["tags"][TAG_CLUSTER], "test-cluster");
     assert_eq!(lbs[0]["tags"][TAG_SERVICE_UID], uid.as_str());
-    let pools = bed.cloud_list("/load-balancers/pools").await;
-    let mut names: Vec<&str> = pools.iter().filter_map(|p| p["name"].as_str()).collect();
-    names.sort();
-    assert_eq!(names, ["tcp/http", "tcp/https"]);
-    for p in &pools {
-        let members = bed
-            .cloud_list(&format!(
-                "/load-balancers/pools/{}/members",
-                p["uuid"].as_str().unwrap_or_default()
-            ))
-            .await;
-        assert_eq!(members.len(), 3, "one member per node");
-    }
-    let listeners = bed.cloud_list("/load-balancers/listeners").await;
-    let mut lnames: Vec<&str> = listeners
-        .iter()
-        .filter_map(|l| l["name"].as_str())
-        .collect();
-    lnames.sort();
-    assert_eq!(lnames, ["tcp/443", "tcp/80"]);
-    assert_eq!(
-        bed.cloud_list("/load-balancers/health-monitors")
-            .await
-            .len(),
-        2
-    );
+    let s = bed.snap().await;
+    assert_eq!(s.pool_names(), ["tcp/http", "tcp/https"]);
+    assert_eq!(s.member_counts(), [3, 3], "one member per node");
+    assert_eq!(s.listener_names(), ["tcp/443", "tcp/80"]);
+    assert_eq!(s.monitors.len(), 2);
 
     // Deletion removes the load balancer first, then the finalizer.
     bed.services()
         .delete("web", &DeleteParams::default())
         .await
         .expect("delete");
-    eventually("service gone", LIMIT, || async {
-        bed.services()
-            .get_opt("web")
-            .await
-            .ok()?
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    bed.wait_service_gone("web").await;
     assert!(bed.cloud_list("/load-balancers").await.is_empty());
     assert!(bed.cloud_list("/load-balancers/pools").await.is_empty());
 }

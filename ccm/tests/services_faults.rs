@@ -305,15 +305,7 @@ async fn run(case: &Case, effect: FaultEffect, times: u64) {
     }
 
     if matches!(case.trigger, Trigger::Delete) {
-        eventually(&format!("{label}: Service gone"), LIMIT, || async {
-            bed.services()
-                .get_opt("web")
-                .await
-                .ok()?
-                .is_none()
-                .then_some(())
-        })
-        .await;
+        bed.wait_service_gone("web").await;
         let s = bed.snap().await;
         assert!(
             s.lbs.is_empty() && s.pools.is_empty() && s.listeners.is_empty(),

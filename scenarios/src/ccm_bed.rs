@@ -395,6 +395,19 @@ impl CcmBed {
             .await;
     }
 
+    /// Waits until the Service `name` is gone from the cluster (its finalizer removed).
+    pub async fn wait_service_gone(&self, name: &str) {
+        eventually(&format!("Service {name} gone"), LIMIT, || async {
+            self.services()
+                .get_opt(name)
+                .await
+                .ok()?
+                .is_none()
+                .then_some(())
+        })
+        .await
+    }
+
     /// The UUID of the testbed's subnet.
     pub async fn subnet_uuid(&self) -> String {
         let subnets = self.cloud_list("/subnets").await;
