@@ -59,3 +59,32 @@ async fn repeats_become_a_series_and_a_new_message_a_new_event() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_repeat_of_an_event_deleted_on_the_server_is_recorded_anew() {
+    let cluster = Cluster::embedded().await.expect("cluster");
+    let events = Events::new(cluster.client(), None);
+    let api: Api<Event> = Api::namespaced(cluster.client(), "default");
+    let object = reference();
+    let publish = || {
+        events.publish(
+            &object,
+            false,
+            "EnsuredLoadBalancer",
+            "EnsureLoadBalancer",
+            "Ensured load balancer".to_string(),
+        )
+    };
+    publish().await;
+    let first = api.list(&ListParams::default()).await.expect("list").items;
+    assert_eq!(first.len(), 1);
+    let name = first[0].metadata.name.clone().expect("name");
+    api.delete(&name, &Default::default())
+        .await
+        .expect("delete");
+    publish().await;
+    let again = api.list(&ListParams::default()).await.expect("list").items;
+    assert_eq!(again.len(), 1, "recorded anew after the first expired");
+    assert_ne!(again[0].metadata.name.as_deref(), Some(name.as_str()));
+    assert!(again[0].series.is_none());
+}
