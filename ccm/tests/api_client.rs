@@ -1064,6 +1064,42 @@ async fn dropped_post_is_looked_up_then_retried_once() {
 }
 
 #[tokio::test]
+async fn a_replacement_pool_is_not_mistaken_for_the_pool_it_replaces() {
+    // Make-before-break keeps the old pool (same name, other algorithm) while the new one
+    // is created: a create whose outcome is unknown must find the new one or retry, never
+    // return the old one.
+    let fc = start(Config::for_tests()).await;
+    let c = Client::new(config(&fc, TOKEN)).expect("client");
+    let lb = c
+        .create_load_balancer(&new_lb("svc-r"), Idempotency::NaturalKey)
+        .await
+        .expect("lb");
+    let old = c
+        .create_pool(&new_pool(&lb.uuid, "tcp/http"), Idempotency::NaturalKey)
+        .await
+        .expect("old pool");
+    let replacement = CreatePool {
+        algorithm: PoolAlgorithm::LeastConnections,
+        ..new_pool(&lb.uuid, "tcp/http")
+    };
+    for effect in [status_fault(502, None), FaultEffect::LoseAnswer] {
+        fault(
+            &fc,
+            FaultRule::new(Some("POST"), "/v1/load-balancers/pools", effect).times(1),
+        );
+        let new = c
+            .create_pool(&replacement, Idempotency::NaturalKey)
+            .await
+            .expect("replacement pool");
+        assert_ne!(new.uuid, old.uuid, "the old pool returned as the new one");
+        assert_eq!(new.algorithm, PoolAlgorithm::LeastConnections);
+        let pools = c.list_pools(&Filter::all()).await.expect("pools");
+        assert_eq!(pools.len(), 2, "old and new, no duplicate: {pools:?}");
+        c.delete_pool(&new.uuid).await.expect("delete");
+    }
+}
+
+#[tokio::test]
 async fn lost_answer_to_an_executed_post_returns_the_created_resource() {
     let fc = start(Config::for_tests()).await;
     let mut cfg = config(&fc, TOKEN);

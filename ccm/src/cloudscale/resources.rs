@@ -401,9 +401,18 @@ impl Client {
     pub async fn create_pool(&self, body: &CreatePool, idem: Idempotency) -> Result<Pool> {
         let mut body = body.clone();
         let (name, lb) = (body.name.clone(), body.load_balancer.clone());
+        let (algorithm, protocol) = (body.algorithm.clone(), body.protocol.clone());
+        // Algorithm and protocol belong to the key: a replacement pool (make-before-break)
+        // has the name of the pool it replaces, which still exists, and must not be taken
+        // for it.
         let natural: (String, Predicate<Pool>) = (
-            format!("name {name:?} in load balancer {lb}"),
-            Box::new(move |p: &Pool| p.name == name && p.load_balancer.uuid == lb),
+            format!("name {name:?} ({protocol:?}, {algorithm:?}) in load balancer {lb}"),
+            Box::new(move |p: &Pool| {
+                p.name == name
+                    && p.load_balancer.uuid == lb
+                    && p.algorithm == algorithm
+                    && p.protocol == protocol
+            }),
         );
         let lookup = prepare(&idem, &mut body.tags, POOLS, Some(natural));
         self.create("pool", POOLS, &body, lookup).await
