@@ -2,7 +2,7 @@
 //! Service goes through every kind of change on the testbed (CCM in-process, fakecloud's
 //! clock at 100×); fakecloud's data-plane oracle measures the downtime of each change for new
 //! connections; every change must stay within its class, and the README's table must be the
-//! one this run produced (within 1 virtual s per figure).
+//! one this run produced (within 1 virtual s plus 25 % per figure).
 //!
 //! `UPDATE_IMPACT_TABLE=1 cargo test -p ccm --test impact_table` rewrites the table in the
 //! README from the run instead of checking it.
@@ -217,7 +217,7 @@ fn split_numbers(cell: &str) -> (String, Vec<f64>) {
     (text, numbers)
 }
 
-/// Whether two tables agree: the same text, figures within 1 s.
+/// Whether two tables agree: the same text, figures within 1 s plus 25 %.
 fn same_table(readme: &str, measured: &str) -> Result<(), String> {
     let a: Vec<&str> = readme.trim().lines().collect();
     let b: Vec<&str> = measured.trim().lines().collect();
@@ -231,7 +231,13 @@ fn same_table(readme: &str, measured: &str) -> Result<(), String> {
     for (x, y) in a.iter().zip(&b) {
         let (tx, nx) = split_numbers(x);
         let (ty, ny) = split_numbers(y);
-        let close = nx.len() == ny.len() && nx.iter().zip(&ny).all(|(p, q)| (p - q).abs() <= 1.0);
+        // 1 s plus a quarter: the scaled clock turns a few ms of scheduling delay on a busy
+        // machine into tenths of virtual seconds.
+        let close = nx.len() == ny.len()
+            && nx
+                .iter()
+                .zip(&ny)
+                .all(|(p, q)| (p - q).abs() <= 1.0 + 0.25 * p.abs());
         if tx != ty || !close {
             return Err(format!("README:   {x}\nmeasured: {y}"));
         }
@@ -262,7 +268,8 @@ fn check_readme(table: &str) {
 #[test]
 fn the_table_comparison_tolerates_jitter_but_not_changes() {
     let t = render(&["0".into(), "10".into()]);
-    assert!(same_table(&t, &render(&["0".into(), "10.4".into()])).is_ok());
+    assert!(same_table(&t, &render(&["0".into(), "12".into()])).is_ok());
+    assert!(same_table(&t, &render(&["2".into(), "10".into()])).is_err());
     assert!(same_table(&t, &render(&["0".into(), "66".into()])).is_err());
     assert!(same_table(&t, &render(&["0".into(), "10 on the VIPs".into()])).is_err());
     assert_eq!(

@@ -105,6 +105,8 @@ struct Case {
     initial: Value,
     /// Install the fault only once a new pool appears, and only for requests naming it.
     on_new_pool: bool,
+    /// What the failure Event of the 500 run must name: the step that failed.
+    step: &'static str,
 }
 
 fn any(_: &Snap) -> bool {
@@ -141,20 +143,26 @@ fn no_duplicates(s: &Snap) -> Result<(), String> {
     Ok(())
 }
 
-/// Waits until fakecloud has seen no API request for 300 ms: the controller is idle.
+/// API requests fakecloud has served since its log was last cleared (its counters only
+/// grow, unlike the bounded log).
+async fn served(bed: &Bed) -> u64 {
+    let counters = bed.fake("/counters").await;
+    counters
+        .as_object()
+        .unwrap_or_else(|| panic!("counters: {counters}"))
+        .iter()
+        .filter(|(route, _)| !route.contains("/_fake"))
+        .filter_map(|(_, n)| n.as_u64())
+        .sum()
+}
+
+/// Waits until fakecloud has served no API request for 300 ms: the controller is idle.
 async fn quiet(bed: &Bed) {
-    let count = || async {
-        bed.request_log()
-            .await
-            .iter()
-            .filter(|r| r["path"].as_str().unwrap_or_default().starts_with("/v1/"))
-            .count()
-    };
     let deadline = tokio::time::Instant::now() + LIMIT;
-    let mut last = count().await;
+    let mut last = served(bed).await;
     loop {
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let now = count().await;
+        let now = served(bed).await;
         if now == last {
             return;
         }
@@ -185,7 +193,11 @@ fn hits(bed: &Bed, id: u64) -> u64 {
         .map_or(0, |r| r.hits)
 }
 
-async fn run(case: &Case, effect: FaultEffect, times: u64) {
+/// Runs `case` once with `effect`. A 500 hits every request matching the rule until the
+/// failure is seen (then the rule is removed); a lost answer or drop hits one request.
+async fn run(case: &Case, effect: FaultEffect) {
+    let failing = matches!(effect, FaultEffect::Status { .. });
+    let times = if failing { ATTEMPTS } else { 1 };
     let label = format!("{} / {effect:?}", case.action);
     let mut bed = bed().await;
     let before = match case.trigger {
@@ -219,7 +231,10 @@ async fn run(case: &Case, effect: FaultEffect, times: u64) {
     }
 
     let install = |bed: &Bed, resource: Option<String>| {
-        let mut r = FaultRule::new(Some(case.method), case.path, effect.clone()).times(times);
+        let mut r = FaultRule::new(Some(case.method), case.path, effect.clone());
+        if !failing {
+            r = r.times(1);
+        }
         if let Some(id) = resource {
             r = r.resource(&id);
         }
@@ -275,17 +290,18 @@ async fn run(case: &Case, effect: FaultEffect, times: u64) {
         || async { (hits(&bed, rule) >= times).then_some(()) },
     )
     .await;
-    if matches!(effect, FaultEffect::Status { .. }) {
-        // Every attempt failed: the reconcile gave up half-way and said so.
-        let event = eventually(&format!("{label}: a failure Event"), LIMIT, || async {
+    if failing {
+        // Every attempt failed: the reconcile gave up at that step and said so.
+        let message = eventually(&format!("{label}: a failure Event"), LIMIT, || async {
             bed.events("web")
                 .await
                 .into_iter()
-                .find(|e| e.reason.as_deref() == Some("SyncLoadBalancerFailed"))
+                .filter(|e| e.reason.as_deref() == Some("SyncLoadBalancerFailed"))
+                .filter(|e| e.type_.as_deref() == Some("Warning"))
+                .filter_map(|e| e.message)
+                .find(|m| m.contains(case.step))
         })
         .await;
-        assert_eq!(event.type_.as_deref(), Some("Warning"), "{label}");
-        let message = event.message.unwrap_or_default();
         assert!(
             !message.contains(bed.tb.cloud.token()),
             "{label}: the token in an Event"
@@ -302,6 +318,7 @@ async fn run(case: &Case, effect: FaultEffect, times: u64) {
             );
             assert_eq!(bed.cloud_list("/load-balancers").await.len(), 1, "{label}");
         }
+        assert!(bed.tb.cloud.faults().remove(rule), "{label}: rule gone");
     }
 
     if matches!(case.trigger, Trigger::Delete) {
@@ -348,7 +365,13 @@ async fn run(case: &Case, effect: FaultEffect, times: u64) {
     let reconciles = bed.ccm.as_ref().map_or(0, |c| c.service_reconciles());
     touch(&bed, 2).await;
     eventually(&format!("{label}: a reconcile after"), LIMIT, || async {
-        (bed.ccm.as_ref().map_or(0, |c| c.service_reconciles()) > reconciles).then_some(())
+        let fetched = bed
+            .request_log()
+            .await
+            .iter()
+            .any(|r| r["method"] == "GET" && r["path"] == "/v1/floating-ips");
+        let counted = bed.ccm.as_ref().map_or(0, |c| c.service_reconciles()) > reconciles;
+        (fetched && counted).then_some(())
     })
     .await;
     quiet(&bed).await;
@@ -376,7 +399,6 @@ async fn check(case: Case) {
             body: None,
             retry_after: None,
         },
-        ATTEMPTS,
     )
     .await;
     let second = if case.method == "GET" {
@@ -384,12 +406,19 @@ async fn check(case: Case) {
     } else {
         FaultEffect::LoseAnswer
     };
-    run(&case, second, 1).await;
+    run(&case, second).await;
 }
 
-fn case(action: &'static str, method: &'static str, path: &'static str, trigger: Trigger) -> Case {
+fn case(
+    action: &'static str,
+    step: &'static str,
+    method: &'static str,
+    path: &'static str,
+    trigger: Trigger,
+) -> Case {
     Case {
         action,
+        step,
         method,
         path,
         trigger,
@@ -406,7 +435,14 @@ fn case(action: &'static str, method: &'static str, path: &'static str, trigger:
 async fn reading_the_account_before_creating() {
     // A failed lookup must never be taken for "absent": no load balancer is created while
     // the list fails, exactly one afterwards.
-    check(case("fetch", "GET", "/v1/load-balancers", Trigger::Create)).await;
+    check(case(
+        "fetch",
+        "/v1/load-balancers",
+        "GET",
+        "/v1/load-balancers",
+        Trigger::Create,
+    ))
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -421,6 +457,7 @@ async fn reading_the_existing_load_balancer_before_changing_it() {
         },
         ..case(
             "fetch",
+            "/v1/load-balancers",
             "GET",
             "/v1/load-balancers",
             Trigger::Patch(ann("timeout-member-data-ms", "40000")),
@@ -433,8 +470,23 @@ async fn reading_the_existing_load_balancer_before_changing_it() {
 async fn create_lb() {
     check(case(
         "create-lb",
+        "create load balancer",
         "POST",
         "/v1/load-balancers",
+        Trigger::Create,
+    ))
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_the_new_load_balancer_after_creating_it() {
+    // The create succeeds, then the load balancer (and everything under it) cannot be read:
+    // the next reconcile must find it by name instead of creating another.
+    check(case(
+        "wait for the load balancer",
+        "/v1/load-balancers/",
+        "GET",
+        "/v1/load-balancers/*",
         Trigger::Create,
     ))
     .await;
@@ -446,6 +498,7 @@ async fn rename_lb() {
         end: |s| s.lbs[0]["name"] == "renamed-web",
         ..case(
             "rename-lb",
+            "rename load balancer",
             "PATCH",
             "/v1/load-balancers/*",
             Trigger::Patch(ann("name", "renamed-web")),
@@ -466,6 +519,7 @@ async fn create_pool_for_an_algorithm_change() {
         },
         ..case(
             "create-pool",
+            "create pool",
             "POST",
             "/v1/load-balancers/pools",
             Trigger::Patch(ann("pool-algorithm", "least_connections")),
@@ -480,6 +534,7 @@ async fn rename_pool_for_a_renamed_port() {
         end: |s| s.pool_names() == ["tcp/https", "tcp/web"],
         ..case(
             "rename-pool",
+            "rename pool",
             "PATCH",
             "/v1/load-balancers/pools/*",
             Trigger::Patch(ports(&[("web", 80), ("https", 443)])),
@@ -496,6 +551,7 @@ async fn delete_pool_for_a_removed_port() {
         end: |s| s.pool_names() == ["tcp/http"],
         ..case(
             "delete-pool",
+            "delete pool",
             "DELETE",
             "/v1/load-balancers/pools/*",
             Trigger::Patch(ports(&[("http", 80)])),
@@ -510,6 +566,7 @@ async fn create_member_for_a_joining_node() {
         end: |s| s.member_counts() == [4, 4],
         ..case(
             "create-member",
+            "create member",
             "POST",
             "/v1/load-balancers/pools/*/members",
             Trigger::NodeJoin,
@@ -524,6 +581,7 @@ async fn enable_member_disabled_out_of_band() {
         end: |s| s.members.values().flatten().all(|m| m["enabled"] == true),
         ..case(
             "enable-member",
+            "enable member",
             "PATCH",
             "/v1/load-balancers/pools/*/members/*",
             Trigger::MemberDrift(json!({"enabled": false})),
@@ -543,6 +601,7 @@ async fn rename_member_renamed_out_of_band() {
         },
         ..case(
             "rename-member",
+            "rename member",
             "PATCH",
             "/v1/load-balancers/pools/*/members/*",
             Trigger::MemberDrift(json!({"name": "renamed-out-of-band"})),
@@ -557,6 +616,7 @@ async fn delete_member_for_a_narrower_node_selector() {
         end: |s| s.member_counts() == [2, 2],
         ..case(
             "delete-member",
+            "delete member",
             "DELETE",
             "/v1/load-balancers/pools/*/members/*",
             Trigger::Patch(ann(
@@ -575,6 +635,7 @@ async fn create_listener_for_an_added_port() {
         end: |s| s.listener_names() == ["tcp/443", "tcp/80", "tcp/8080"],
         ..case(
             "create-listener",
+            "create listener",
             "POST",
             "/v1/load-balancers/listeners",
             Trigger::Patch(ports(&[("http", 80), ("https", 443), ("alt", 8080)])),
@@ -593,6 +654,7 @@ async fn update_listener_for_a_timeout() {
         },
         ..case(
             "update-listener",
+            "update listener",
             "PATCH",
             "/v1/load-balancers/listeners/*",
             Trigger::Patch(ann("timeout-client-data-ms", "40000")),
@@ -610,6 +672,7 @@ async fn delete_listener_when_switching_to_a_new_pool() {
         end: |s| s.pools.iter().all(|p| p["protocol"] == "proxy"),
         ..case(
             "delete-listener",
+            "delete listener",
             "DELETE",
             "/v1/load-balancers/listeners/*",
             Trigger::Patch(ann("pool-protocol", "proxy")),
@@ -625,6 +688,7 @@ async fn create_monitor_for_an_added_port() {
         end: |s| s.pool_names() == ["tcp/alt", "tcp/http", "tcp/https"],
         ..case(
             "create-monitor",
+            "create tcp health monitor",
             "POST",
             "/v1/load-balancers/health-monitors",
             Trigger::Patch(ports(&[("http", 80), ("https", 443), ("alt", 8080)])),
@@ -639,6 +703,7 @@ async fn update_monitor_for_a_delay() {
         end: |s| s.monitors.iter().all(|m| m["delay_s"] == 3),
         ..case(
             "update-monitor",
+            "update health monitor",
             "PATCH",
             "/v1/load-balancers/health-monitors/*",
             Trigger::Patch(ann("health-monitor-delay-s", "3")),
@@ -656,6 +721,7 @@ async fn delete_monitor_for_a_type_change() {
         end: |s| s.monitors.iter().all(|m| m["type"] == "http"),
         ..case(
             "delete-monitor",
+            "delete health monitor",
             "DELETE",
             "/v1/load-balancers/health-monitors/*",
             Trigger::Patch(ann("health-monitor-type", "http")),
@@ -676,6 +742,7 @@ async fn waiting_for_new_members_to_come_up() {
         on_new_pool: true,
         ..case(
             "wait",
+            "wait for new members",
             "GET",
             "/v1/load-balancers/pools/*/members",
             Trigger::Patch(ann("pool-algorithm", "source_ip")),
@@ -688,6 +755,7 @@ async fn waiting_for_new_members_to_come_up() {
 async fn assign_floating_ip() {
     check(case(
         "assign-fip",
+        "assign floating IP",
         "PATCH",
         "/v1/floating-ips/*",
         Trigger::FloatingIp,
@@ -699,6 +767,7 @@ async fn assign_floating_ip() {
 async fn delete_lb_when_the_service_is_deleted() {
     check(case(
         "delete-lb",
+        "/v1/load-balancers/",
         "DELETE",
         "/v1/load-balancers/*",
         Trigger::Delete,

@@ -257,11 +257,11 @@ impl CcmBed {
         r.json::<Value>().await.unwrap_or(Value::Null)
     }
 
-    /// A list from fakecloud's API (empty on an error answer).
+    /// A list from fakecloud's API; panics on an error answer (it must not read as empty).
     pub async fn cloud_list(&self, path: &str) -> Vec<Value> {
         match self.cloud(reqwest::Method::GET, path, None).await {
             Value::Array(v) => v,
-            _ => Vec::new(),
+            other => panic!("GET {path}: not a list: {other}"),
         }
     }
 
@@ -279,11 +279,10 @@ impl CcmBed {
 
     /// Requests fakecloud has logged since the log was last cleared.
     pub async fn request_log(&self) -> Vec<Value> {
-        self.fake("/requests")
-            .await
-            .as_array()
-            .cloned()
-            .unwrap_or_default()
+        match self.fake("/requests").await {
+            Value::Array(v) => v,
+            other => panic!("request log: not a list: {other}"),
+        }
     }
 
     /// Clears fakecloud's request log.
@@ -302,26 +301,36 @@ impl CcmBed {
         (reads, log.len() - reads)
     }
 
-    /// fakecloud's view of every load-balancer resource now.
+    /// fakecloud's view of every load-balancer resource now. A pool deleted between the
+    /// list and the read of its members makes it look again.
     pub async fn snap(&self) -> Snap {
-        let pools = self.cloud_list("/load-balancers/pools").await;
-        let mut members = BTreeMap::new();
-        for p in &pools {
-            let m = self
-                .cloud_list(&format!(
+        'again: for _ in 0..20 {
+            let pools = self.cloud_list("/load-balancers/pools").await;
+            let mut members = BTreeMap::new();
+            for p in &pools {
+                let path = format!(
                     "/load-balancers/pools/{}/members",
                     p["uuid"].as_str().unwrap_or_default()
-                ))
-                .await;
-            members.insert(p["name"].as_str().unwrap_or_default().to_string(), m);
+                );
+                match self.cloud(reqwest::Method::GET, &path, None).await {
+                    Value::Array(m) => {
+                        members.insert(p["name"].as_str().unwrap_or_default().to_string(), m);
+                    }
+                    Value::Object(o) if o.get("detail").is_some_and(|d| d == "Not found.") => {
+                        continue 'again;
+                    }
+                    other => panic!("GET {path}: not a list: {other}"),
+                }
+            }
+            return Snap {
+                lbs: self.cloud_list("/load-balancers").await,
+                pools,
+                listeners: self.cloud_list("/load-balancers/listeners").await,
+                monitors: self.cloud_list("/load-balancers/health-monitors").await,
+                members,
+            };
         }
-        Snap {
-            lbs: self.cloud_list("/load-balancers").await,
-            pools,
-            listeners: self.cloud_list("/load-balancers/listeners").await,
-            monitors: self.cloud_list("/load-balancers/health-monitors").await,
-            members,
-        }
+        panic!("the pools kept changing under the snapshot");
     }
 
     /// Waits until the snapshot satisfies `check` and is settled with `ports` ports.
@@ -568,7 +577,7 @@ pub fn down_intervals(entries: &[Value], port: u16) -> BTreeMap<String, Vec<(f64
     let secs = |v: &Value| {
         fakecloud::clock::parse_time(v.as_str().unwrap_or_default())
             .map(|t| t.timestamp_micros() as f64 / 1e6)
-            .unwrap_or(0.0)
+            .unwrap_or_else(|| panic!("the oracle gave a bad time: {v}"))
     };
     let mut out: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for e in entries
@@ -589,6 +598,10 @@ pub fn down_intervals(entries: &[Value], port: u16) -> BTreeMap<String, Vec<(f64
 pub fn unreachable_on_both(entries: &[Value], old: u16, new: u16) -> f64 {
     let a = down_intervals(entries, old);
     let b = down_intervals(entries, new);
+    assert!(
+        !a.is_empty() && !b.is_empty(),
+        "the oracle has no VIP entries for port {old} or {new}"
+    );
     let mut worst: f64 = 0.0;
     for (address, olds) in &a {
         let news = b.get(address).cloned().unwrap_or_default();

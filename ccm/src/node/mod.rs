@@ -39,10 +39,13 @@ pub trait ServerDirectory: Send + Sync + 'static {
 /// (the 6 minutes of client-go and kube's Recorder).
 const SERIES_TTL: std::time::Duration = std::time::Duration::from_secs(6 * 60);
 
+/// The API server refuses an events.k8s.io note longer than this (bytes).
+const NOTE_MAX: usize = 1024;
+
 /// What makes two Events the same: the object, type, reason, action and message. kube's
 /// Recorder leaves the message out, so a second, different error or refusal on the same
 /// object would only bump the count of the first and never be shown; here it is its own
-/// Event, as with client-go's recorder.
+/// Event (client-go keys on the message too, merging only floods of similar messages).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct EventKey {
     regarding: (
@@ -110,6 +113,7 @@ impl Events {
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
         use kube::api::{Api, Patch, PatchParams, PostParams};
 
+        let note = truncate(note, NOTE_MAX);
         let now = std::time::Instant::now();
         let stamp = MicroTime(k8s_openapi::jiff::Timestamp::now());
         let key = EventKey {
@@ -158,9 +162,12 @@ impl Events {
                 Err(e) => return Err(e),
             }
         }
+        // Names are at most 253 characters (a DNS subdomain): keep room for the suffix.
+        let full = object.name.as_deref().unwrap_or(crate::COMPONENT);
+        let cut: String = full.chars().take(253 - 17).collect();
+        let base = cut.trim_end_matches(['.', '-']);
         let name = format!(
-            "{}.{}",
-            object.name.as_deref().unwrap_or(crate::COMPONENT),
+            "{base}.{}",
             &uuid::Uuid::new_v4().simple().to_string()[..16]
         );
         let event = Event {
@@ -188,6 +195,20 @@ impl Events {
         self.recorded.lock().insert(key, recorded);
         Ok(())
     }
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, marked with "…" when cut.
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s.push('…');
+    s
 }
 
 /// The server facts the node side needs, from an API server record.
@@ -233,5 +254,20 @@ impl ServerDirectory for crate::cloudscale::Client {
             .await
             .map_err(|e| DirectoryError(e.to_string()))?;
         servers.iter().map(server_facts).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_notes_are_cut_on_a_character_boundary() {
+        assert_eq!(truncate("short".into(), NOTE_MAX), "short");
+        let long = "ä".repeat(NOTE_MAX);
+        let cut = truncate(long, NOTE_MAX);
+        assert!(cut.len() <= NOTE_MAX, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+        assert!(cut.starts_with("ää"));
     }
 }

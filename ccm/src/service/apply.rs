@@ -508,7 +508,9 @@ async fn wait_members_up(
         let members = client
             .list_pool_members(&pool.to_string(), &Filter::all())
             .await
-            .map_err(api_err(format!("list members of pool {pool}")))?;
+            .map_err(api_err(format!(
+                "wait for new members: list members of pool {pool}"
+            )))?;
         let pending: Vec<String> = names
             .iter()
             .filter_map(|n| match members.iter().find(|m| &m.name == n) {
