@@ -4,21 +4,20 @@
 use ccm::service::controller::{FINALIZER, TAG_CLUSTER, TAG_SERVICE_UID};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use scenarios::ccm_bed::{CcmBed as Bed, LIMIT, web_service as web};
+use scenarios::ccm_bed::{CcmBed as Bed, LIMIT, ingress, web_service as web};
 use scenarios::wait::eventually;
 use serde_json::{Value, json};
 
 fn ingress_ips(svc: &Service) -> Vec<(String, Option<String>)> {
-    svc.status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|l| l.ingress.as_ref())
-        .map(|i| {
-            i.iter()
-                .map(|e| (e.ip.clone().unwrap_or_default(), e.ip_mode.clone()))
-                .collect()
+    ingress(svc)
+        .iter()
+        .map(|e| {
+            (
+                e["ip"].as_str().unwrap_or_default().to_string(),
+                e["ipMode"].as_str().map(str::to_string),
+            )
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
