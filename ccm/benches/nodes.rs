@@ -4,6 +4,7 @@
 //! registration to taint removal (median, p90, worst), cloudscale API calls per Node
 //! initialized, and the CCM's resident memory at idle.
 
+use ccm::node::metadata::is_initialized;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use scenarios::cluster::Cluster;
@@ -29,16 +30,6 @@ fn rss_kib(pid: u32) -> Option<u64> {
         .find(|l| l.starts_with("VmRSS:"))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|n| n.parse().ok())
-}
-
-fn initialized(n: &Node) -> bool {
-    !n.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|t| {
-            t.iter()
-                .any(|t| t.key == "node.cloudprovider.kubernetes.io/uninitialized")
-        })
 }
 
 fn api_requests(metrics: &str) -> u64 {
@@ -137,7 +128,7 @@ async fn main() {
             done.len()
         );
         if let Ok(list) = nodes.list(&Default::default()).await {
-            for node in list.items.iter().filter(|n| initialized(n)) {
+            for node in list.items.iter().filter(|n| is_initialized(n)) {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 if let Some(at) = registered.get(&name) {
                     done.entry(name).or_insert_with(|| at.elapsed());

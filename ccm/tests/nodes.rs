@@ -5,6 +5,7 @@ use ccm::cloudscale::{Client, ClientConfig, RetryPolicy};
 use ccm::metrics::Metrics;
 use ccm::node::controller::{self, NodeContext};
 use ccm::node::lifecycle::{self, LifecycleContext};
+use ccm::node::metadata::is_initialized;
 use ccm::node::metadata::{SHUTDOWN_TAINT, UNINITIALIZED_TAINT};
 use ccm::node::{Events, ServerDirectory};
 use ccm::secret::{Token, TokenSource};
@@ -228,10 +229,6 @@ fn taints(node: &Node) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn initialized(node: &Node) -> bool {
-    !taints(node).iter().any(|k| k == UNINITIALIZED_TAINT)
-}
-
 async fn node_named(h: &Harness, name: &str) -> Option<Node> {
     h.nodes().get(name).await.ok()
 }
@@ -241,7 +238,7 @@ async fn a_three_node_cluster_initializes_fully() {
     let h = harness(3).await;
     for name in ["node-1", "node-2", "node-3"] {
         let node = eventually(name, || async {
-            node_named(&h, name).await.filter(initialized)
+            node_named(&h, name).await.filter(is_initialized)
         })
         .await;
         let server = h.tb.server_of(name).expect("server");
@@ -301,7 +298,7 @@ async fn a_three_node_cluster_initializes_fully() {
 async fn a_stopped_server_gets_the_shutdown_taint_and_loses_it_on_start() {
     let h = harness(2).await;
     eventually("node-1 initialized", || async {
-        node_named(&h, "node-1").await.filter(initialized)
+        node_named(&h, "node-1").await.filter(is_initialized)
     })
     .await;
     h.server_action("node-1", "stop").await;
@@ -329,7 +326,7 @@ async fn a_stopped_server_gets_the_shutdown_taint_and_loses_it_on_start() {
 async fn a_deleted_server_deletes_its_node() {
     let h = harness(2).await;
     eventually("node-2 initialized", || async {
-        node_named(&h, "node-2").await.filter(initialized)
+        node_named(&h, "node-2").await.filter(is_initialized)
     })
     .await;
     h.server_action("node-2", "delete").await;
@@ -375,7 +372,7 @@ async fn api_errors_and_timeouts_delay_but_never_delete_or_corrupt() {
         .expect("fault");
     for name in ["node-1", "node-2"] {
         eventually(name, || async {
-            node_named(&h, name).await.filter(initialized)
+            node_named(&h, name).await.filter(is_initialized)
         })
         .await;
     }
@@ -439,7 +436,7 @@ async fn api_errors_and_timeouts_delay_but_never_delete_or_corrupt() {
 async fn an_ambiguous_name_gives_an_event_and_keeps_the_taint() {
     let h = harness(1).await;
     eventually("node-1 initialized", || async {
-        node_named(&h, "node-1").await.filter(initialized)
+        node_named(&h, "node-1").await.filter(is_initialized)
     })
     .await;
     // A second server named like the node, and a node without provider ID for that name.
@@ -487,7 +484,7 @@ async fn an_ambiguous_name_gives_an_event_and_keeps_the_taint() {
         "{ev:?}"
     );
     let twin = node_named(&h, "twin").await.expect("twin");
-    assert!(!initialized(&twin), "still tainted");
+    assert!(!is_initialized(&twin), "still tainted");
     assert!(twin.spec.and_then(|s| s.provider_id).is_none(), "no guess");
 }
 
@@ -513,10 +510,12 @@ async fn a_rotated_token_file_is_used_for_the_next_request_and_never_logged() {
             .then_some(())
     })
     .await;
-    assert!(!initialized(&node_named(&h, "node-1").await.expect("node")));
+    assert!(!is_initialized(
+        &node_named(&h, "node-1").await.expect("node")
+    ));
     std::fs::write(&path, &new).expect("rotate");
     eventually("initialized with the new token", || async {
-        node_named(&h, "node-1").await.filter(initialized)
+        node_named(&h, "node-1").await.filter(is_initialized)
     })
     .await;
     for secret in [&old, &new] {

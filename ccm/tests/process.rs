@@ -1,6 +1,7 @@
 //! The CCM process: start-up errors as one clear line, health/readiness/metrics, and two
 //! instances under leader election against one cluster.
 
+use ccm::node::metadata::is_initialized;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use scenarios::ccm_bed::{CcmBed as Bed, CcmBedConfig, InProcessCcm};
@@ -104,20 +105,10 @@ fn start_ccm(bed: &Bed, extra: &[&str]) -> InProcessCcm {
     InProcessCcm::start(&bed.kubeconfig, &bed.tb.cloud, 2, &flags)
 }
 
-fn initialized(n: &Node) -> bool {
-    !n.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|t| {
-            t.iter()
-                .any(|t| t.key == ccm::node::metadata::UNINITIALIZED_TAINT)
-        })
-}
-
 async fn all_initialized(bed: &Bed) -> bool {
     let nodes: Api<Node> = Api::all(bed.tb.cluster.client());
     match nodes.list(&Default::default()).await {
-        Ok(l) => !l.items.is_empty() && l.items.iter().all(initialized),
+        Ok(l) => !l.items.is_empty() && l.items.iter().all(is_initialized),
         Err(_) => false,
     }
 }
@@ -246,7 +237,7 @@ async fn two_instances_only_one_acts_and_the_other_takes_over_when_it_dies() {
                 .get("late-node")
                 .await
                 .ok()
-                .filter(initialized)
+                .filter(is_initialized)
                 .map(|_| ())
         },
     )

@@ -2,6 +2,7 @@
 //! (embedded API server, simulated kubelets, fakecloud with its clock at 100×). Downtime is
 //! measured with fakecloud's data-plane oracle (`fakecloud/MODEL.md`).
 
+use ccm::node::metadata::is_initialized;
 use ccm::service::controller::FINALIZER;
 use fakecloud::faults::{FaultEffect, FaultRule};
 use k8s_openapi::api::core::v1::{Node, Service};
@@ -33,12 +34,7 @@ async fn a_node_joining_and_leaving_changes_members_without_downtime() {
     let nodes: Api<Node> = Api::all(bed.tb.cluster.client());
     eventually("node-4 initialized", LIMIT, || async {
         let n = nodes.get("node-4").await.ok()?;
-        let tainted = n
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .is_some_and(|t| t.iter().any(|t| t.key.contains("uninitialized")));
-        (n.spec.as_ref()?.provider_id.is_some() && !tainted).then_some(())
+        (n.spec.as_ref()?.provider_id.is_some() && is_initialized(&n)).then_some(())
     })
     .await;
     let joined = bed

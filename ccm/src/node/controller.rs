@@ -2,8 +2,8 @@
 //! addresses of initialized Nodes in step with their servers.
 
 use super::metadata::{
-    self, PROVIDED_NODE_IP, ServerFacts, ServerMatch, UNINITIALIZED_TAINT, addresses_json, labels,
-    node_metadata, prefer_node_ip,
+    self, PROVIDED_NODE_IP, ServerFacts, ServerMatch, UNINITIALIZED_TAINT, addresses_json,
+    has_taint, labels, node_metadata, prefer_node_ip,
 };
 use super::provider_id::{self, ProviderIdError};
 use super::{DirectoryError, Events, ServerDirectory};
@@ -57,13 +57,6 @@ pub struct NodeContext<D> {
     /// When each Node was last synced: our own patches trigger another reconcile at once,
     /// which must not cost another lookup.
     pub last_sync: parking_lot::Mutex<std::collections::HashMap<String, Instant>>,
-}
-
-fn has_taint(node: &Node, key: &str) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|t| t.iter().any(|t| t.key == key))
 }
 
 /// The server a Node is: by provider ID if it has one, else by exact name.

@@ -46,10 +46,7 @@ fn ready(node: &Node) -> bool {
 }
 
 fn tainted(node: &Node) -> bool {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .is_some_and(|t| t.iter().any(|t| t.key == SHUTDOWN_TAINT))
+    super::metadata::has_taint(node, SHUTDOWN_TAINT)
 }
 
 /// The decision for a Node given what the cloud said about its server:

@@ -11,6 +11,19 @@ pub const SHUTDOWN_TAINT: &str = "node.cloudprovider.kubernetes.io/shutdown";
 /// Set by kubelets started with `--node-ip`.
 pub const PROVIDED_NODE_IP: &str = "alpha.kubernetes.io/provided-node-ip";
 
+/// Whether the Node carries a taint with this key.
+pub fn has_taint(node: &k8s_openapi::api::core::v1::Node, key: &str) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key == key))
+}
+
+/// Whether the CCM has initialized the Node (the uninitialized taint is gone).
+pub fn is_initialized(node: &k8s_openapi::api::core::v1::Node) -> bool {
+    !has_taint(node, UNINITIALIZED_TAINT)
+}
+
 pub const LABEL_INSTANCE_TYPE: &str = "node.kubernetes.io/instance-type";
 pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
 pub const LABEL_REGION: &str = "topology.kubernetes.io/region";
