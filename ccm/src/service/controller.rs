@@ -127,6 +127,18 @@ fn node_view(n: &Node) -> NodeView {
     }
 }
 
+/// Every Node of the cluster, as the mapping sees them.
+async fn node_views(kube: &kube::Client) -> Result<Vec<NodeView>, kube::Error> {
+    let nodes: Api<Node> = Api::all(kube.clone());
+    Ok(nodes
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(node_view)
+        .collect())
+}
+
 fn server_view(s: &cloudscale::Server) -> Option<ServerView> {
     let uuid = Uuid::parse_str(&s.uuid).ok()?;
     let private = s
@@ -253,14 +265,7 @@ async fn ensure(
         }
     }
 
-    let nodes: Api<Node> = Api::all(ctx.kube.clone());
-    let nodes: Vec<NodeView> = nodes
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .map(node_view)
-        .collect();
+    let nodes = node_views(&ctx.kube).await?;
     let servers = ctx.shared.servers(&ctx.cloud, server_view).await?;
     let mut mapped = map::desired(cfg, &nodes, &servers)?;
     if !mapped.problems.is_empty() {
@@ -426,14 +431,7 @@ pub async fn preview(
         Ok(None) => return Ok(None),
         Err(errors) => return Err(ServiceError::Config(errors.to_string())),
     };
-    let nodes: Api<Node> = Api::all(kube.clone());
-    let nodes: Vec<NodeView> = nodes
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .map(node_view)
-        .collect();
+    let nodes = node_views(kube).await?;
     let servers: Vec<ServerView> = cloud
         .list_servers(&Filter::all())
         .await?
