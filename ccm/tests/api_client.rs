@@ -7,7 +7,8 @@ use ccm::cloudscale::*;
 use ccm::metrics::Metrics;
 use ccm::secret::{Token, TokenSource};
 use fakecloud::{Config, FakeCloud, FaultEffect, FaultRule};
-use serde_json::{Value, json};
+use scenarios::ccm_bed::fakecloud_admin as admin;
+use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::instrument::WithSubscriber as _;
@@ -42,29 +43,6 @@ fn config(fc: &FakeCloud, token: &str) -> ClientConfig {
 
 fn client(fc: &FakeCloud) -> Client {
     Client::new(config(fc, TOKEN)).expect("client")
-}
-
-async fn admin(fc: &FakeCloud, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-    install_crypto_provider();
-    let mut rb =
-        reqwest::Client::new().request(method.clone(), format!("{}/_fake{path}", fc.base_url()));
-    if let Some(b) = body {
-        rb = rb
-            .header("content-type", "application/json")
-            .body(b.to_string());
-    }
-    let resp = rb.send().await.expect("admin request");
-    let status = resp.status();
-    let text = resp.text().await.expect("admin body");
-    assert!(
-        status.is_success(),
-        "{method} /_fake{path}: {status} {text}"
-    );
-    if text.trim().is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).expect("admin JSON")
-    }
 }
 
 /// The fake's request log: `(method, path, status)`, oldest first (status 0: dropped).

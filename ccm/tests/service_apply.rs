@@ -9,6 +9,7 @@ use ccm::service::fixtures::Sample;
 use ccm::service::model::{self, ActualLb, DesiredLb, DesiredPool, Monitor};
 use ccm::service::plan::{Action, Impact, plan};
 use fakecloud::{ClockMode, Config, FakeCloud, FaultEffect, FaultRule};
+use scenarios::ccm_bed::fakecloud_admin as admin;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -74,29 +75,6 @@ fn tags() -> Tags {
         ("ccm/cluster".to_string(), "test-cluster".to_string()),
         ("ccm/service-uid".to_string(), "uid-1234".to_string()),
     ])
-}
-
-async fn admin(fc: &FakeCloud, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-    install_crypto_provider();
-    let mut rb =
-        reqwest::Client::new().request(method.clone(), format!("{}/_fake{path}", fc.base_url()));
-    if let Some(b) = body {
-        rb = rb
-            .header("content-type", "application/json")
-            .body(b.to_string());
-    }
-    let resp = rb.send().await.expect("admin request");
-    let status = resp.status();
-    let text = resp.text().await.expect("admin body");
-    assert!(
-        status.is_success(),
-        "{method} /_fake{path}: {status} {text}"
-    );
-    if text.trim().is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).expect("admin JSON")
-    }
 }
 
 async fn subnet(c: &Client) -> Uuid {

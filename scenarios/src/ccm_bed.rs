@@ -267,14 +267,7 @@ impl CcmBed {
 
     /// A GET from fakecloud's admin API (`path` under `/_fake`).
     pub async fn fake(&self, path: &str) -> Value {
-        self.http
-            .get(format!("{}/_fake{path}", self.tb.cloud.base_url()))
-            .send()
-            .await
-            .expect("fakecloud admin")
-            .json::<Value>()
-            .await
-            .expect("admin JSON")
+        fakecloud_admin(&self.tb.cloud, reqwest::Method::GET, path, None).await
     }
 
     /// Requests fakecloud has logged since the log was last cleared.
@@ -458,6 +451,36 @@ impl CcmBed {
             .as_array()
             .cloned()
             .unwrap_or_else(|| panic!("availability of {lb}: no entries in {av}"))
+    }
+}
+
+/// One request to `fc`'s admin API (`path` under `/_fake`); panics unless it succeeds.
+/// Returns the JSON answer (`Null` for an empty one).
+pub async fn fakecloud_admin(
+    fc: &FakeCloud,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<Value>,
+) -> Value {
+    ccm::cloudscale::install_crypto_provider();
+    let mut rb =
+        reqwest::Client::new().request(method.clone(), format!("{}/_fake{path}", fc.base_url()));
+    if let Some(b) = body {
+        rb = rb
+            .header("content-type", "application/json")
+            .body(b.to_string());
+    }
+    let resp = rb.send().await.expect("admin request");
+    let status = resp.status();
+    let text = resp.text().await.expect("admin body");
+    assert!(
+        status.is_success(),
+        "{method} /_fake{path}: {status} {text}"
+    );
+    if text.trim().is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).expect("admin JSON")
     }
 }
 
