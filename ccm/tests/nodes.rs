@@ -348,16 +348,8 @@ async fn api_errors_and_timeouts_delay_but_never_delete_or_corrupt() {
     let faults = h.tb.cloud.faults();
     faults
         .add(
-            FaultRule::new(
-                Some("GET"),
-                "/v1/servers**",
-                FaultEffect::Status {
-                    status: 500,
-                    body: None,
-                    retry_after: None,
-                },
-            )
-            .probability(0.5, 7),
+            FaultRule::new(Some("GET"), "/v1/servers**", FaultEffect::status(500))
+                .probability(0.5, 7),
         )
         .expect("fault");
     faults
@@ -383,11 +375,7 @@ async fn api_errors_and_timeouts_delay_but_never_delete_or_corrupt() {
         .add(FaultRule::new(
             Some("GET"),
             "/v1/servers**",
-            FaultEffect::Status {
-                status: 503,
-                body: None,
-                retry_after: None,
-            },
+            FaultEffect::status(503),
         ))
         .expect("fault");
     h.server_action("node-1", "stop").await;

@@ -586,11 +586,7 @@ async fn fetch_finds_by_name_and_uuid_and_never_guesses() {
         .add(FaultRule::new(
             Some("GET"),
             "/v1/load-balancers",
-            FaultEffect::Status {
-                status: 500,
-                body: None,
-                retry_after: None,
-            },
+            FaultEffect::status(500),
         ))
         .expect("fault");
     let err = apply::fetch(&c, &d.name, None).await.expect_err("500");
@@ -602,11 +598,7 @@ async fn fetch_finds_by_name_and_uuid_and_never_guesses() {
         .add(FaultRule::new(
             Some("GET"),
             "/v1/load-balancers/*",
-            FaultEffect::Status {
-                status: 500,
-                body: None,
-                retry_after: None,
-            },
+            FaultEffect::status(500),
         ))
         .expect("fault");
     let err = apply::fetch(&c, "no-such-name", Some(lb))
@@ -618,11 +610,7 @@ async fn fetch_finds_by_name_and_uuid_and_never_guesses() {
         .add(FaultRule::new(
             Some("GET"),
             "/v1/load-balancers/pools/*/members",
-            FaultEffect::Status {
-                status: 500,
-                body: None,
-                retry_after: None,
-            },
+            FaultEffect::status(500),
         ))
         .expect("fault");
     let err = apply::fetch(&c, &d.name, Some(lb))
@@ -647,11 +635,7 @@ async fn execute_stops_at_the_first_failure_and_the_next_pass_converges() {
         .add(FaultRule::new(
             Some("POST"),
             "/v1/load-balancers/listeners",
-            FaultEffect::Status {
-                status: 500,
-                body: None,
-                retry_after: None,
-            },
+            FaultEffect::status(500),
         ))
         .expect("fault");
     let p = plan(&d, None);

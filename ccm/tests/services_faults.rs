@@ -392,15 +392,7 @@ async fn run(case: &Case, effect: FaultEffect) {
 
 /// Runs `case` with every attempt failing, then with the answer lost (a read: dropped).
 async fn check(case: Case) {
-    run(
-        &case,
-        FaultEffect::Status {
-            status: 500,
-            body: None,
-            retry_after: None,
-        },
-    )
-    .await;
+    run(&case, FaultEffect::status(500)).await;
     let second = if case.method == "GET" {
         FaultEffect::Drop
     } else {

@@ -97,11 +97,7 @@ async fn server_errors_on_listener_creation_are_retried_to_one_complete_load_bal
             FaultRule::new(
                 Some("POST"),
                 "/v1/load-balancers/listeners",
-                FaultEffect::Status {
-                    status: 500,
-                    body: None,
-                    retry_after: None,
-                },
+                FaultEffect::status(500),
             )
             .times(2),
         )

@@ -31,6 +31,17 @@ pub enum FaultEffect {
     LoseAnswer,
 }
 
+impl FaultEffect {
+    /// Answer `status` with the default body and no `Retry-After`.
+    pub fn status(status: u16) -> FaultEffect {
+        FaultEffect::Status {
+            status,
+            body: None,
+            retry_after: None,
+        }
+    }
+}
+
 /// A fault rule. `path` is a glob over the request path: `*` matches within one segment,
 /// `**` across segments (`/v1/load-balancers/**`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -286,11 +297,7 @@ mod tests {
     #[test]
     fn times_limits_hits_and_seeded_probability_repeats() {
         let f = Faults::default();
-        let effect = FaultEffect::Status {
-            status: 500,
-            body: None,
-            retry_after: None,
-        };
+        let effect = FaultEffect::status(500);
         f.add(FaultRule::new(Some("GET"), "/v1/**", effect.clone()).times(2))
             .expect("valid");
         let fails = (0..5)
@@ -347,15 +354,7 @@ mod tests {
         assert!(f.add(bad).is_err());
         let bad = FaultRule::new(None, "/v1", FaultEffect::Drop).probability(1.5, 0);
         assert!(f.add(bad).is_err());
-        let bad = FaultRule::new(
-            None,
-            "/v1",
-            FaultEffect::Status {
-                status: 1000,
-                body: None,
-                retry_after: None,
-            },
-        );
+        let bad = FaultRule::new(None, "/v1", FaultEffect::status(1000));
         assert!(f.add(bad).is_err());
         assert!(f.list().is_empty());
     }

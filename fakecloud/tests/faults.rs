@@ -223,14 +223,6 @@ fn fip_address(fip: &Value) -> String {
     network.split('/').next().expect("address").to_string()
 }
 
-fn status_effect(status: u16) -> FaultEffect {
-    FaultEffect::Status {
-        status,
-        body: None,
-        retry_after: None,
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Effects
 // ---------------------------------------------------------------------------
@@ -677,7 +669,7 @@ async fn resource_matches_only_requests_naming_that_uuid() {
     let a = f.create("/servers", server_body("a")).await;
     let b = f.create("/servers", server_body("b")).await;
     f.fc.faults()
-        .add(FaultRule::new(None, "/v1/**", status_effect(503)).resource(&uuid(&a)))
+        .add(FaultRule::new(None, "/v1/**", FaultEffect::status(503)).resource(&uuid(&a)))
         .expect("valid rule");
     let a_path = format!("/servers/{}", uuid(&a));
     let b_path = format!("/servers/{}", uuid(&b));
@@ -853,7 +845,7 @@ async fn invalid_rules_are_refused_with_flat_400_and_nothing_added() {
     );
     assert!(
         f.fc.faults()
-            .add(FaultRule::new(None, "/v1", status_effect(1000)))
+            .add(FaultRule::new(None, "/v1", FaultEffect::status(1000)))
             .is_err()
     );
     assert!(f.fc.faults().list().is_empty());
@@ -907,7 +899,7 @@ async fn delete_clears_removes_one_and_reset_clears_faults() {
     f.add_rule(json!({"path": "/v1/**", "effect": {"type": "drop"}}))
         .await;
     f.fc.faults()
-        .add(FaultRule::new(None, "/v1/**", status_effect(500)))
+        .add(FaultRule::new(None, "/v1/**", FaultEffect::status(500)))
         .expect("valid rule");
     let (st, v) = f.admin(Method::POST, "/reset", None).await;
     assert!(st.is_success(), "POST /_fake/reset: {st} {v}");
