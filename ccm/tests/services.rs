@@ -134,13 +134,7 @@ async fn a_port_renumber_patches_the_listener_and_a_refused_flavor_change_change
         .patch("web", &PatchParams::default(), &Patch::Merge(&flavor))
         .await
         .expect("patch");
-    let refused = eventually("ChangeRefused event", LIMIT, || async {
-        bed.events("web")
-            .await
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some("ChangeRefused"))
-    })
-    .await;
+    let refused = bed.wait_event("web", "ChangeRefused", "").await;
     assert_eq!(refused.type_.as_deref(), Some("Warning"));
     assert!(
         refused
@@ -200,13 +194,7 @@ async fn an_invalid_annotation_is_reported_and_nothing_is_created() {
         .create(&PostParams::default(), &svc)
         .await
         .expect("create");
-    let failed = eventually("a failure event", LIMIT, || async {
-        bed.events("web")
-            .await
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some("SyncLoadBalancerFailed"))
-    })
-    .await;
+    let failed = bed.wait_event("web", "SyncLoadBalancerFailed", "").await;
     let message = failed.message.unwrap_or_default();
     assert!(
         message.contains("loadbalancer-pool-algorithm") && message.contains("robin_round"),
@@ -242,13 +230,7 @@ async fn one_floating_ip_claimed_by_two_services_refuses_both() {
             .expect("create");
     }
     for (me, other) in [("a", "default/b"), ("b", "default/a")] {
-        let ev = eventually("FloatingIPConflict", LIMIT, || async {
-            bed.events(me)
-                .await
-                .into_iter()
-                .find(|e| e.reason.as_deref() == Some("FloatingIPConflict"))
-        })
-        .await;
+        let ev = bed.wait_event(me, "FloatingIPConflict", "").await;
         assert_eq!(ev.type_.as_deref(), Some("Warning"));
         let message = ev.message.unwrap_or_default();
         assert!(

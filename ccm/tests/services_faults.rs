@@ -292,16 +292,11 @@ async fn run(case: &Case, effect: FaultEffect) {
     .await;
     if failing {
         // Every attempt failed: the reconcile gave up at that step and said so.
-        let message = eventually(&format!("{label}: a failure Event"), LIMIT, || async {
-            bed.events("web")
-                .await
-                .into_iter()
-                .filter(|e| e.reason.as_deref() == Some("SyncLoadBalancerFailed"))
-                .filter(|e| e.type_.as_deref() == Some("Warning"))
-                .filter_map(|e| e.message)
-                .find(|m| m.contains(case.step))
-        })
-        .await;
+        let event = bed
+            .wait_event("web", "SyncLoadBalancerFailed", case.step)
+            .await;
+        assert_eq!(event.type_.as_deref(), Some("Warning"), "{label}");
+        let message = event.message.unwrap_or_default();
         assert!(
             !message.contains(bed.tb.cloud.token()),
             "{label}: the token in an Event"

@@ -399,13 +399,7 @@ async fn a_private_vip_is_created_and_a_later_change_is_refused() {
         &json!([{"subnet": subnet, "address": "10.0.0.200"}]).to_string(),
     )
     .await;
-    let refused = eventually("ChangeRefused event", LIMIT, || async {
-        bed.events("web")
-            .await
-            .into_iter()
-            .find(|e| e.reason.as_deref() == Some("ChangeRefused"))
-    })
-    .await;
+    let refused = bed.wait_event("web", "ChangeRefused", "").await;
     assert_eq!(refused.type_.as_deref(), Some("Warning"));
     assert!(
         refused

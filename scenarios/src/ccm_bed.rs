@@ -243,6 +243,22 @@ impl CcmBed {
             .unwrap_or_default()
     }
 
+    /// Waits for an Event about `object` with `reason` whose message contains `text` (any
+    /// message for ""); returns it.
+    pub async fn wait_event(&self, object: &str, reason: &str, text: &str) -> Event {
+        eventually(
+            &format!("a {reason} Event about {object}"),
+            LIMIT,
+            || async {
+                self.events(object).await.into_iter().find(|e| {
+                    e.reason.as_deref() == Some(reason)
+                        && e.message.as_deref().unwrap_or_default().contains(text)
+                })
+            },
+        )
+        .await
+    }
+
     /// One request to fakecloud's API (`path` under `/v1`) with the token; the JSON answer
     /// (`Null` for none).
     pub async fn cloud(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
