@@ -84,14 +84,9 @@ async fn a_load_balancer_service_gets_its_load_balancer_status_and_cleanup() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_port_renumber_patches_the_listener_and_a_refused_flavor_change_changes_nothing() {
     let bed = Bed::start_default().await;
-    bed.services()
-        .create(&PostParams::default(), &web(json!({})))
-        .await
-        .expect("create");
-    eventually("ingress", LIMIT, || async {
-        (ingress_ips(&bed.services().get("web").await.ok()?).len() == 2).then_some(())
-    })
-    .await;
+    bed.create(&web(json!({}))).await;
+    let ready = bed.wait_ingress("web").await;
+    assert_eq!(ingress_ips(&ready).len(), 2, "two VIPs");
     let listener_80 = bed
         .cloud_list("/load-balancers/listeners")
         .await
@@ -247,14 +242,9 @@ async fn one_floating_ip_claimed_by_two_services_refuses_both() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plan_previews_a_proposed_change_without_writing() {
     let bed = Bed::start_default().await;
-    bed.services()
-        .create(&PostParams::default(), &web(json!({})))
-        .await
-        .expect("create");
-    eventually("ingress", LIMIT, || async {
-        (ingress_ips(&bed.services().get("web").await.ok()?).len() == 2).then_some(())
-    })
-    .await;
+    bed.create(&web(json!({}))).await;
+    let ready = bed.wait_ingress("web").await;
+    assert_eq!(ingress_ips(&ready).len(), 2, "two VIPs");
     let proposed = std::env::temp_dir().join(format!("proposed-{}.yaml", uuid::Uuid::new_v4()));
     std::fs::write(
         &proposed,
