@@ -21,7 +21,7 @@ mod types;
 
 pub use error::{ClientError, Result};
 pub use resources::{Idempotency, REQUEST_ID_TAG};
-pub use retry::{RateLimit, RetryPolicy};
+pub use retry::{RateLimit, RetryPolicy, doubling};
 pub use types::*;
 
 use crate::metrics::Metrics;

@@ -52,17 +52,19 @@ impl RetryPolicy {
         if let Some(ra) = retry_after {
             return ra.min(self.max_retry_after);
         }
-        let exp = retry.saturating_sub(1).min(30);
-        let ceiling = self
-            .base_delay
-            .saturating_mul(1u32 << exp)
-            .min(self.max_delay);
+        let ceiling = doubling(retry, self.base_delay, self.max_delay);
         if ceiling.is_zero() {
             return Duration::ZERO;
         }
         let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
         Duration::from_nanos(rand::rng().random_range(0..=nanos))
     }
+}
+
+/// `base` for the first attempt `n` = 1, doubling with each further one, at most `max`.
+pub fn doubling(n: u32, base: Duration, max: Duration) -> Duration {
+    let exp = n.saturating_sub(1).min(30);
+    base.saturating_mul(1u32 << exp).min(max)
 }
 
 /// Client-side rate limit: a token bucket of `burst` tokens refilled at

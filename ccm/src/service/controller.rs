@@ -477,8 +477,7 @@ fn service_key(svc: &Service) -> String {
 /// The pause before retrying after the `failures`-th consecutive failure (1-based):
 /// `min`, doubling each time, at most `max`.
 pub fn retry_delay(failures: u32, min: Duration, max: Duration) -> Duration {
-    let doublings = failures.saturating_sub(1).min(30);
-    min.saturating_mul(1u32 << doublings).min(max)
+    cloudscale::doubling(failures, min, max)
 }
 
 async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<(), ServiceError> {
