@@ -4,6 +4,7 @@
 use anyhow::Context;
 use clap::Parser;
 use scenarios::apiserver::ApiServerConfig;
+use scenarios::ccm_bed::InProcessCcm;
 use scenarios::cluster::Cluster;
 use scenarios::testbed::{Testbed, TestbedConfig};
 use std::net::SocketAddr;
@@ -110,49 +111,44 @@ async fn run(args: Args) -> anyhow::Result<()> {
         testbed.cloud.base_url(),
         args.cloud_token
     );
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let ccm = if args.without_ccm {
         println!("cloud controller manager: not started (--without-ccm)");
         None
     } else {
-        let opts = ccm::options::Options::parse_from([
-            "cloudscale-cloud-controller-manager",
-            "--kubeconfig",
-            &args.kubeconfig.display().to_string(),
-            "--leader-elect=false",
-            "--bind-address",
-            "127.0.0.1",
-            "--secure-port",
-            "0",
-        ]);
-        let env = ccm::app::Environment {
-            access_token: Some(args.cloud_token.clone()),
-            api_url: Some(testbed.cloud.base_url()),
-            api_timeout: None,
-        };
-        Some(tokio::spawn(ccm::app::run(
-            opts,
-            env,
-            async move {
-                let _ = stop_rx.await;
-            },
-            |r| {
+        let mut ccm = InProcessCcm::start(
+            &args.kubeconfig,
+            &testbed.cloud,
+            20,
+            &["--leader-elect=false"],
+        );
+        // Say where it serves once it runs, or why it did not start.
+        loop {
+            if let Some((addr, _)) = ccm.started() {
                 println!(
-                    "cloud controller manager: running in-process, health and metrics on http://{}",
-                    r.health_addr
-                )
-            },
-        )))
+                    "cloud controller manager: running in-process, health and metrics on http://{addr}"
+                );
+                break Some(ccm);
+            }
+            if ccm.task.is_finished() {
+                if let Ok(Err(e)) = (&mut ccm.task).await {
+                    eprintln!("testbed: the CCM did not start: {e}");
+                }
+                break None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
     };
     println!("Ctrl-C to stop");
     tokio::signal::ctrl_c()
         .await
         .context("waiting for Ctrl-C")?;
-    let _ = stop_tx.send(());
-    if let Some(task) = ccm
-        && let Ok(Ok(Err(e))) = tokio::time::timeout(std::time::Duration::from_secs(10), task).await
-    {
-        eprintln!("testbed: the CCM stopped with an error: {e}");
+    if let Some(mut ccm) = ccm {
+        ccm.stop();
+        if let Ok(Ok(Err(e))) =
+            tokio::time::timeout(std::time::Duration::from_secs(10), &mut ccm.task).await
+        {
+            eprintln!("testbed: the CCM stopped with an error: {e}");
+        }
     }
     Ok(())
 }
