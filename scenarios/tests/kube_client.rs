@@ -718,6 +718,33 @@ async fn replace_with_stale_resource_version_is_conflict() {
     assert_eq!((s.code, s.reason.as_str()), (409, "Conflict"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_patches_without_a_resource_version_all_apply() {
+    // Like the real API server's guaranteed update: a patch that names no resourceVersion
+    // is re-applied when another write lands first, never answered with a conflict.
+    let e = env().await;
+    let api = e.default_ns::<ConfigMap>();
+    w!(api.create(
+        &PostParams::default(),
+        &configmap("race", json!({}), json!({}))
+    ))
+    .expect("create");
+    let writers = (0..200).map(|i| {
+        let api = api.clone();
+        tokio::spawn(async move {
+            let patch = json!({"data": {format!("k{i}"): "v"}});
+            api.patch("race", &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map(|_| ())
+        })
+    });
+    for r in futures::future::join_all(writers).await {
+        r.expect("task").expect("every patch applies");
+    }
+    let now = w!(api.get("race")).expect("get");
+    assert_eq!(now.data.map(|d| d.len()), Some(200), "no patch lost");
+}
+
 #[tokio::test]
 async fn create_existing_is_already_exists() {
     let e = env().await;

@@ -561,37 +561,48 @@ impl Shared {
             serde_json::from_slice(body)
                 .map_err(|e| ApiError::BadRequest(format!("invalid JSON: {e}")))?
         };
-        let current = match self.get(&Target {
-            sub: None,
-            ..t.clone()
-        }) {
-            Ok(o) => o,
-            Err(ApiError::NotFound { .. }) if apply => {
-                // Server-side apply creates what does not exist yet (field ownership is not
-                // tracked: the applied object wins wholesale).
-                return self.update_object(t, patch, dry_run, true).map(|(_, o)| o);
+        // A patch that names a resourceVersion is a precondition. One that does not applies
+        // to whatever is current: like the real API server's guaranteed update, it is
+        // re-applied when another write lands between the read and the write, never
+        // answered with a conflict.
+        let precondition = patch.pointer("/metadata/resourceVersion").is_some();
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let current = match self.get(&Target {
+                sub: None,
+                ..t.clone()
+            }) {
+                Ok(o) => o,
+                Err(ApiError::NotFound { .. }) if apply => {
+                    // Server-side apply creates what does not exist yet (field ownership is
+                    // not tracked: the applied object wins wholesale).
+                    return self.update_object(t, patch, dry_run, true).map(|(_, o)| o);
+                }
+                Err(e) => return Err(e),
+            };
+            let mut patched = current.clone();
+            match ct {
+                "application/merge-patch+json" => patch::merge_patch(&mut patched, &patch),
+                "application/json-patch+json" => patch::json_patch(&mut patched, &patch)?,
+                "application/strategic-merge-patch+json" | "application/apply-patch+yaml" => {
+                    patch::strategic_merge(&mut patched, &patch, t.rt.kind)?
+                }
+                other => {
+                    return Err(ApiError::UnsupportedMediaType(format!(
+                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {other})"
+                    )));
+                }
             }
-            Err(e) => return Err(e),
-        };
-        let mut patched = current.clone();
-        match ct {
-            "application/merge-patch+json" => patch::merge_patch(&mut patched, &patch),
-            "application/json-patch+json" => patch::json_patch(&mut patched, &patch)?,
-            "application/strategic-merge-patch+json" | "application/apply-patch+yaml" => {
-                patch::strategic_merge(&mut patched, &patch, t.rt.kind)?
+            if !precondition {
+                patched["metadata"]["resourceVersion"] =
+                    current["metadata"]["resourceVersion"].clone();
             }
-            other => {
-                return Err(ApiError::UnsupportedMediaType(format!(
-                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {other})"
-                )));
+            match self.update_object(t, patched, dry_run, false) {
+                Err(ApiError::Conflict { .. }) if !precondition && attempts < 16 => continue,
+                result => return result.map(|(_, o)| o),
             }
         }
-        // A patch that names a resourceVersion is a precondition; otherwise the current one.
-        if patch.pointer("/metadata/resourceVersion").is_none() {
-            patched["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-        }
-        self.update_object(t, patched, dry_run, false)
-            .map(|(_, o)| o)
     }
 
     fn delete_object(&self, t: &Target, options: &Value, dry_run: bool) -> ApiResult<Value> {
