@@ -6,6 +6,7 @@ use crate::dataplane::{BackendDecl, Behaviour, availability};
 use crate::error::{ApiError, ApiResult};
 use crate::faults::FaultRule;
 use crate::resources::{created, json_response, no_content, ok};
+use crate::rules::{ApiRules, RulesError};
 use crate::seed::{Seed, SeedServer, add_server, apply_seed};
 use crate::state::State;
 use axum::Router;
@@ -43,6 +44,10 @@ pub fn routes() -> Router<App> {
             get(list_faults).post(add_fault).delete(clear_faults),
         )
         .route("/faults/{id}", axum::routing::delete(remove_fault))
+        .route(
+            "/rules",
+            get(show_rules).put(replace_rules).patch(change_rules),
+        )
 }
 
 /// Decodes an admin body; serde's message names the offending field.
@@ -341,4 +346,34 @@ async fn remove_fault(AxState(app): AxState<App>, Path(id): Path<u64>) -> ApiRes
     } else {
         Err(ApiError::NotFound)
     }
+}
+
+// ---- API rules ---------------------------------------------------------------------------
+
+async fn show_rules(AxState(app): AxState<App>) -> Response {
+    ok(json!(app.rules()))
+}
+
+/// Decodes a rules change: a JSON object of rule name to `strict` or `lenient`. Unknown names
+/// and values are refused under their own key, so the answer names them.
+fn rules_change(bytes: &[u8], from: ApiRules) -> ApiResult<ApiRules> {
+    let change: serde_json::Map<String, serde_json::Value> = decode(bytes)?;
+    from.with_changes(&change)
+        .map_err(|RulesError(errors)| ApiError::BadRequest(errors))
+}
+
+/// PUT sets every rule: those not named go back to `strict`.
+async fn replace_rules(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult<Response> {
+    let rules = rules_change(&bytes, ApiRules::default())?;
+    app.set_rules(rules);
+    Ok(ok(json!(rules)))
+}
+
+/// PATCH changes the rules named and keeps the others.
+async fn change_rules(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult<Response> {
+    // Under the lock, so two concurrent PATCHes of different rules both take effect.
+    let mut current = app.0.rules.write();
+    let rules = rules_change(&bytes, *current)?;
+    *current = rules;
+    Ok(ok(json!(rules)))
 }

@@ -5,6 +5,7 @@ use crate::clock::{Clock, Time, format_time};
 use crate::config::Config;
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{Decision, Faults};
+use crate::rules::ApiRules;
 use crate::state::{Ctx, State};
 use axum::Router;
 use axum::extract::{FromRequestParts, MatchedPath, OriginalUri, Request, State as AxState};
@@ -46,6 +47,8 @@ pub struct Shared {
     pub config: Config,
     pub log: Mutex<RequestLog>,
     pub faults: Faults,
+    /// The rules in force; start as `config.rules`.
+    pub rules: RwLock<ApiRules>,
 }
 
 /// Cheap handle to everything a handler needs.
@@ -57,6 +60,7 @@ impl App {
         App(Arc::new(Shared {
             state: RwLock::new(State::default()),
             clock: Clock::new(config.clock),
+            rules: RwLock::new(config.rules),
             config,
             log: Mutex::new(RequestLog::default()),
             faults: Faults::default(),
@@ -97,11 +101,24 @@ impl App {
         &self.0.faults
     }
 
-    /// Clears every resource, the request log, the counters and the fault rules.
+    /// The switches for undocumented API behaviour in force now.
+    pub fn rules(&self) -> ApiRules {
+        *self.0.rules.read()
+    }
+
+    /// Replaces the switches; requests from now on follow them (resources already created
+    /// stay as they are).
+    pub fn set_rules(&self, rules: ApiRules) {
+        *self.0.rules.write() = rules;
+    }
+
+    /// Clears every resource, the request log, the counters and the fault rules, and puts
+    /// the API rules back to the configured ones.
     pub fn reset(&self) {
         *self.0.state.write() = State::default();
         *self.0.log.lock() = RequestLog::default();
         self.0.faults.clear();
+        self.set_rules(self.0.config.rules);
     }
 
     fn record(&self, entry: LogEntry) {
@@ -362,6 +379,16 @@ impl FakeCloud {
     /// The fault rules (same as `/_fake/faults`).
     pub fn faults(&self) -> &Faults {
         self.app.faults()
+    }
+
+    /// The switches for undocumented API behaviour (same as `GET /_fake/rules`).
+    pub fn rules(&self) -> ApiRules {
+        self.app.rules()
+    }
+
+    /// Replaces the switches (same as `PUT /_fake/rules`).
+    pub fn set_rules(&self, rules: ApiRules) {
+        self.app.set_rules(rules);
     }
 
     /// Moves the virtual clock forward.

@@ -1,6 +1,7 @@
 //! Configuration of a fakecloud instance.
 
 use crate::clock::ClockMode;
+use crate::rules::ApiRules;
 use std::net::SocketAddr;
 
 /// The token accepted when no `--token` is given (printed at start-up, documented in the
@@ -52,6 +53,9 @@ pub struct Config {
     pub timing: Timing,
     /// How many requests the admin request log keeps (oldest dropped first).
     pub request_log_capacity: usize,
+    /// Switches for undocumented API behaviour, as at start and after `/_fake/reset`
+    /// (`/_fake/rules` changes them at run time).
+    pub rules: ApiRules,
 }
 
 impl Default for Config {
@@ -65,6 +69,7 @@ impl Default for Config {
             clock: ClockMode::Scaled { scale: 1.0 },
             timing: Timing::default(),
             request_log_capacity: 10_000,
+            rules: ApiRules::default(),
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod error;
 pub mod faults;
 pub mod request;
 pub mod resources;
+pub mod rules;
 pub mod seed;
 pub mod state;
 
@@ -31,4 +32,5 @@ pub use clock::{Clock, ClockMode};
 pub use config::{Config, DEFAULT_TOKEN, Timing};
 pub use error::ApiError;
 pub use faults::{FaultEffect, FaultRule, Faults};
+pub use rules::{ApiRules, Strictness};
 pub use seed::{Seed, apply_seed, parse_seed};

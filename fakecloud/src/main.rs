@@ -2,7 +2,10 @@
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use fakecloud::{App, ClockMode, Config, DEFAULT_TOKEN, FakeCloud, Timing, apply_seed, parse_seed};
+use fakecloud::{
+    ApiRules, App, ClockMode, Config, DEFAULT_TOKEN, FakeCloud, Strictness, Timing, apply_seed,
+    parse_seed,
+};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -49,6 +52,14 @@ struct Args {
     /// Log format: `text` or `json`.
     #[arg(long, default_value = "text")]
     log_format: String,
+    /// A member with the same address and port as another of its pool: `strict` refuses it
+    /// (400 under `address`), `lenient` creates it.
+    #[arg(long, default_value = "strict")]
+    duplicate_members: String,
+    /// `http` sent for a non-HTTP health monitor: `strict` ignores it (`http: null`),
+    /// `lenient` stores and reports it.
+    #[arg(long, default_value = "strict")]
+    non_http_monitor_http: String,
 }
 
 fn main() -> std::process::ExitCode {
@@ -107,6 +118,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
             args.default_zone
         );
     }
+    // Parsed here rather than by clap so a bad value is one line naming the flag, as for
+    // the other flags.
+    let strictness = |flag: &str, value: &str| {
+        value
+            .parse::<Strictness>()
+            .map_err(|e| anyhow::anyhow!("{flag} {e}"))
+    };
+    let rules = ApiRules {
+        duplicate_members: strictness("--duplicate-members", &args.duplicate_members)?,
+        non_http_monitor_http: strictness("--non-http-monitor-http", &args.non_http_monitor_http)?,
+    };
     let default_token = args.tokens.is_empty();
     let config = Config {
         listen: args.listen,
@@ -126,6 +148,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             }
         },
         timing,
+        rules,
         ..Config::default()
     };
     let app = App::new(config);

@@ -15,9 +15,11 @@ struct Client {
 
 impl Client {
     async fn start() -> (FakeCloud, Client) {
-        let fc = FakeCloud::start(Config::for_tests())
-            .await
-            .expect("start fakecloud");
+        Self::start_with(Config::for_tests()).await
+    }
+
+    async fn start_with(config: Config) -> (FakeCloud, Client) {
+        let fc = FakeCloud::start(config).await.expect("start fakecloud");
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
@@ -609,4 +611,270 @@ async fn admin_endpoints_need_no_token_but_v1_does() {
     let (st, v) = c.send(Method::GET, "/v1/servers", Some(TOKEN), None).await;
     assert_eq!(st, StatusCode::OK, "{v}");
     assert_eq!(v.as_array().map(Vec::len), Some(1));
+}
+
+// ---- API rules (`/_fake/rules`) -----------------------------------------------------------
+
+/// A load balancer with one pool and one member 10.20.0.11 port 80; returns the members path
+/// and the subnet UUID.
+async fn pool_with_member(c: &Client) -> (String, String) {
+    c.seed(private_network_seed()).await;
+    let subnet = c.list("/subnets").await[0]["uuid"]
+        .as_str()
+        .expect("subnet uuid")
+        .to_string();
+    let (st, lb) = c
+        .api(
+            Method::POST,
+            "/load-balancers",
+            Some(json!({"name": "lb", "flavor": "lb-standard", "zone": "rma1"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{lb}");
+    let (st, pool) = c
+        .api(
+            Method::POST,
+            "/load-balancers/pools",
+            Some(
+                json!({"name": "p", "algorithm": "round_robin", "protocol": "tcp",
+                        "load_balancer": lb["uuid"]}),
+            ),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{pool}");
+    let members = format!(
+        "/load-balancers/pools/{}/members",
+        pool["uuid"].as_str().expect("pool uuid")
+    );
+    assert_eq!(
+        add_twin(c, &members, &subnet, 8000).await,
+        StatusCode::CREATED
+    );
+    (members, subnet)
+}
+
+/// Posts a member 10.20.0.11 port 80 (the same as the pool's first) with `monitor_port`.
+async fn add_twin(c: &Client, members: &str, subnet: &str, monitor_port: u16) -> StatusCode {
+    let body = json!({"name": format!("m-{monitor_port}"), "address": "10.20.0.11",
+                      "protocol_port": 80, "monitor_port": monitor_port, "subnet": subnet});
+    let (st, v) = c.api(Method::POST, members, Some(body)).await;
+    if st == StatusCode::BAD_REQUEST {
+        assert!(v.get("address").is_some(), "refused under `address`: {v}");
+    }
+    st
+}
+
+async fn rules(c: &Client) -> Value {
+    let (st, v) = c.admin(Method::GET, "/rules", None).await;
+    assert_eq!(st, StatusCode::OK, "GET /_fake/rules: {v}");
+    v
+}
+
+#[tokio::test]
+async fn rules_default_to_strict() {
+    let (fc, c) = Client::start().await;
+    assert_eq!(
+        rules(&c).await,
+        json!({"duplicate_members": "strict", "non_http_monitor_http": "strict"})
+    );
+    assert_eq!(fc.rules(), fakecloud::ApiRules::default());
+}
+
+#[tokio::test]
+async fn rules_patch_switches_duplicate_members_at_run_time() {
+    let (fc, c) = Client::start().await;
+    let (members, subnet) = pool_with_member(&c).await;
+    assert_eq!(
+        add_twin(&c, &members, &subnet, 8001).await,
+        StatusCode::BAD_REQUEST,
+        "strict by default"
+    );
+
+    let (st, v) = c
+        .admin(
+            Method::PATCH,
+            "/rules",
+            Some(json!({"duplicate_members": "lenient"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"duplicate_members": "lenient", "non_http_monitor_http": "strict"}),
+        "the answer is the rules in force"
+    );
+    assert_eq!(
+        fc.rules().duplicate_members,
+        fakecloud::Strictness::Lenient,
+        "in-process view agrees"
+    );
+    assert_eq!(
+        add_twin(&c, &members, &subnet, 8002).await,
+        StatusCode::CREATED
+    );
+
+    let (st, v) = c
+        .admin(
+            Method::PATCH,
+            "/rules",
+            Some(json!({"duplicate_members": "strict"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(
+        add_twin(&c, &members, &subnet, 8003).await,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        c.list(&members).await.len(),
+        2,
+        "the first and the lenient twin"
+    );
+}
+
+#[tokio::test]
+async fn rules_patch_keeps_unnamed_rules_and_put_resets_them() {
+    let (_fc, c) = Client::start().await;
+    let (st, _) = c
+        .admin(
+            Method::PATCH,
+            "/rules",
+            Some(json!({"duplicate_members": "lenient"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let (st, v) = c
+        .admin(
+            Method::PATCH,
+            "/rules",
+            Some(json!({"non_http_monitor_http": "lenient"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(
+        rules(&c).await,
+        json!({"duplicate_members": "lenient", "non_http_monitor_http": "lenient"})
+    );
+    // PUT names the whole set: what it leaves out is strict.
+    let (st, v) = c
+        .admin(
+            Method::PUT,
+            "/rules",
+            Some(json!({"non_http_monitor_http": "lenient"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(
+        rules(&c).await,
+        json!({"duplicate_members": "strict", "non_http_monitor_http": "lenient"})
+    );
+}
+
+#[tokio::test]
+async fn rules_refuse_unknown_names_and_values_naming_them() {
+    let (_fc, c) = Client::start().await;
+    for method in [Method::PATCH, Method::PUT] {
+        let (st, v) = c
+            .admin(
+                method.clone(),
+                "/rules",
+                Some(json!({"duplicate_members": "lenient", "no_such_rule": "lenient"})),
+            )
+            .await;
+        assert_eq!(st, StatusCode::BAD_REQUEST, "{method}: {v}");
+        assert!(
+            v.get("no_such_rule").is_some(),
+            "{method} names the key: {v}"
+        );
+        let (st, v) = c
+            .admin(
+                method.clone(),
+                "/rules",
+                Some(json!({"non_http_monitor_http": "sloppy"})),
+            )
+            .await;
+        assert_eq!(st, StatusCode::BAD_REQUEST, "{method}: {v}");
+        let text = flat_error_text(&v);
+        assert!(
+            text.contains("non_http_monitor_http") && text.contains("sloppy"),
+            "{method} names key and value: {text}"
+        );
+        let (st, v) = c.admin_raw(method.clone(), "/rules", "[]").await;
+        assert_eq!(st, StatusCode::BAD_REQUEST, "{method} of a list: {v}");
+    }
+    assert_eq!(
+        rules(&c).await,
+        json!({"duplicate_members": "strict", "non_http_monitor_http": "strict"}),
+        "a refused change changes nothing"
+    );
+}
+
+#[tokio::test]
+async fn rules_switch_non_http_monitor_http_and_set_rules_in_process() {
+    let (fc, c) = Client::start().await;
+    let (members, _subnet) = pool_with_member(&c).await;
+    let pool = members
+        .trim_start_matches("/load-balancers/pools/")
+        .trim_end_matches("/members")
+        .to_string();
+    let monitor = json!({"pool": pool, "type": "ping", "http": {"url_path": "/ready"}});
+    let (st, m) = c
+        .api(
+            Method::POST,
+            "/load-balancers/health-monitors",
+            Some(monitor.clone()),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{m}");
+    assert!(m["http"].is_null(), "strict: ignored: {m}");
+    let path = format!(
+        "/load-balancers/health-monitors/{}",
+        m["uuid"].as_str().expect("uuid")
+    );
+    let (st, _) = c.api(Method::DELETE, &path, None).await;
+    assert_eq!(st, StatusCode::NO_CONTENT);
+
+    fc.set_rules(fakecloud::ApiRules {
+        non_http_monitor_http: fakecloud::Strictness::Lenient,
+        ..fc.rules()
+    });
+    assert_eq!(rules(&c).await["non_http_monitor_http"], "lenient");
+    let (st, m) = c
+        .api(
+            Method::POST,
+            "/load-balancers/health-monitors",
+            Some(monitor),
+        )
+        .await;
+    assert_eq!(st, StatusCode::CREATED, "{m}");
+    assert_eq!(m["http"]["url_path"], "/ready", "lenient: kept: {m}");
+    assert_eq!(m["http"]["method"], "GET", "over the defaults: {m}");
+}
+
+#[tokio::test]
+async fn reset_puts_rules_back_to_the_configured_ones() {
+    let configured = fakecloud::ApiRules {
+        duplicate_members: fakecloud::Strictness::Lenient,
+        ..Default::default()
+    };
+    let (_fc, c) = Client::start_with(Config {
+        rules: configured,
+        ..Config::for_tests()
+    })
+    .await;
+    assert_eq!(rules(&c).await["duplicate_members"], "lenient");
+    let (st, _) = c
+        .admin(
+            Method::PUT,
+            "/rules",
+            Some(json!({"non_http_monitor_http": "lenient"})),
+        )
+        .await;
+    assert_eq!(st, StatusCode::OK);
+    let (st, _) = c.admin(Method::POST, "/reset", None).await;
+    assert_eq!(st, StatusCode::NO_CONTENT);
+    assert_eq!(
+        rules(&c).await,
+        json!({"duplicate_members": "lenient", "non_http_monitor_http": "strict"})
+    );
 }

@@ -509,3 +509,86 @@ fn first_line_shows_the_bound_address_even_with_public_url() {
     ]);
     assert!(base.starts_with("http://127.0.0.1:"));
 }
+
+#[tokio::test]
+async fn rule_flags_set_the_api_rules() {
+    let (_p, base) = start(&["--listen", "127.0.0.1:0"]);
+    let (st, v) = call(Method::GET, &format!("{base}/_fake/rules"), None, None).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"duplicate_members": "strict", "non_http_monitor_http": "strict"}),
+        "strict without flags"
+    );
+
+    let (_p, base) = start(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--duplicate-members",
+        "lenient",
+        "--non-http-monitor-http",
+        "lenient",
+    ]);
+    let (st, v) = call(Method::GET, &format!("{base}/_fake/rules"), None, None).await;
+    assert_eq!(st, StatusCode::OK, "{v}");
+    assert_eq!(
+        v,
+        json!({"duplicate_members": "lenient", "non_http_monitor_http": "lenient"})
+    );
+
+    // And the API follows them: a second member for the same address and port is created.
+    let token = Some("fakecloud-token");
+    let v1 = |path: &str| format!("{base}/v1{path}");
+    let (st, net) = call(
+        Method::POST,
+        &v1("/networks"),
+        token,
+        Some(json!({"name": "n"})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{net}");
+    let subnet = net["subnets"][0]["uuid"].clone();
+    let (st, lb) = call(
+        Method::POST,
+        &v1("/load-balancers"),
+        token,
+        Some(json!({"name": "lb", "flavor": "lb-standard", "zone": "rma1"})),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{lb}");
+    let (st, pool) = call(
+        Method::POST,
+        &v1("/load-balancers/pools"),
+        token,
+        Some(
+            json!({"name": "p", "algorithm": "round_robin", "protocol": "tcp",
+                    "load_balancer": lb["uuid"]}),
+        ),
+    )
+    .await;
+    assert_eq!(st, StatusCode::CREATED, "{pool}");
+    let members = v1(&format!(
+        "/load-balancers/pools/{}/members",
+        pool["uuid"].as_str().expect("pool uuid")
+    ));
+    for monitor_port in [8001, 8002] {
+        let body = json!({"name": "m", "address": "172.16.0.11", "protocol_port": 80,
+                          "monitor_port": monitor_port, "subnet": subnet});
+        let (st, v) = call(Method::POST, &members, token, Some(body)).await;
+        assert_eq!(st, StatusCode::CREATED, "{v}");
+    }
+}
+
+#[test]
+fn bad_rule_flag_values_fail_naming_the_flag() {
+    for flag in ["--duplicate-members", "--non-http-monitor-http"] {
+        let stderr = failing_start(&["--listen", "127.0.0.1:0", flag, "sloppy"], &[]);
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "one line: {stderr}");
+        assert!(
+            lines[0].contains(flag) && lines[0].contains("sloppy"),
+            "names the flag and the value: {stderr}"
+        );
+        assert!(lines[0].contains("strict or lenient"), "{stderr}");
+    }
+}

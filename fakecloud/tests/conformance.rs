@@ -2680,3 +2680,193 @@ async fn extra_server_default_shape() {
         "default volume_size_gb 10: {srv}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Undocumented choices and the switches that change them (fakecloud/README.md, "Choices
+// where the real behaviour is not documented")
+// ---------------------------------------------------------------------------
+
+async fn start_with_rules(rules: fakecloud::ApiRules) -> (FakeCloud, Api) {
+    let fc = FakeCloud::start(Config {
+        rules,
+        ..Config::for_tests()
+    })
+    .await
+    .expect("start fakecloud");
+    let api = Api::new(&fc);
+    (fc, api)
+}
+
+fn lenient_duplicates() -> fakecloud::ApiRules {
+    fakecloud::ApiRules {
+        duplicate_members: fakecloud::Strictness::Lenient,
+        ..Default::default()
+    }
+}
+
+fn lenient_monitor_http() -> fakecloud::ApiRules {
+    fakecloud::ApiRules {
+        non_http_monitor_http: fakecloud::Strictness::Lenient,
+        ..Default::default()
+    }
+}
+
+/// A member like `make_member`'s first one (192.168.42.11 port 80), differing only in
+/// `monitor_port`.
+fn twin_member(subnet: &Value) -> Value {
+    json!({"name": "twin", "address": "192.168.42.11", "protocol_port": 80,
+           "monitor_port": 8080, "subnet": id(subnet)})
+}
+
+#[tokio::test]
+async fn extra_duplicate_member_strict_is_400_under_address() {
+    let (fc, api) = start().await;
+    let (_net, sub) = private_subnet(&api, "192.168.42.0/24").await;
+    let lb = running_lb(&fc, &api, "lb").await;
+    let pool = make_pool(&api, &lb).await;
+    make_member(&api, &pool, &sub, "m", "192.168.42.11").await;
+    let r = api.post(&members_path(&pool), twin_member(&sub)).await;
+    let body = assert_bad_request(&r, "already has a member", "duplicate member");
+    assert!(body.get("address").is_some(), "under `address`: {body}");
+    assert_eq!(api.list(&members_path(&pool)).await.len(), 1);
+    // Only the same address *and* port is refused.
+    let mut other_port = twin_member(&sub);
+    other_port["protocol_port"] = json!(81);
+    api.create(&members_path(&pool), other_port).await;
+}
+
+#[tokio::test]
+async fn extra_duplicate_member_lenient_creates_both() {
+    let (fc, api) = start_with_rules(lenient_duplicates()).await;
+    let (_net, sub) = private_subnet(&api, "192.168.42.0/24").await;
+    let lb = running_lb(&fc, &api, "lb").await;
+    let pool = make_pool(&api, &lb).await;
+    let first = make_member(&api, &pool, &sub, "m", "192.168.42.11").await;
+    let twin = api.create(&members_path(&pool), twin_member(&sub)).await;
+    assert_ne!(id(&first), id(&twin));
+    assert_eq!(twin["address"], "192.168.42.11", "{twin}");
+    assert_eq!(twin["protocol_port"], json!(80), "{twin}");
+    assert_eq!(twin["monitor_port"], json!(8080), "{twin}");
+    let got = api
+        .fetch(&format!("{}/{}", members_path(&pool), id(&twin)))
+        .await;
+    assert_eq!(got, twin, "the next GET equals the create answer");
+    let listed = api.list(&members_path(&pool)).await;
+    assert_eq!(uuids(&listed), [id(&first), id(&twin)]);
+}
+
+#[tokio::test]
+async fn extra_non_http_monitor_http_strict_reports_null() {
+    let (fc, api) = start().await;
+    let lb = running_lb(&fc, &api, "lb").await;
+    let pool = make_pool(&api, &lb).await;
+    let m = api
+        .create(
+            "/load-balancers/health-monitors",
+            json!({"pool": id(&pool), "type": "tcp",
+                   "http": {"url_path": "/healthz", "host": "h"}}),
+        )
+        .await;
+    assert!(m["http"].is_null(), "ignored for tcp: {m}");
+    let path = format!("/load-balancers/health-monitors/{}", id(&m));
+    api.update(&path, json!({"http": {"expected_codes": ["204"]}}))
+        .await;
+    assert!(api.fetch(&path).await["http"].is_null(), "still null");
+}
+
+#[tokio::test]
+async fn extra_non_http_monitor_http_lenient_is_kept_defaulted_and_merged() {
+    let (fc, api) = start_with_rules(lenient_monitor_http()).await;
+    let lb = running_lb(&fc, &api, "lb").await;
+    let pool = make_pool(&api, &lb).await;
+    let m = api
+        .create(
+            "/load-balancers/health-monitors",
+            json!({"pool": id(&pool), "type": "tcp",
+                   "http": {"url_path": "/healthz", "host": "h"}}),
+        )
+        .await;
+    assert_eq!(
+        m["http"],
+        json!({"expected_codes": ["200"], "method": "GET", "url_path": "/healthz",
+               "version": "1.1", "host": "h"}),
+        "sent keys over the HTTP defaults: {m}"
+    );
+    let path = format!("/load-balancers/health-monitors/{}", id(&m));
+    assert_eq!(
+        api.fetch(&path).await,
+        m,
+        "the next GET equals the create answer"
+    );
+
+    // PATCH merges key by key.
+    api.update(&path, json!({"http": {"expected_codes": ["204"]}}))
+        .await;
+    assert_eq!(
+        api.fetch(&path).await["http"],
+        json!({"expected_codes": ["204"], "method": "GET", "url_path": "/healthz",
+               "version": "1.1", "host": "h"})
+    );
+    // The version is immutable after create, as for HTTP monitors.
+    let r = api
+        .patch(&path, json!({"http": {"version": "1.0", "host": null}}))
+        .await;
+    assert_bad_request(&r, "version", "version change");
+    assert_eq!(api.fetch(&path).await["http"]["version"], "1.1");
+    // And it is validated as for HTTP monitors.
+    let r = api
+        .patch(&path, json!({"http": {"url_path": "healthz"}}))
+        .await;
+    let body = assert_bad_request(&r, "url_path", "url_path without /");
+    assert!(body.get("http").is_some(), "under `http`: {body}");
+}
+
+#[tokio::test]
+async fn extra_non_http_monitor_http_lenient_without_http_is_null() {
+    let (fc, api) = start_with_rules(lenient_monitor_http()).await;
+    let lb = running_lb(&fc, &api, "lb").await;
+    let pool = make_pool(&api, &lb).await;
+    let m = make_monitor(&api, &pool).await;
+    assert!(m["http"].is_null(), "nothing sent, nothing stored: {m}");
+    // A later PATCH stores what it sends over the defaults; no version was set yet.
+    let path = format!("/load-balancers/health-monitors/{}", id(&m));
+    api.update(&path, json!({"http": {"version": "1.0"}})).await;
+    assert_eq!(
+        api.fetch(&path).await["http"],
+        json!({"expected_codes": ["200"], "method": "GET", "url_path": "/",
+               "version": "1.0", "host": null})
+    );
+}
+
+#[tokio::test]
+async fn extra_non_http_monitor_http_lenient_does_not_change_the_check() {
+    // A tcp check needs a TCP connect only: the stored `http` does not turn it into an HTTP
+    // check, so a backend answering 503 stays up.
+    let (fc, api) = start_with_rules(lenient_monitor_http()).await;
+    let (_net, sub) = private_subnet(&api, "192.168.42.0/24").await;
+    let lb = running_lb(&fc, &api, "lb").await;
+    let pool = make_pool(&api, &lb).await;
+    let member = make_member(&api, &pool, &sub, "m", "192.168.42.11").await;
+    let r = api
+        .raw(
+            Method::POST,
+            &format!("{}/_fake/backends", api.base),
+            None,
+            &[("content-type", "application/json")],
+            Some(r#"{"address": "192.168.42.11", "http_status": 503}"#),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let m = api
+        .create(
+            "/load-balancers/health-monitors",
+            json!({"pool": id(&pool), "type": "tcp", "http": {"expected_codes": ["200"]}}),
+        )
+        .await;
+    assert!(m["http"].is_object(), "{m}");
+    let path = format!("{}/{}", members_path(&pool), id(&member));
+    wait_for(&fc, &api, &path, 120, "member up", |v| {
+        v["monitor_status"] == "up"
+    })
+    .await;
+}

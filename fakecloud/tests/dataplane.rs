@@ -1799,14 +1799,23 @@ async fn ccm_pool_recreation_algorithm_change_with_3_members_is_down_60_to_120s(
     }
 }
 
-#[tokio::test]
-async fn ccm_member_replacement_node_port_change_is_down_more_than_5s() {
+/// The reference's member replacement (node port 30080 → 30081 on a converged 3-member
+/// port): all members DELETEd (0.5 s each; applied T+10, +20, +30), 5 s, all POSTed at T+6.5
+/// (applied T+40, +50, +60; the first is up at T+44). With `old_port_closed`, Kubernetes
+/// has stopped serving the old node port at T, as kube-proxy does. Returns per pass sleep
+/// the port's down intervals and downtime on each VIP.
+async fn reference_member_replacement(old_port_closed: bool) -> Vec<(f64, Value)> {
+    let mut out = Vec::new();
     for sleep in PASS_SLEEPS {
         let f = Fake::start().await;
         let (lb, ports, t) = converged_service(&f, &[("tcp/http", 80, 30080)], 3).await;
         let p = &ports[0];
-        // All members DELETE (0.5 s each; applied T+10, +20, +30), 5 s, all POST at T+6.5
-        // (applied T+40, +50, +60; the first is up at T+44).
+        if old_port_closed {
+            for (_, address) in &p.members {
+                f.declare(json!({"address": address, "port": 30080, "tcp": false, "udp": false}))
+                    .await;
+            }
+        }
         for (m, _) in &p.members {
             f.ccm_delete(&member_path(&p.pool, m)).await;
         }
@@ -1825,12 +1834,30 @@ async fn ccm_member_replacement_node_port_change_is_down_more_than_5s() {
         f.advance_to(t + 100.0).await;
         let av = f.availability(&lb, Some(t), None, None).await;
         for vip in [&lb.vip4, &lb.vip6] {
-            let e = entry(&av, vip, "tcp", 80);
-            assert_downs(e, &[(t + 30.0, t + 44.0, NO_MEMBER_UP)]);
-            let down = downtime(e);
-            println!("member replacement (sleep {sleep}): downtime {down} s");
-            assert!(down > 5.0, "at least 5 s + creation + up threshold: {down}");
+            out.push((t, entry(&av, vip, "tcp", 80).clone()));
         }
+    }
+    out
+}
+
+#[tokio::test]
+async fn ccm_member_replacement_node_port_change_is_down_more_than_5s() {
+    for (t, e) in reference_member_replacement(false).await {
+        assert_downs(&e, &[(t + 30.0, t + 44.0, NO_MEMBER_UP)]);
+        let down = downtime(&e);
+        println!("member replacement: downtime {down} s");
+        assert!(down > 5.0, "at least 5 s + creation + up threshold: {down}");
+    }
+}
+
+#[tokio::test]
+async fn ccm_member_replacement_after_kubernetes_closed_the_old_node_port_is_down_44s() {
+    // What a node port change really costs: Kubernetes stops serving the old node port at
+    // once (kube-proxy), so the port is down from the change until a new member is up.
+    for (_, e) in reference_member_replacement(true).await {
+        let down = downtime(&e);
+        println!("member replacement, old node port closed: {down} s");
+        assert_close(down, 44.0, "down until the first new member is up");
     }
 }
 

@@ -25,6 +25,9 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// A route of a load balancer: (listener protocol, listener port, member node port).
+pub type Route = (String, u16, u16);
+
 /// What a started CCM reports: its health address and metrics.
 type Started = Option<(SocketAddr, Arc<Metrics>)>;
 
@@ -99,11 +102,17 @@ impl InProcessCcm {
 
     /// Service reconciles counted by its metrics so far.
     pub fn service_reconciles(&self) -> u64 {
+        self.reconciles("service")
+    }
+
+    /// Reconciles of `controller` (`service`, `node-lifecycle`, …) counted so far.
+    pub fn reconciles(&self, controller: &str) -> u64 {
+        let prefix = format!("ccm_reconcile_total{{controller=\"{controller}\"");
         self.metrics()
             .map(|m| {
                 m.render()
                     .lines()
-                    .filter(|l| l.starts_with("ccm_reconcile_total{controller=\"service\""))
+                    .filter(|l| l.starts_with(&prefix))
                     .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
                     .sum()
             })
@@ -426,6 +435,127 @@ impl CcmBed {
         .await
     }
 
+    /// The load balancer UUID the CCM recorded on Service `name` (waits for it).
+    pub async fn lb_uuid_of(&self, name: &str) -> String {
+        eventually(&format!("the load balancer of {name}"), LIMIT, || async {
+            let s = self.services().get(name).await.ok()?;
+            s.metadata
+                .annotations
+                .as_ref()?
+                .get("k8s.cloudscale.ch/loadbalancer-uuid")
+                .cloned()
+        })
+        .await
+    }
+
+    /// Every configuration the load balancer `lb` applied, in order: the operation and its
+    /// routes, each (listener protocol, listener port, node port of an enabled member of
+    /// the listener's pool). What the data plane really ran, not what the API showed.
+    pub fn applied_routes(&self, lb: &str) -> Vec<(String, std::collections::BTreeSet<Route>)> {
+        let Ok(id) = uuid::Uuid::parse_str(lb) else {
+            panic!("not a load balancer UUID: {lb}");
+        };
+        self.tb.cloud.app().read("", |ctx| {
+            let Some(h) = ctx.st.dataplane.lbs.get(&id) else {
+                return Vec::new();
+            };
+            h.ops
+                .iter()
+                .map(|op| {
+                    let routes = op
+                        .config
+                        .listeners
+                        .iter()
+                        .flat_map(|l| {
+                            op.config
+                                .members
+                                .iter()
+                                .filter(move |m| Some(m.pool) == l.pool && m.enabled)
+                                .map(move |m| (l.protocol.clone(), l.port, m.protocol_port))
+                        })
+                        .collect();
+                    (op.operation.clone(), routes)
+                })
+                .collect()
+        })
+    }
+
+    /// The writes of the next two passes over the account's load balancers (each lists
+    /// the floating IPs, which nothing else does), starting from a cleared request log: a
+    /// converged Service makes none.
+    pub async fn writes_of_two_passes(&self) -> Vec<Value> {
+        self.clear_request_log().await;
+        eventually("two reconciles", LIMIT, || async {
+            let log = self.request_log().await;
+            let passes = log
+                .iter()
+                .filter(|r| r["method"] == "GET" && r["path"] == "/v1/floating-ips")
+                .count();
+            (passes >= 2).then_some(())
+        })
+        .await;
+        self.writes().await
+    }
+
+    /// Sets fakecloud's switches for undocumented API rules.
+    pub fn set_rules(&self, rules: fakecloud::ApiRules) {
+        self.tb.cloud.set_rules(rules);
+    }
+
+    /// The InternalIP of Node `node`.
+    pub async fn node_ip(&self, node: &str) -> String {
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(self.tb.cluster.client());
+        let n = nodes
+            .get(node)
+            .await
+            .unwrap_or_else(|e| panic!("node {node}: {e}"));
+        n.status
+            .and_then(|s| s.addresses)
+            .into_iter()
+            .flatten()
+            .find(|a| a.type_ == "InternalIP")
+            .map(|a| a.address)
+            .unwrap_or_else(|| panic!("node {node} has no InternalIP"))
+    }
+
+    /// A ready endpoint of Service `service` (in `default`) on Node `node`, as the
+    /// EndpointSlice controller would publish it for a running pod there.
+    pub async fn endpoint_on(&self, service: &str, node: &str) {
+        let slice: k8s_openapi::api::discovery::v1::EndpointSlice = serde_json::from_value(json!({
+            "metadata": {"name": format!("{service}-{node}"),
+                         "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": ["10.244.9.9"], "nodeName": node,
+                           "conditions": {"ready": true}}],
+        }))
+        .unwrap_or_else(|e| panic!("endpoint slice: {e}"));
+        let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+            Api::namespaced(self.tb.cluster.client(), "default");
+        slices
+            .create(&PostParams::default(), &slice)
+            .await
+            .unwrap_or_else(|e| panic!("endpoint slice of {service} on {node}: {e}"));
+    }
+
+    /// Events about `object` with `reason`, their messages.
+    pub async fn event_messages(&self, object: &str, reason: &str) -> Vec<String> {
+        self.events(object)
+            .await
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .filter_map(|e| e.message)
+            .collect()
+    }
+
+    /// Writes (POST, PATCH, DELETE) in fakecloud's request log since it was last cleared.
+    pub async fn writes(&self) -> Vec<Value> {
+        self.request_log()
+            .await
+            .into_iter()
+            .filter(|r| r["method"] != "GET")
+            .collect()
+    }
+
     /// The UUID of the testbed's subnet.
     pub async fn subnet_uuid(&self) -> String {
         let subnets = self.cloud_list("/subnets").await;
@@ -511,6 +641,16 @@ pub fn web_service(annotations: Value) -> Service {
         ]},
     }))
     .unwrap_or_else(|e| panic!("the web Service: {e}"))
+}
+
+/// A `LoadBalancer` Service `name` in `default` with `ports` (a JSON list of
+/// `spec.ports` entries) and `annotations`.
+pub fn lb_service(name: &str, ports: Value, annotations: Value) -> Service {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"type": "LoadBalancer", "ports": ports},
+    }))
+    .unwrap_or_else(|e| panic!("the Service {name}: {e}"))
 }
 
 /// fakecloud's view of every load-balancer resource at one moment.

@@ -1,6 +1,7 @@
 //! The testbed: fakecloud, a cluster (any backend) and what connects them: servers in
 //! fakecloud for the cluster's Nodes (simulated kubelets on the embedded server, mirrors of
-//! the real Nodes elsewhere) and the kube-proxy health-check view.
+//! the real Nodes elsewhere), optionally a kubelet for every server created later through
+//! fakecloud, and the kube-proxy view.
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::kubelet::{Kubelet, KubeletConfig, KubeletError};
@@ -11,8 +12,12 @@ use fakecloud::seed::{
 };
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams};
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
 use std::net::Ipv4Addr;
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 /// The private network servers (and so Nodes) are attached to.
@@ -41,6 +46,10 @@ pub struct TestbedConfig {
     pub kubelet: KubeletConfig,
     pub proxy_interval: Duration,
     pub flavor: String,
+    /// Embedded backend: start a simulated kubelet for every server created in fakecloud
+    /// after start (`POST /_fake/servers`, the API, the CLI) once it runs, so adding a
+    /// machine adds a Node. Looked for every `proxy_interval`.
+    pub kubelets_for_new_servers: bool,
 }
 
 impl Default for TestbedConfig {
@@ -54,14 +63,108 @@ impl Default for TestbedConfig {
             kubelet: KubeletConfig::default(),
             proxy_interval: Duration::from_secs(1),
             flavor: "flex-8-4".to_string(),
+            kubelets_for_new_servers: false,
         }
+    }
+}
+
+/// Which servers have a simulated kubelet, keyed by server UUID: the one place that decides,
+/// so `Testbed::add_node` and the watcher of new servers never start two for one server.
+#[derive(Default)]
+struct Registry(Mutex<HashMap<Uuid, Registration>>);
+
+enum Registration {
+    /// Started by `Testbed::add_node`; its handle is in `Testbed::kubelets`.
+    AddNode,
+    /// Being started by the watcher of new servers.
+    Starting,
+    /// Started by the watcher of new servers, which owns it here.
+    Watcher(Kubelet),
+}
+
+impl Registry {
+    /// Claims `server` for a kubelet; false when it has one (or one is being started).
+    fn claim(&self, server: Uuid, how: Registration) -> bool {
+        let mut map = self.0.lock();
+        if map.contains_key(&server) {
+            return false;
+        }
+        map.insert(server, how);
+        true
+    }
+
+    fn release(&self, server: Uuid) {
+        self.0.lock().remove(&server);
+    }
+}
+
+/// Starts a kubelet for every running server that has none, every `interval`, until
+/// dropped (the kubelets it started stop with the registry).
+struct NewServerKubelets {
+    task: JoinHandle<()>,
+}
+
+impl Drop for NewServerKubelets {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl NewServerKubelets {
+    fn start(
+        client: kube::Client,
+        cloud: fakecloud::App,
+        registry: Arc<Registry>,
+        cfg: KubeletConfig,
+        interval: Duration,
+    ) -> NewServerKubelets {
+        let task = tokio::spawn(async move {
+            loop {
+                // Only booted machines: a kubelet registers its Node once the VM runs.
+                let running: Vec<Uuid> = cloud.read("", |ctx| {
+                    ctx.st
+                        .servers
+                        .values()
+                        .filter(|s| s.status(ctx.now) == "running")
+                        .map(|s| s.uuid)
+                        .collect()
+                });
+                for server in running {
+                    if !registry.claim(server, Registration::Starting) {
+                        continue;
+                    }
+                    match Kubelet::start(client.clone(), cloud.clone(), server, cfg.clone()).await {
+                        Ok(kubelet) => {
+                            tracing::info!(node = %kubelet.node, %server, "kubelet started for a new server");
+                            registry
+                                .0
+                                .lock()
+                                .insert(server, Registration::Watcher(kubelet));
+                        }
+                        Err(e) => {
+                            // Deleted meanwhile, or the API server refused: try again next
+                            // round if the server is still there.
+                            tracing::debug!(%server, error = %e, "kubelet for a new server did not start");
+                            registry.release(server);
+                        }
+                    }
+                }
+                tokio::time::sleep(interval).await;
+            }
+        });
+        NewServerKubelets { task }
     }
 }
 
 pub struct Testbed {
     pub cloud: FakeCloud,
     pub cluster: Cluster,
+    /// The kubelets `add_node` started (the initial nodes and later ones), in order. Those
+    /// started for servers created through fakecloud (`kubelets_for_new_servers`) are not
+    /// here; `server_of` finds both.
     pub kubelets: Vec<Kubelet>,
+    registry: Arc<Registry>,
+    _new_servers: Option<NewServerKubelets>,
     _proxy: KubeProxy,
     config: TestbedConfig,
     next_host: u32,
@@ -101,6 +204,8 @@ impl Testbed {
             cloud,
             cluster,
             kubelets: Vec::new(),
+            registry: Arc::default(),
+            _new_servers: None,
             _proxy: proxy,
             config,
             next_host: 10,
@@ -108,6 +213,15 @@ impl Testbed {
         if tb.cluster.simulated_nodes() {
             for i in 1..=tb.config.nodes {
                 tb.add_node(&format!("node-{i}")).await?;
+            }
+            if tb.config.kubelets_for_new_servers {
+                tb._new_servers = Some(NewServerKubelets::start(
+                    tb.cluster.client(),
+                    tb.cloud.app().clone(),
+                    tb.registry.clone(),
+                    tb.config.kubelet.clone(),
+                    tb.config.proxy_interval,
+                ));
             }
         } else {
             tb.mirror_nodes().await?;
@@ -117,23 +231,59 @@ impl Testbed {
 
     /// Creates a server named `name` in fakecloud and a simulated kubelet registering it.
     pub async fn add_node(&mut self, name: &str) -> Result<Uuid, TestbedError> {
-        self.next_host += 1;
-        let address = Ipv4Addr::new(10, 0, 0, self.next_host.min(254) as u8);
-        let uuid = self.add_server(name, Some(address))?;
-        let kubelet = Kubelet::start(
-            self.cluster.client(),
-            self.cloud.app().clone(),
-            uuid,
-            self.config.kubelet.clone(),
-        )
-        .await?;
-        self.kubelets.push(kubelet);
-        Ok(uuid)
+        // Servers created through fakecloud may have taken the next address already.
+        let used: HashSet<std::net::IpAddr> = self.cloud.app().read("", |ctx| {
+            ctx.st
+                .servers
+                .values()
+                .flat_map(|s| s.interfaces.iter().flat_map(|i| &i.addresses))
+                .map(|a| a.address)
+                .collect()
+        });
+        let address = loop {
+            self.next_host += 1;
+            let address = Ipv4Addr::new(10, 0, 0, self.next_host.min(254) as u8);
+            if self.next_host >= 254 || !used.contains(&std::net::IpAddr::V4(address)) {
+                break address;
+            }
+        };
+        // Claimed before the server exists, so the watcher of new servers never sees it
+        // unclaimed.
+        let uuid = Uuid::new_v4();
+        self.registry.claim(uuid, Registration::AddNode);
+        let started = async {
+            self.add_server(name, Some(address), Some(uuid))?;
+            Ok::<_, TestbedError>(
+                Kubelet::start(
+                    self.cluster.client(),
+                    self.cloud.app().clone(),
+                    uuid,
+                    self.config.kubelet.clone(),
+                )
+                .await?,
+            )
+        }
+        .await;
+        match started {
+            Ok(kubelet) => {
+                self.kubelets.push(kubelet);
+                Ok(uuid)
+            }
+            Err(e) => {
+                self.registry.release(uuid);
+                Err(e)
+            }
+        }
     }
 
-    fn add_server(&self, name: &str, private: Option<Ipv4Addr>) -> Result<Uuid, TestbedError> {
+    fn add_server(
+        &self,
+        name: &str,
+        private: Option<Ipv4Addr>,
+        uuid: Option<Uuid>,
+    ) -> Result<Uuid, TestbedError> {
         let spec = SeedServer {
-            uuid: None,
+            uuid,
             name: name.to_string(),
             flavor: Some(self.config.flavor.clone()),
             image: None,
@@ -173,16 +323,34 @@ impl Testbed {
             // Addresses outside the testbed subnet cannot be attached; the server then gets
             // one from the subnet (the CCM's address check will say so).
             let inside = internal.filter(|a| a.octets()[..3] == [10, 0, 0]);
-            self.add_server(&name, inside)?;
+            self.add_server(&name, inside, None)?;
         }
         Ok(())
     }
 
-    /// The fakecloud server UUID behind a node, if the testbed created that node.
+    /// The fakecloud server UUID behind a node, if the testbed runs its kubelet (started by
+    /// `add_node` or for a server created through fakecloud).
     pub fn server_of(&self, node: &str) -> Option<Uuid> {
         self.kubelets
             .iter()
             .find(|k| k.node == node)
             .map(|k| k.server)
+            .or_else(|| {
+                self.registry.0.lock().values().find_map(|r| match r {
+                    Registration::Watcher(k) if k.node == node => Some(k.server),
+                    _ => None,
+                })
+            })
+    }
+
+    /// How many simulated kubelets run or ran: those of `add_node` and those started for
+    /// servers created through fakecloud.
+    pub fn kubelet_count(&self) -> usize {
+        self.registry
+            .0
+            .lock()
+            .values()
+            .filter(|r| !matches!(r, Registration::Starting))
+            .count()
     }
 }

@@ -1410,6 +1410,104 @@ async fn service_type_change_to_cluster_ip_drops_node_ports() {
     assert_eq!(node_ports(&again).len(), 1);
 }
 
+/// The one cause of a 422 about `spec.loadBalancerClass`: its reason and message.
+fn class_cause(s: &kube::core::Status) -> (String, String) {
+    assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"), "{s:?}");
+    let details = s.details.as_ref().expect("details");
+    assert_eq!(details.kind, "Service", "{s:?}");
+    match details.causes.as_slice() {
+        [c] if c.field == "spec.loadBalancerClass" => (c.reason.clone(), c.message.clone()),
+        other => panic!("one spec.loadBalancerClass cause expected: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn service_load_balancer_class_may_not_change_between_load_balancers() {
+    let e = env().await;
+    let api = e.default_ns::<Service>();
+    let (pp, patch) = (PostParams::default(), PatchParams::default());
+    let invalid = |value: &str| {
+        (
+            "FieldValueInvalid".to_string(),
+            format!("Invalid value: {value}: may not change once set"),
+        )
+    };
+
+    // Added to a LoadBalancer that had none.
+    let plain = w!(api.create(&pp, &lb_service("plain"))).expect("create");
+    let add = json!({"spec": {"loadBalancerClass": "example.com/lb"}});
+    let s = api_err(w!(api.patch("plain", &patch, &Patch::Merge(&add))));
+    assert_eq!(class_cause(&s), invalid("\"example.com/lb\""));
+    assert!(
+        s.message.contains(
+            "spec.loadBalancerClass: Invalid value: \"example.com/lb\": may not change once set"
+        ),
+        "{s:?}"
+    );
+    let still = w!(api.get("plain")).expect("get");
+    assert_eq!(rv(&still), rv(&plain), "nothing was written");
+    assert_eq!(still.spec.and_then(|s| s.load_balancer_class), None);
+
+    // Removed, by a merge patch and by a replace that leaves it out.
+    let mut classy = lb_service("classy");
+    classy.spec.get_or_insert_default().load_balancer_class = Some("example.com/lb".into());
+    let classy = w!(api.create(&pp, &classy)).expect("create with a class");
+    let remove = json!({"spec": {"loadBalancerClass": null}});
+    let s = api_err(w!(api.patch("classy", &patch, &Patch::Merge(&remove))));
+    assert_eq!(class_cause(&s), invalid("\"null\""));
+    let mut without = classy.clone();
+    without.spec.get_or_insert_default().load_balancer_class = None;
+    let s = api_err(w!(api.replace("classy", &pp, &without)));
+    assert_eq!(class_cause(&s), invalid("\"null\""));
+
+    // Changed.
+    let change = json!({"spec": {"loadBalancerClass": "other.example/lb"}});
+    let s = api_err(w!(api.patch("classy", &patch, &Patch::Merge(&change))));
+    assert_eq!(class_cause(&s), invalid("\"other.example/lb\""));
+    assert_eq!(
+        w!(api.get("classy"))
+            .expect("get")
+            .spec
+            .and_then(|s| s.load_balancer_class)
+            .as_deref(),
+        Some("example.com/lb")
+    );
+
+    // Other changes of a LoadBalancer with a class go through.
+    let relabel = json!({"metadata": {"labels": {"v": "2"}}});
+    w!(api.patch("classy", &patch, &Patch::Merge(&relabel))).expect("unrelated change");
+}
+
+#[tokio::test]
+async fn service_load_balancer_class_is_set_only_with_type_load_balancer() {
+    let e = env().await;
+    let api = e.default_ns::<Service>();
+    let (pp, patch) = (PostParams::default(), PatchParams::default());
+    let forbidden = (
+        "FieldValueForbidden".to_string(),
+        "Forbidden: may only be used when `type` is 'LoadBalancer'".to_string(),
+    );
+
+    // On a ClusterIP Service: refused at create and at update.
+    let with_class = service(
+        "cip",
+        json!({"loadBalancerClass": "example.com/lb", "ports": [{"port": 80}]}),
+    );
+    let s = api_err(w!(api.create(&pp, &with_class)));
+    assert_eq!(class_cause(&s), forbidden);
+    w!(api.create(&pp, &service("cip", json!({"ports": [{"port": 80}]})))).expect("create");
+    let set = json!({"spec": {"loadBalancerClass": "example.com/lb"}});
+    let s = api_err(w!(api.patch("cip", &patch, &Patch::Merge(&set))));
+    assert_eq!(class_cause(&s), forbidden);
+
+    // Together with the change to LoadBalancer: accepted and kept.
+    let to_lb = json!({"spec": {"type": "LoadBalancer", "loadBalancerClass": "example.com/lb"}});
+    let s = w!(api.patch("cip", &patch, &Patch::Merge(&to_lb))).expect("to LoadBalancer");
+    let spec = s.spec.expect("spec");
+    assert_eq!(spec.type_.as_deref(), Some("LoadBalancer"));
+    assert_eq!(spec.load_balancer_class.as_deref(), Some("example.com/lb"));
+}
+
 // ---- selectors -----------------------------------------------------------------------------
 
 fn names<K: Resource>(items: &[K]) -> Vec<String> {

@@ -1291,3 +1291,86 @@ fn wait_for_conditions_jsonpath_delete_and_create() {
         }
     });
 }
+
+#[test]
+fn load_balancer_class_is_refused_as_kubernetes_refuses_it() {
+    for_each_client("lbclass", |k| {
+        let manifest = |name: &str, ty: &str| {
+            format!(
+                "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\nspec:\n  type: {ty}\n  loadBalancerClass: example.com/lb\n  ports:\n  - port: 80\n"
+            )
+        };
+        let invalid = |name: &str, value: &str| {
+            format!(
+                "The Service \"{name}\" is invalid: spec.loadBalancerClass: Invalid value: {value}: may not change once set"
+            )
+        };
+
+        // LoadBalancer to LoadBalancer: no adding ...
+        k.ok(&["create", "service", "loadbalancer", "plain", "--tcp=80"]);
+        let err = k.fails(&[
+            "patch",
+            "service",
+            "plain",
+            "-p",
+            r#"{"spec":{"loadBalancerClass":"example.com/lb"}}"#,
+        ]);
+        assert!(
+            err.contains(&invalid("plain", "\"example.com/lb\"")),
+            "{err}"
+        );
+        // ... no removing ...
+        let classy = k.file("classy.yaml", &manifest("classy", "LoadBalancer"));
+        let out = k.ok(&["create", "-f", &classy]);
+        assert_eq!(out.trim(), "service/classy created");
+        let err = k.fails(&[
+            "patch",
+            "service",
+            "classy",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"remove","path":"/spec/loadBalancerClass"}]"#,
+        ]);
+        assert!(err.contains(&invalid("classy", "\"null\"")), "{err}");
+        // ... no changing.
+        let err = k.fails(&[
+            "patch",
+            "service",
+            "classy",
+            "-p",
+            r#"{"spec":{"loadBalancerClass":"other.example/lb"}}"#,
+        ]);
+        assert!(
+            err.contains(&invalid("classy", "\"other.example/lb\"")),
+            "{err}"
+        );
+        let svc = k.json(&["get", "service", "classy"]);
+        assert_eq!(svc["spec"]["loadBalancerClass"], "example.com/lb");
+
+        // Set together with the change from ClusterIP to LoadBalancer.
+        k.ok(&["create", "service", "clusterip", "grows", "--tcp=80"]);
+        let out = k.ok(&[
+            "patch",
+            "service",
+            "grows",
+            "-p",
+            r#"{"spec":{"type":"LoadBalancer","loadBalancerClass":"example.com/lb"}}"#,
+        ]);
+        assert_eq!(out.trim(), "service/grows patched");
+        let svc = k.json(&["get", "service", "grows"]);
+        assert_eq!(svc["spec"]["type"], "LoadBalancer");
+        assert_eq!(svc["spec"]["loadBalancerClass"], "example.com/lb");
+
+        // Never on a ClusterIP Service.
+        let cip = k.file("cip.yaml", &manifest("cip", "ClusterIP"));
+        let err = k.fails(&["create", "-f", &cip]);
+        assert!(
+            err.contains(
+                "The Service \"cip\" is invalid: spec.loadBalancerClass: Forbidden: may only be used when `type` is 'LoadBalancer'"
+            ),
+            "{err}"
+        );
+        k.fails(&["get", "service", "cip"]);
+    });
+}

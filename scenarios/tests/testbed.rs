@@ -1,11 +1,13 @@
-//! The testbed: simulated kubelets register Nodes for fakecloud servers, heartbeat while the
+//! The testbed: simulated kubelets register Nodes for fakecloud servers (also for servers
+//! created later through fakecloud, with `kubelets_for_new_servers`), heartbeat while the
 //! server runs, go NotReady when it stops and fall silent when it is deleted; the kube-proxy
-//! view declares health-check answers to fakecloud; the cluster backends skip with a reason.
+//! view declares node-port and health-check answers to fakecloud, and closes released node
+//! ports; the cluster backends skip with a reason.
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use scenarios::cluster::{Backend, Cluster, ClusterError};
 use scenarios::kubelet::{KubeletConfig, UNINITIALIZED_TAINT};
 use scenarios::testbed::{Testbed, TestbedConfig};
@@ -236,6 +238,271 @@ async fn kube_proxy_view_declares_health_check_answers_for_local_services() {
     })
     .await;
     assert_eq!(status_of(n2).await, Some(200));
+}
+
+/// The private (InternalIP) address of a testbed node.
+fn node_ip(tb: &Testbed, node: &str) -> std::net::IpAddr {
+    let server = tb.server_of(node).expect("server");
+    scenarios::kubelet::machine(tb.cloud.app(), server)
+        .and_then(|m| m.private_ip)
+        .and_then(|ip| ip.parse().ok())
+        .expect("private ip")
+}
+
+/// How fakecloud's data plane answers `address:port` now.
+fn answers(tb: &Testbed, address: std::net::IpAddr, port: u16) -> fakecloud::dataplane::Behaviour {
+    let app = tb.cloud.app();
+    let now = app.now();
+    app.0.state.read().dataplane.behaviour(address, port, now)
+}
+
+#[tokio::test]
+async fn kube_proxy_view_closes_a_released_node_port_and_opens_the_new_one() {
+    let tb = testbed(2).await;
+    let services: Api<Service> = Api::namespaced(tb.cluster.client(), "default");
+    let svc: Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web"},
+        "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]}
+    }))
+    .expect("service");
+    let svc = services
+        .create(&PostParams::default(), &svc)
+        .await
+        .expect("create");
+    let node_port = |s: &Service| {
+        s.spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .and_then(|p| p[0].node_port)
+            .and_then(|n| u16::try_from(n).ok())
+            .expect("node port")
+    };
+    let old = node_port(&svc);
+    let (n1, n2) = (node_ip(&tb, "node-1"), node_ip(&tb, "node-2"));
+    // Declared as kube-proxy serves a TCP port (fakecloud's default would answer UDP too).
+    let tcp_only = |b: fakecloud::dataplane::Behaviour| b.tcp && !b.udp && b.http_status == 200;
+    eventually("the node port declared TCP on both nodes", || async {
+        (tcp_only(answers(&tb, n1, old)) && tcp_only(answers(&tb, n2, old))).then_some(())
+    })
+    .await;
+
+    let new = if old == 32000 { 32001 } else { 32000 };
+    let patch =
+        serde_json::json!({"spec": {"ports": [{"name": "http", "port": 80, "nodePort": new}]}});
+    let changed = services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("change the node port");
+    assert_eq!(node_port(&changed), new);
+    eventually("the old node port closed and the new one open", || async {
+        let closed = |b: fakecloud::dataplane::Behaviour| !b.tcp && !b.udp;
+        (closed(answers(&tb, n1, old))
+            && closed(answers(&tb, n2, old))
+            && tcp_only(answers(&tb, n1, new))
+            && tcp_only(answers(&tb, n2, new)))
+        .then_some(())
+    })
+    .await;
+    // And fakecloud's admin view lists the closed declaration, not a return to the default.
+    let listed: Vec<serde_json::Value> =
+        reqwest::get(format!("{}/_fake/backends", tb.cloud.base_url()))
+            .await
+            .expect("GET /_fake/backends")
+            .json()
+            .await
+            .expect("JSON");
+    let old_on_n1 = listed
+        .iter()
+        .find(|d| d["address"] == n1.to_string() && d["port"] == old)
+        .unwrap_or_else(|| panic!("{n1}:{old} declared: {listed:?}"));
+    assert_eq!(
+        (&old_on_n1["tcp"], &old_on_n1["udp"]),
+        (&false.into(), &false.into())
+    );
+}
+
+/// Creates a server as a user adding a machine does (`POST /_fake/servers`), optionally with
+/// a fixed private address.
+async fn post_server(tb: &Testbed, name: &str, address: Option<&str>) -> uuid::Uuid {
+    let mut private = serde_json::json!({"network": "k8s-private"});
+    if let Some(a) = address {
+        private["address"] = a.into();
+    }
+    let r = reqwest::Client::new()
+        .post(format!("{}/_fake/servers", tb.cloud.base_url()))
+        .json(&serde_json::json!({"name": name, "private": [private]}))
+        .send()
+        .await
+        .expect("POST /_fake/servers");
+    assert_eq!(r.status(), 201);
+    let server: serde_json::Value = r.json().await.expect("JSON");
+    server["uuid"]
+        .as_str()
+        .and_then(|u| u.parse().ok())
+        .expect("server uuid")
+}
+
+async fn wait_ready(nodes: &Api<Node>, name: &str) -> Node {
+    eventually(&format!("{name} registered and Ready"), || async {
+        let n = nodes.get_opt(name).await.ok()??;
+        (ready_status(&n).as_deref() == Some("True")).then_some(n)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_server_created_through_fakecloud_gets_a_kubelet_and_its_node_registers() {
+    let cluster = Cluster::embedded().await.expect("embedded cluster");
+    let tb = Testbed::start(
+        cluster,
+        TestbedConfig {
+            kubelets_for_new_servers: true,
+            ..fast_config(2)
+        },
+    )
+    .await
+    .expect("testbed");
+    let nodes: Api<Node> = Api::all(tb.cluster.client());
+    let server = post_server(&tb, "node-3", None).await;
+    let node = wait_ready(&nodes, "node-3").await;
+    assert_eq!(tb.server_of("node-3"), Some(server));
+    // Registered as a kubelet with an external cloud provider does, with the server's
+    // private address.
+    let spec = node.spec.as_ref().expect("spec");
+    assert!(spec.provider_id.is_none());
+    assert!(
+        spec.taints
+            .iter()
+            .flatten()
+            .any(|t| t.key == UNINITIALIZED_TAINT)
+    );
+    let internal = node
+        .status
+        .as_ref()
+        .and_then(|s| s.addresses.as_ref())
+        .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
+        .map(|a| a.address.clone());
+    let machine = scenarios::kubelet::machine(tb.cloud.app(), server).expect("machine");
+    assert_eq!(internal, machine.private_ip);
+}
+
+#[tokio::test]
+async fn new_server_kubelets_and_add_node_never_double_up() {
+    let cluster = Cluster::embedded().await.expect("embedded cluster");
+    let mut tb = Testbed::start(
+        cluster,
+        TestbedConfig {
+            kubelets_for_new_servers: true,
+            ..fast_config(1)
+        },
+    )
+    .await
+    .expect("testbed");
+    let nodes: Api<Node> = Api::all(tb.cluster.client());
+    // node-1 has 10.0.0.11; node-2 takes the address add_node would pick next.
+    post_server(&tb, "node-2", Some("10.0.0.12")).await;
+    wait_ready(&nodes, "node-2").await;
+    // add_node still works next to the watcher, on the next free address.
+    let added = tb.add_node("node-3").await.expect("add_node");
+    wait_ready(&nodes, "node-3").await;
+    assert_eq!(tb.server_of("node-3"), Some(added));
+    let machine = scenarios::kubelet::machine(tb.cloud.app(), added).expect("machine");
+    assert_eq!(machine.private_ip.as_deref(), Some("10.0.0.13"));
+    // Once a server created after node-3 has its Node, the watcher has looked at node-3's
+    // server at least once: it must have left it alone.
+    post_server(&tb, "node-4", None).await;
+    wait_ready(&nodes, "node-4").await;
+    assert_eq!(tb.kubelet_count(), 4);
+    let api = tb.cluster.api_server().expect("embedded API server");
+    let creates = api
+        .shared()
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "create" && r.resource == "nodes")
+        .count();
+    assert_eq!(creates, 4, "one Node registration per server");
+    let mut names: Vec<String> = nodes
+        .list(&Default::default())
+        .await
+        .expect("list nodes")
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["node-1", "node-2", "node-3", "node-4"]);
+}
+
+/// Waits until node-1's kubelet renewed its lease twice: with `fast_config`, as long as two
+/// rounds of the watcher of new servers.
+async fn two_heartbeats(tb: &Testbed) {
+    let leases: Api<Lease> = Api::namespaced(tb.cluster.client(), "kube-node-lease");
+    let mut last = eventually("a lease", || renew_time(&leases, "node-1")).await;
+    for _ in 0..2 {
+        last = eventually("a renewed lease", || {
+            let (leases, last) = (leases.clone(), last.clone());
+            async move { renew_time(&leases, "node-1").await.filter(|t| *t != last) }
+        })
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_server_created_through_the_api_registers_once_it_has_booted() {
+    let cluster = Cluster::embedded().await.expect("embedded cluster");
+    let tb = Testbed::start(
+        cluster,
+        TestbedConfig {
+            kubelets_for_new_servers: true,
+            // Manual clock: the new server stays `changing` until the test advances it.
+            cloud: fakecloud::Config::for_tests(),
+            ..fast_config(1)
+        },
+    )
+    .await
+    .expect("testbed");
+    let network = tb
+        .cloud
+        .app()
+        .read("", |ctx| {
+            ctx.st
+                .networks
+                .values()
+                .find(|n| n.name == scenarios::testbed::NETWORK_NAME)
+                .map(|n| n.uuid)
+        })
+        .expect("the testbed network");
+    let r = reqwest::Client::new()
+        .post(format!("{}/servers", tb.cloud.api_url()))
+        .bearer_auth(tb.cloud.token())
+        .json(
+            &serde_json::json!({"name": "node-2", "flavor": "flex-4-2", "image": "debian-12",
+                                  "interfaces": [{"network": network.to_string()}]}),
+        )
+        .send()
+        .await
+        .expect("POST /v1/servers");
+    assert_eq!(r.status(), 201);
+    let nodes: Api<Node> = Api::all(tb.cluster.client());
+    // Still booting: two heartbeats of node-1 later (each as long as a watcher round), no
+    // Node.
+    two_heartbeats(&tb).await;
+    assert!(nodes.get_opt("node-2").await.expect("get").is_none());
+    tb.cloud.advance(Duration::from_secs(60));
+    wait_ready(&nodes, "node-2").await;
+}
+
+#[tokio::test]
+async fn without_the_option_a_new_server_gets_no_kubelet() {
+    let tb = testbed(1).await;
+    let nodes: Api<Node> = Api::all(tb.cluster.client());
+    post_server(&tb, "node-2", None).await;
+    // Nothing watches for new servers. Two heartbeats of node-1 (each as long as a watcher's
+    // round) give a wrongly started watcher its chance.
+    two_heartbeats(&tb).await;
+    assert!(nodes.get_opt("node-2").await.expect("get").is_none());
+    assert_eq!(tb.server_of("node-2"), None);
+    assert_eq!(tb.kubelet_count(), 1);
 }
 
 #[tokio::test]

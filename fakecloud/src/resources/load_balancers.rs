@@ -8,7 +8,10 @@
 //! - a second listener with the same protocol and port on one load balancer is refused;
 //! - a UDP listener needs a UDP pool and a TCP listener a non-UDP pool;
 //! - a second health monitor on one pool is refused;
-//! - a member with the same address and port as another member of its pool is refused.
+//! - a member with the same address and port as another member of its pool is refused
+//!   (`ApiRules::duplicate_members` lenient accepts it);
+//! - `http` on a non-HTTP monitor is ignored (`ApiRules::non_http_monitor_http` lenient
+//!   stores it).
 
 use super::{ListQuery, choice, created, existing_ref, no_content, ok, parse_body, path_uuid};
 use crate::app::{App, Base};
@@ -963,6 +966,7 @@ async fn create_member(
     let pool = path_uuid(&pool)?;
     let mut body = parse_body(&bytes)?;
     let timing = app.config().timing.clone();
+    let refuse_duplicates = !app.rules().duplicate_members.is_lenient();
     let id = app.write(|st, now| {
         if !st.pools.contains_key(&pool) {
             return Err(ApiError::NotFound);
@@ -993,6 +997,7 @@ async fn create_member(
             );
         }
         if let (Some(ip), Some(port)) = (address, protocol_port)
+            && refuse_duplicates
             && st
                 .members
                 .values()
@@ -1459,6 +1464,7 @@ async fn create_monitor(
 ) -> ApiResult<Response> {
     let mut body = parse_body(&bytes)?;
     let timing = app.config().timing.clone();
+    let keep_any_http = app.rules().non_http_monitor_http.is_lenient();
     let id = app.write(|st, now| {
         let pool = existing_ref(&mut body, "pool", true, |p| st.pools.contains_key(&p));
         let kind = choice(&mut body, "type", true, MONITOR_TYPES);
@@ -1474,7 +1480,8 @@ async fn create_monitor(
             body.error("pool", "The pool already has a health monitor.");
         }
         // The `http` object only means something for HTTP checks; other types report null
-        // (the official CCM sends the object for every type).
+        // (the official CCM sends the object for every type), unless the lenient rule keeps
+        // what was sent, validated and defaulted as for HTTP checks.
         let http = match (&kind, http_req) {
             (Some(k), req) if is_http(k) => merge_http(
                 &mut body,
@@ -1482,6 +1489,9 @@ async fn create_monitor(
                 HttpCheck::default(),
                 false,
             ),
+            (Some(_), Some(req)) if keep_any_http => {
+                merge_http(&mut body, &req, HttpCheck::default(), false)
+            }
             _ => None,
         };
         let (Some(pool), Some(kind)) = (pool, kind) else {
@@ -1535,6 +1545,7 @@ async fn update_monitor(
     let id = path_uuid(&id)?;
     let mut body = parse_body(&bytes)?;
     let timing = app.config().timing.clone();
+    let keep_any_http = app.rules().non_http_monitor_http.is_lenient();
     app.write(|st, now| {
         let m = st.health_monitors.get_mut(&id).ok_or(ApiError::NotFound)?;
         body.immutable("type", &json!(m.kind));
@@ -1544,8 +1555,11 @@ async fn update_monitor(
         let up = positive(&mut body, "up_threshold");
         let down = positive(&mut body, "down_threshold");
         let http = match body.nullable_object("http").flatten() {
-            Some(obj) if is_http(&m.kind) => {
-                merge_http(&mut body, &obj, m.http.clone().unwrap_or_default(), true)
+            Some(obj) if is_http(&m.kind) || keep_any_http => {
+                // The version is fixed once an `http` object was stored; a non-HTTP monitor
+                // created without one has no version yet.
+                let fixed = m.http.is_some();
+                merge_http(&mut body, &obj, m.http.clone().unwrap_or_default(), fixed)
             }
             _ => None,
         };

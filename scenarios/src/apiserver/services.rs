@@ -101,6 +101,16 @@ fn in_service_cidr(ip: &str) -> bool {
     })
 }
 
+/// A `loadBalancerClass` as Kubernetes quotes an invalid value: `"class"`, or `"null"` for
+/// none.
+fn class_text(class: Option<&Value>) -> String {
+    match class {
+        Some(Value::String(s)) => format!("{s:?}"),
+        Some(other) => format!("{:?}", other.to_string()),
+        None => "\"null\"".to_string(),
+    }
+}
+
 /// Defaults, validates and allocates `new` (created when `old` is `None`, else updated from
 /// `old`). Errors are 422 `Invalid` with one cause per problem.
 pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Result<(), ApiError> {
@@ -207,15 +217,26 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
             );
         }
     }
-    if let Some(old_class) = old_spec.get("loadBalancerClass")
-        && old_ty == "LoadBalancer"
-        && ty == "LoadBalancer"
-        && spec.get("loadBalancerClass") != Some(old_class)
-    {
+    // As Kubernetes' validateLoadBalancerClassField: between two LoadBalancer Services the
+    // class may not be added, removed or changed (it is set when the Service becomes a
+    // LoadBalancer, or at create); other types may not carry one.
+    let new_class = spec.get("loadBalancerClass").filter(|v| !v.is_null());
+    let old_class = old_spec.get("loadBalancerClass").filter(|v| !v.is_null());
+    if old.is_some() && old_ty == "LoadBalancer" && ty == "LoadBalancer" && new_class != old_class {
         c.add(
             "FieldValueInvalid",
             "spec.loadBalancerClass",
-            "Invalid value: may not change once set",
+            format!(
+                "Invalid value: {}: may not change once set",
+                class_text(new_class)
+            ),
+        );
+    }
+    if ty != "LoadBalancer" && new_class.is_some() {
+        c.add(
+            "FieldValueForbidden",
+            "spec.loadBalancerClass",
+            "Forbidden: may only be used when `type` is 'LoadBalancer'",
         );
     }
 
@@ -243,6 +264,22 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
     let allocate_node_ports = external(&ty)
         && !(ty == "LoadBalancer"
             && spec.get("allocateLoadBalancerNodePorts") == Some(&json!(false)));
+    // The old node ports stay allocated while the update allocates new ones (kube-apiserver
+    // releases them only after), so a port that gets a new one never gets an old one back.
+    for n in old_ports
+        .iter()
+        .filter_map(|o| o.get("nodePort").and_then(Value::as_i64))
+    {
+        taken.node_ports.insert(n);
+    }
+    // Node ports the new ports ask for by value.
+    let requested: HashSet<i64> = spec
+        .get("ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+        .collect();
     if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
         for (i, p) in ports.iter_mut().enumerate() {
             let f = |k: &str| format!("spec.ports[{i}].{k}");
@@ -325,15 +362,16 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
                         }
                     }
                     None => {
-                        // Keep the node port this port had (same number and protocol).
+                        // Keep the node port the port of the same name had, unless another
+                        // port now asks for it, as kube-apiserver does on update (its
+                        // `patchAllocatedValues` maps old node ports by port name).
                         let kept = old_ports
                             .iter()
                             .find(|o| {
-                                o.get("port").and_then(Value::as_i64) == port
-                                    && o.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
-                                        == protocol
+                                o.get("name").and_then(Value::as_str).unwrap_or_default() == name
                             })
-                            .and_then(|o| o.get("nodePort").and_then(Value::as_i64));
+                            .and_then(|o| o.get("nodePort").and_then(Value::as_i64))
+                            .filter(|n| !requested.contains(n));
                         let twin = own_node_ports
                             .iter()
                             .find(|(_, q)| *q == port)
@@ -489,6 +527,27 @@ mod tests {
     }
 
     #[test]
+    fn an_update_without_node_ports_keeps_them_by_port_name() {
+        let mut old = json!({"metadata": {"name": "a", "uid": "1"}, "spec": {"type": "NodePort",
+            "ports": [{"name": "web", "port": 80}, {"name": "tls", "port": 443}]}});
+        prepare(&mut old, None, &mut empty()).expect("create");
+        let np = |s: &Value, i: usize| s["spec"]["ports"][i]["nodePort"].clone();
+        // Renumbered: the same name keeps its node port.
+        let mut renumbered = json!({"metadata": {"name": "a", "uid": "1"}, "spec": {"type": "NodePort",
+            "ports": [{"name": "web", "port": 8080}, {"name": "tls", "port": 443}]}});
+        let mut taken = Taken::from_services([&old].into_iter(), Some("1"));
+        prepare(&mut renumbered, Some(&old), &mut taken).expect("renumber");
+        assert_eq!(np(&renumbered, 0), np(&old, 0));
+        // Renamed: a new node port, as kube-apiserver does.
+        let mut renamed = json!({"metadata": {"name": "a", "uid": "1"}, "spec": {"type": "NodePort",
+            "ports": [{"name": "http", "port": 80}, {"name": "tls", "port": 443}]}});
+        let mut taken = Taken::from_services([&old].into_iter(), Some("1"));
+        prepare(&mut renamed, Some(&old), &mut taken).expect("rename");
+        assert_ne!(np(&renamed, 0), np(&old, 0));
+        assert_eq!(np(&renamed, 1), np(&old, 1));
+    }
+
+    #[test]
     fn node_ports_are_unique_and_kept_on_update() {
         let mut a = json!({"metadata": {"name": "a", "uid": "1"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
         prepare(&mut a, None, &mut empty()).expect("a");
@@ -569,6 +628,103 @@ mod tests {
             svc["spec"]["ports"][0]["nodePort"],
             svc["spec"]["ports"][1]["nodePort"]
         );
+    }
+
+    /// The causes of a refused `prepare`, as `(reason, field, message)`.
+    fn causes(r: Result<(), ApiError>) -> Vec<(&'static str, String, String)> {
+        match r {
+            Err(ApiError::Invalid { causes, .. }) => causes
+                .into_iter()
+                .map(|c| (c.reason, c.field, c.message))
+                .collect(),
+            other => panic!("not Invalid: {other:?}"),
+        }
+    }
+
+    fn load_balancer(class: Option<&str>) -> Value {
+        let mut svc = json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}});
+        if let Some(c) = class {
+            svc["spec"]["loadBalancerClass"] = json!(c);
+        }
+        prepare(&mut svc, None, &mut empty()).expect("create");
+        svc
+    }
+
+    #[test]
+    fn load_balancer_class_may_not_change_between_load_balancers() {
+        let invalid = |v: &str| {
+            vec![(
+                "FieldValueInvalid",
+                "spec.loadBalancerClass".to_string(),
+                format!("Invalid value: {v}: may not change once set"),
+            )]
+        };
+        // Added.
+        let old = load_balancer(None);
+        let mut new = old.clone();
+        new["spec"]["loadBalancerClass"] = json!("example.com/lb");
+        assert_eq!(
+            causes(prepare(&mut new, Some(&old), &mut empty())),
+            invalid("\"example.com/lb\"")
+        );
+        // Removed (left out, or null).
+        let old = load_balancer(Some("example.com/lb"));
+        for gone in [None, Some(Value::Null)] {
+            let mut new = old.clone();
+            match gone {
+                Some(v) => new["spec"]["loadBalancerClass"] = v,
+                None => {
+                    new["spec"]
+                        .as_object_mut()
+                        .map(|m| m.remove("loadBalancerClass"));
+                }
+            }
+            assert_eq!(
+                causes(prepare(&mut new, Some(&old), &mut empty())),
+                invalid("\"null\"")
+            );
+        }
+        // Changed.
+        let mut new = old.clone();
+        new["spec"]["loadBalancerClass"] = json!("other.example/lb");
+        assert_eq!(
+            causes(prepare(&mut new, Some(&old), &mut empty())),
+            invalid("\"other.example/lb\"")
+        );
+        // Unchanged is fine.
+        let mut same = old.clone();
+        prepare(&mut same, Some(&old), &mut empty()).expect("unchanged");
+    }
+
+    #[test]
+    fn load_balancer_class_is_set_with_the_type_and_only_on_load_balancers() {
+        let mut cip = json!({"metadata": {"name": "lb"}, "spec": {"ports": [{"port": 80}]}});
+        prepare(&mut cip, None, &mut empty()).expect("ClusterIP");
+        let mut to_lb = cip.clone();
+        to_lb["spec"]["type"] = json!("LoadBalancer");
+        to_lb["spec"]["loadBalancerClass"] = json!("example.com/lb");
+        prepare(&mut to_lb, Some(&cip), &mut empty()).expect("set with the type change");
+        assert_eq!(to_lb["spec"]["loadBalancerClass"], "example.com/lb");
+
+        let forbidden = vec![(
+            "FieldValueForbidden",
+            "spec.loadBalancerClass".to_string(),
+            "Forbidden: may only be used when `type` is 'LoadBalancer'".to_string(),
+        )];
+        let mut created = json!({"metadata": {"name": "x"}, "spec": {"type": "NodePort", "loadBalancerClass": "example.com/lb", "ports": [{"port": 80}]}});
+        assert_eq!(causes(prepare(&mut created, None, &mut empty())), forbidden);
+        let mut updated = cip.clone();
+        updated["spec"]["loadBalancerClass"] = json!("example.com/lb");
+        assert_eq!(
+            causes(prepare(&mut updated, Some(&cip), &mut empty())),
+            forbidden
+        );
+        // A LoadBalancer turning ClusterIP drops the class it kept as it was.
+        let lb = load_balancer(Some("example.com/lb"));
+        let mut back = lb.clone();
+        back["spec"]["type"] = json!("ClusterIP");
+        prepare(&mut back, Some(&lb), &mut empty()).expect("to ClusterIP");
+        assert!(back["spec"].get("loadBalancerClass").is_none());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The testbed: fakecloud with N servers, an embedded Kubernetes API server with a simulated
-//! kubelet per server, and the kube-proxy view, until Ctrl-C.
+//! kubelet per server (also for servers created later through fakecloud), and the
+//! kube-proxy view, until Ctrl-C.
 
 use anyhow::Context;
 use clap::Parser;
@@ -85,6 +86,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
             },
             ..fakecloud::Config::default()
         },
+        // A server created at run time boots into a Node, as a real machine would.
+        kubelets_for_new_servers: true,
         ..TestbedConfig::default()
     };
     let testbed = Testbed::start(cluster, config)
@@ -99,7 +102,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     std::fs::write(&args.kubeconfig, testbed.cluster.kubeconfig_yaml())
         .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
-    println!("testbed ready: {} nodes", testbed.kubelets.len());
+    println!("testbed ready: {} nodes", testbed.kubelet_count());
     println!("Kubernetes API server: {api_url}");
     println!(
         "kubeconfig: {} (kubectl --kubeconfig {} get nodes)",
@@ -110,6 +113,12 @@ async fn run(args: Args) -> anyhow::Result<()> {
         "fakecloud: {} token {}",
         testbed.cloud.base_url(),
         args.cloud_token
+    );
+    println!(
+        "add a node: curl -X POST {}/_fake/servers -H 'content-type: application/json' -d '{{\"name\":\"node-{}\",\"private\":[{{\"network\":\"{}\"}}]}}'",
+        testbed.cloud.base_url(),
+        args.nodes + 1,
+        scenarios::testbed::NETWORK_NAME
     );
     let ccm = if args.without_ccm {
         println!("cloud controller manager: not started (--without-ccm)");
