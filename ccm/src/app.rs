@@ -187,6 +187,7 @@ pub async fn run(
         cluster_name: opts.cluster_name.clone(),
         apply: ApplyOptions {
             poll: opts.load_balancer_poll_interval,
+            members_timeout: opts.load_balancer_members_timeout,
             ..ApplyOptions::default()
         },
         resync: opts.service_resync_period,
@@ -196,6 +197,8 @@ pub async fn run(
             opts.service_sync_max_retry_delay,
         ),
         failures: Default::default(),
+        waiting: Default::default(),
+        services: Default::default(),
     });
     let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);
 

@@ -78,6 +78,11 @@ pub struct Options {
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub load_balancer_poll_interval: Duration,
 
+    /// A change that waits this long for new members to come up is reported as held (a
+    /// Warning Event); the members that serve stay until the new ones are up.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub load_balancer_members_timeout: Duration,
+
     /// A Service whose sync failed is retried after this long, doubling per further
     /// failure up to --service-sync-max-retry-delay.
     #[arg(long, default_value = "5s", value_parser = parse_duration)]

@@ -31,6 +31,10 @@ pub struct PlanArgs {
     /// enough.
     #[arg(long)]
     pub token_file: Option<PathBuf>,
+    /// The cluster name the running CCM was given (`--cluster-name`): it is part of the
+    /// tags that mark a load balancer as a Service's.
+    #[arg(long, default_value = "kubernetes")]
+    pub cluster_name: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +85,7 @@ pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewErro
     let live: Option<Service> = Api::<Service>::namespaced(kube.clone(), ns)
         .get_opt(name)
         .await?;
+    let mut notes = Vec::new();
     let svc: Service = match &args.file {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| PreviewError::File {
@@ -92,32 +97,20 @@ pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewErro
                     path: path.display().to_string(),
                     reason: e.to_string(),
                 })?;
-            // The proposal keeps the live object's identity (UID: the default LB name).
-            if let Some(live) = &live {
-                proposed.metadata.uid = live.metadata.uid.clone();
-                let ann = proposed
-                    .metadata
-                    .annotations
-                    .get_or_insert_with(Default::default);
-                for (k, v) in live.metadata.annotations.iter().flatten() {
-                    if k == "k8s.cloudscale.ch/loadbalancer-uuid" {
-                        ann.entry(k.clone()).or_insert_with(|| v.clone());
-                    }
-                }
-            }
             proposed.metadata.namespace = Some(ns.to_string());
+            notes = complete(&mut proposed, live.as_ref());
             proposed
         }
         None => {
             live.ok_or_else(|| PreviewError::Setup(format!("Service {ns}/{name} does not exist")))?
         }
     };
-    let plan = controller::preview(&kube, &cloud, &svc).await?;
-    Ok(match plan {
+    let plan = controller::preview(&kube, &cloud, &args.cluster_name, &svc).await?;
+    let mut out = match plan {
         None => format!(
             "Service {ns}/{name} is not handled by this CCM (not type LoadBalancer, or a loadBalancerClass)."
         ),
-        Some(p) if p.is_converged() && p.refusals.is_empty() => {
+        Some(p) if p.is_converged() && p.refusals.is_empty() && p.notes.is_empty() => {
             format!("Service {ns}/{name}: no changes.")
         }
         Some(p) => format!(
@@ -125,5 +118,146 @@ pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewErro
             p.impact(),
             p.describe()
         ),
-    })
+    };
+    for n in notes {
+        out.push_str("\nnote: ");
+        out.push_str(&n);
+    }
+    Ok(out)
+}
+
+/// Placeholder node ports for what Kubernetes allocates on apply, from the top of its
+/// default range down.
+const PLACEHOLDER_PORTS: std::ops::RangeInclusive<i32> = 32700..=32767;
+
+/// Completes a proposed Service with what Kubernetes fills in when it stores it, so that
+/// any manifest a user can apply can be previewed: the live object's UID and uuid
+/// annotation (its identity), node ports of ports named as in the live Service (which
+/// kube-apiserver keeps by port name), its health-check node port. What only an allocation
+/// can give (a node port of a new port, a UID of a new Service) gets a placeholder, and a
+/// note says so.
+pub fn complete(proposed: &mut Service, live: Option<&Service>) -> Vec<String> {
+    let mut notes = Vec::new();
+    match live {
+        Some(live) => {
+            proposed.metadata.uid = live.metadata.uid.clone();
+            let uuid = "k8s.cloudscale.ch/loadbalancer-uuid";
+            if let Some(v) = live.metadata.annotations.as_ref().and_then(|a| a.get(uuid)) {
+                proposed
+                    .metadata
+                    .annotations
+                    .get_or_insert_with(Default::default)
+                    .entry(uuid.to_string())
+                    .or_insert_with(|| v.clone());
+            }
+        }
+        None => {
+            proposed.metadata.uid = Some("new-service".to_string());
+            notes.push(
+                "a new Service: its load balancer is named after the UID Kubernetes gives it (shown as new-service)"
+                    .to_string(),
+            );
+        }
+    }
+    let live_spec = live.and_then(|l| l.spec.as_ref());
+    let live_ports = live_spec
+        .and_then(|s| s.ports.as_deref())
+        .unwrap_or_default();
+    let Some(spec) = proposed.spec.as_mut() else {
+        return notes;
+    };
+    let mut placeholders = PLACEHOLDER_PORTS.rev();
+    let taken: Vec<i32> = live_ports
+        .iter()
+        .filter_map(|p| p.node_port)
+        .chain(spec.ports.iter().flatten().filter_map(|p| p.node_port))
+        .collect();
+    let mut next_placeholder = || placeholders.find(|p| !taken.contains(p));
+    for (i, p) in spec.ports.iter_mut().flatten().enumerate() {
+        if p.node_port.is_some_and(|n| n > 0) {
+            continue;
+        }
+        let kept = live_ports
+            .iter()
+            .find(|l| l.name == p.name)
+            .and_then(|l| l.node_port);
+        p.node_port = kept.or_else(|| {
+            let n = next_placeholder();
+            if let Some(n) = n {
+                notes.push(format!(
+                    "spec.ports[{i}] ({}) gets its node port from Kubernetes when applied: shown as {n}",
+                    p.name.as_deref().unwrap_or("unnamed")
+                ));
+            }
+            n
+        });
+    }
+    if spec.external_traffic_policy.as_deref() == Some("Local")
+        && spec.health_check_node_port.is_none_or(|n| n == 0)
+    {
+        spec.health_check_node_port = live_spec
+            .and_then(|s| s.health_check_node_port)
+            .filter(|n| *n > 0)
+            .or_else(|| {
+                let n = next_placeholder();
+                if let Some(n) = n {
+                    notes.push(format!(
+                        "spec.healthCheckNodePort is allocated by Kubernetes when applied: shown as {n}"
+                    ));
+                }
+                n
+            });
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn svc(v: serde_json::Value) -> Service {
+        serde_json::from_value(v).expect("service")
+    }
+
+    #[test]
+    fn a_proposal_keeps_the_live_node_ports_by_name_and_placeholds_new_ones() {
+        let live = svc(json!({
+            "metadata": {"name": "web", "uid": "u1",
+                         "annotations": {"k8s.cloudscale.ch/loadbalancer-uuid": "x"}},
+            "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                     "healthCheckNodePort": 31000,
+                     "ports": [{"name": "http", "port": 80, "nodePort": 30080}]},
+        }));
+        let mut proposed = svc(json!({
+            "metadata": {"name": "web"},
+            "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Local",
+                     "ports": [{"name": "http", "port": 8080}, {"name": "alt", "port": 81}]},
+        }));
+        let notes = complete(&mut proposed, Some(&live));
+        let spec = proposed.spec.expect("spec");
+        let ports = spec.ports.expect("ports");
+        assert_eq!(ports[0].node_port, Some(30080), "kept by name");
+        assert_eq!(ports[1].node_port, Some(32767), "a placeholder");
+        assert_eq!(spec.health_check_node_port, Some(31000));
+        assert_eq!(proposed.metadata.uid.as_deref(), Some("u1"));
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].contains("spec.ports[1] (alt)"), "{notes:?}");
+    }
+
+    #[test]
+    fn a_new_service_gets_a_placeholder_uid_and_node_ports() {
+        let mut proposed = svc(json!({
+            "metadata": {"name": "fresh"},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+        }));
+        let notes = complete(&mut proposed, None);
+        assert!(proposed.metadata.uid.is_some());
+        assert!(
+            proposed.spec.and_then(|s| s.ports).expect("ports")[0]
+                .node_port
+                .is_some()
+        );
+        assert_eq!(notes.len(), 2, "{notes:?}");
+    }
 }

@@ -558,7 +558,7 @@ async fn load_balancer_stack_round_trip() {
                 up_threshold: None,
                 down_threshold: Some(4),
                 http: HealthMonitorHttpRequest {
-                    host: Some("example.com".into()),
+                    host: Some(Some("example.com".into())),
                     ..Default::default()
                 },
                 tags: Tags::new(),

@@ -517,3 +517,53 @@ async fn a_rotated_token_file_is_used_for_the_next_request_and_never_logged() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ready_nodes_cost_the_lifecycle_controller_no_server_reads() {
+    use scenarios::ccm_bed::CcmBed;
+    let bed = CcmBed::start_default().await;
+    for name in ["node-1", "node-2", "node-3"] {
+        scenarios::wait::eventually(name, Duration::from_secs(30), || async {
+            let nodes: Api<Node> = Api::all(bed.tb.cluster.client());
+            nodes.get(name).await.ok().filter(is_initialized)
+        })
+        .await;
+    }
+    let ccm = bed.ccm.as_ref().expect("a CCM");
+    bed.clear_request_log().await;
+    let before = ccm.reconciles("node-lifecycle");
+    // Ten looks at every Node.
+    scenarios::wait::eventually("30 lifecycle checks", Duration::from_secs(30), || async {
+        (ccm.reconciles("node-lifecycle") >= before + 30).then_some(())
+    })
+    .await;
+    let lookups = || async {
+        bed.request_log()
+            .await
+            .into_iter()
+            .filter(|r| r["method"] == "GET" && r["route"] == "/v1/servers/{uuid}")
+            .filter_map(|r| r["path"].as_str().map(str::to_string))
+            .collect::<Vec<String>>()
+    };
+    assert!(lookups().await.is_empty(), "{:#?}", lookups().await);
+    // A NotReady Node is looked up.
+    let server = bed.tb.server_of("node-3").expect("node-3's server");
+    bed.cloud(
+        reqwest::Method::POST,
+        &format!("/servers/{server}/stop"),
+        None,
+    )
+    .await;
+    scenarios::wait::eventually(
+        "node-3's server looked up",
+        Duration::from_secs(30),
+        || async {
+            lookups()
+                .await
+                .iter()
+                .any(|p| p.ends_with(&server.to_string()))
+                .then_some(())
+        },
+    )
+    .await;
+}

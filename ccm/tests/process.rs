@@ -250,6 +250,8 @@ async fn two_instances_only_one_acts_and_the_other_takes_over_when_it_dies() {
 async fn sigterm_stops_the_binary_cleanly_and_releases_the_lease() {
     use k8s_openapi::api::coordination::v1::Lease;
     let bed = bed(1).await;
+    // Its logs go to a file, as a pod's do.
+    let log = std::env::temp_dir().join(format!("ccm-log-{}.txt", uuid::Uuid::new_v4()));
     /// Kills the child if the test fails before it exits.
     struct Guard(std::process::Child);
     impl Drop for Guard {
@@ -276,9 +278,9 @@ async fn sigterm_stops_the_binary_cleanly_and_releases_the_lease() {
             ])
             .env("CLOUDSCALE_ACCESS_TOKEN", bed.tb.cloud.token())
             .env("CLOUDSCALE_API_URL", bed.tb.cloud.base_url())
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "info")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()
             .expect("start"),
     );
@@ -318,4 +320,11 @@ async fn sigterm_stops_the_binary_cleanly_and_releases_the_lease() {
     assert!(status.success(), "exit status {status:?}");
     let lease = leases.get("cloud-controller-manager").await.expect("lease");
     assert_eq!(holder(Some(lease)), "", "the lease is released on shutdown");
+    let text = std::fs::read_to_string(&log).expect("read the log");
+    let _ = std::fs::remove_file(&log);
+    assert!(text.contains("starting"), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "no terminal colour codes in a log file: {text}"
+    );
 }

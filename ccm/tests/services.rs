@@ -308,3 +308,86 @@ async fn plan_previews_a_proposed_change_without_writing() {
     );
     let _ = std::fs::remove_file(&proposed);
 }
+
+/// Runs `plan --service default/<name> -f <yaml>` against the bed; returns stdout.
+async fn preview_file(bed: &Bed, name: &str, yaml: &str) -> String {
+    let file = std::env::temp_dir().join(format!("proposed-{}.yaml", uuid::Uuid::new_v4()));
+    std::fs::write(&file, yaml).expect("write");
+    let out =
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_cloudscale-cloud-controller-manager"))
+            .args([
+                "plan",
+                "--service",
+                &format!("default/{name}"),
+                "-f",
+                &file.display().to_string(),
+                "--kubeconfig",
+                &bed.kubeconfig.display().to_string(),
+                "--cluster-name",
+                "test-cluster",
+            ])
+            .env("CLOUDSCALE_ACCESS_TOKEN", bed.tb.cloud.token())
+            .env("CLOUDSCALE_API_URL", bed.tb.cloud.base_url())
+            .env("RUST_LOG", "warn")
+            .output()
+            .await
+            .expect("plan");
+    let _ = std::fs::remove_file(&file);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !stdout.contains("Some(") && !stdout.contains(" { "),
+        "plain words only: {stdout}"
+    );
+    stdout
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_previews_ordinary_manifests_in_plain_words() {
+    let bed = Bed::start_default().await;
+    bed.create(&web(json!({}))).await;
+    bed.wait_ingress("web").await;
+    // A hand-written manifest: no node ports, one more port.
+    let out = preview_file(
+        &bed,
+        "web",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  type: LoadBalancer\n  ports:\n  - {name: http, port: 80, targetPort: 8080}\n  - {name: https, port: 443, targetPort: 8443}\n  - {name: alt, port: 8080, targetPort: 8080}\n",
+    )
+    .await;
+    assert!(out.contains("create pool tcp/alt"), "{out}");
+    assert!(out.contains("create listener tcp/8080"), "{out}");
+    assert!(
+        out.contains("spec.ports[2] (alt) gets its node port from Kubernetes"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("[tcp/http]") && !out.contains("[tcp/https]"),
+        "the kept ports are untouched: {out}"
+    );
+    // A Service that does not exist yet.
+    let out = preview_file(
+        &bed,
+        "fresh",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: fresh\nspec:\n  type: LoadBalancer\n  ports:\n  - {port: 80}\n",
+    )
+    .await;
+    assert!(out.contains("create load balancer"), "{out}");
+    assert!(out.contains("a new Service"), "{out}");
+    // The PlannedChange Events speak the same words.
+    bed.annotate(
+        "web",
+        "k8s.cloudscale.ch/loadbalancer-health-monitor-type",
+        "http",
+    )
+    .await;
+    let e = bed.wait_event("web", "PlannedChange", "").await;
+    let message = e.message.unwrap_or_default();
+    assert!(
+        message.contains("create http health monitor") && !message.contains("Some("),
+        "{message}"
+    );
+}

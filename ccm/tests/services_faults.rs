@@ -64,10 +64,20 @@ fn ann(suffix: &str, value: &str) -> Value {
     json!({"metadata": {"annotations": {format!("k8s.cloudscale.ch/loadbalancer-{suffix}"): value}}})
 }
 
-fn ports(list: &[(&str, u16)]) -> Value {
+/// The Service's ports as `kubectl apply` of a manifest without node ports leaves them: its
+/// patch merges ports by number, so a port whose number stays keeps its node port.
+async fn ports(bed: &Bed, list: &[(&str, u16)]) -> Value {
+    let live = bed.services().get("web").await.expect("web");
+    let live_ports = live.spec.and_then(|s| s.ports).unwrap_or_default();
     let ports: Vec<Value> = list
         .iter()
-        .map(|(name, port)| json!({"name": name, "port": port, "targetPort": port}))
+        .map(|(name, port)| {
+            let node_port = live_ports
+                .iter()
+                .find(|p| p.port == i32::from(*port))
+                .and_then(|p| p.node_port);
+            json!({"name": name, "port": port, "targetPort": port, "nodePort": node_port})
+        })
         .collect();
     json!({"spec": {"ports": ports}})
 }
@@ -78,6 +88,8 @@ enum Trigger {
     Create,
     /// A merge patch of the converged Service.
     Patch(Value),
+    /// New `spec.ports` (name, number), applied as [`ports`] says.
+    Ports(&'static [(&'static str, u16)]),
     /// A fourth node joins.
     NodeJoin,
     /// The Service is deleted.
@@ -249,6 +261,10 @@ async fn run(case: &Case, effect: FaultEffect) {
     match &case.trigger {
         Trigger::Create => bed.create(&web(case.initial.clone())).await,
         Trigger::Patch(p) => bed.patch("web", p).await,
+        Trigger::Ports(list) => {
+            let p = ports(&bed, list).await;
+            bed.patch("web", &p).await
+        }
         Trigger::NodeJoin => {
             bed.tb.add_node("node-4").await.expect("node-4");
         }
@@ -524,7 +540,7 @@ async fn rename_pool_for_a_renamed_port() {
             "rename pool",
             "PATCH",
             "/v1/load-balancers/pools/*",
-            Trigger::Patch(ports(&[("web", 80), ("https", 443)])),
+            Trigger::Ports(&[("web", 80), ("https", 443)]),
         )
     })
     .await;
@@ -541,7 +557,7 @@ async fn delete_pool_for_a_removed_port() {
             "delete pool",
             "DELETE",
             "/v1/load-balancers/pools/*",
-            Trigger::Patch(ports(&[("http", 80)])),
+            Trigger::Ports(&[("http", 80)]),
         )
     })
     .await;
@@ -553,7 +569,7 @@ async fn create_member_for_a_joining_node() {
         end: |s| s.member_counts() == [4, 4],
         ..case(
             "create-member",
-            "create member",
+            "add member",
             "POST",
             "/v1/load-balancers/pools/*/members",
             Trigger::NodeJoin,
@@ -603,7 +619,7 @@ async fn delete_member_for_a_narrower_node_selector() {
         end: |s| s.member_counts() == [2, 2],
         ..case(
             "delete-member",
-            "delete member",
+            "remove member",
             "DELETE",
             "/v1/load-balancers/pools/*/members/*",
             Trigger::Patch(ann(
@@ -625,7 +641,7 @@ async fn create_listener_for_an_added_port() {
             "create listener",
             "POST",
             "/v1/load-balancers/listeners",
-            Trigger::Patch(ports(&[("http", 80), ("https", 443), ("alt", 8080)])),
+            Trigger::Ports(&[("http", 80), ("https", 443), ("alt", 8080)]),
         )
     })
     .await;
@@ -678,7 +694,7 @@ async fn create_monitor_for_an_added_port() {
             "create tcp health monitor",
             "POST",
             "/v1/load-balancers/health-monitors",
-            Trigger::Patch(ports(&[("http", 80), ("https", 443), ("alt", 8080)])),
+            Trigger::Ports(&[("http", 80), ("https", 443), ("alt", 8080)]),
         )
     })
     .await;
@@ -690,7 +706,7 @@ async fn update_monitor_for_a_delay() {
         end: |s| s.monitors.iter().all(|m| m["delay_s"] == 3),
         ..case(
             "update-monitor",
-            "update health monitor",
+            "health monitor: delay",
             "PATCH",
             "/v1/load-balancers/health-monitors/*",
             Trigger::Patch(ann("health-monitor-delay-s", "3")),
@@ -708,7 +724,7 @@ async fn delete_monitor_for_a_type_change() {
         end: |s| s.monitors.iter().all(|m| m["type"] == "http"),
         ..case(
             "delete-monitor",
-            "delete health monitor",
+            "delete tcp health monitor",
             "DELETE",
             "/v1/load-balancers/health-monitors/*",
             Trigger::Patch(ann("health-monitor-type", "http")),
@@ -729,7 +745,7 @@ async fn waiting_for_new_members_to_come_up() {
         on_new_pool: true,
         ..case(
             "wait",
-            "wait for new members",
+            "members of pool",
             "GET",
             "/v1/load-balancers/pools/*/members",
             Trigger::Patch(ann("pool-algorithm", "source_ip")),

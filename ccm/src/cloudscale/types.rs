@@ -18,7 +18,7 @@ pub type Tags = BTreeMap<String, String>;
 macro_rules! string_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(from = "String", into = "String")]
         pub enum $name {
             $($variant,)+
@@ -623,8 +623,9 @@ pub struct HealthMonitorHttpRequest {
     pub url_path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
+    /// `None`: not sent; `Some(None)`: sent as `null`, which clears a host in a PATCH.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<Option<String>>,
 }
 
 /// `POST /v1/load-balancers/health-monitors` (5.7: pool, the four numbers when set, type, and

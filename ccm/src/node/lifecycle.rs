@@ -105,7 +105,10 @@ async fn check_node<D: ServerDirectory>(
     let nodes: Api<Node> = Api::all(ctx.client.clone());
     let name = node.name_any();
     let uuid = super::provider_id_of(node).map(provider_id::parse);
+    // A Ready Node costs no request: only a NotReady one can be shut down or gone (as in
+    // Kubernetes' own node lifecycle controller).
     let lookup = match &uuid {
+        _ if ready(node) => None,
         None | Some(Err(_)) => None,
         Some(Ok(u)) => Some(ctx.directory.get(*u).await),
     };

@@ -365,6 +365,8 @@ pub struct ServiceConfig {
     /// does). The reference ignores the field (gap 15); it is parsed here so the map step can
     /// decide how to combine it with `allowed_cidrs`, which it does not replace.
     pub source_ranges: Vec<IpNet>,
+    /// `spec.loadBalancerIP` when set and not blank (not supported: reported, ignored).
+    pub load_balancer_ip: Option<String>,
 }
 
 /// One entry of [`LOADBALANCER_VIP_ADDRESSES`].
@@ -679,6 +681,12 @@ pub fn parse_service(svc: &Service) -> Result<Option<ServiceConfig>, ConfigError
     let external_traffic_policy = parse_traffic_policy(spec, &mut p.errors);
     let health_check_node_port = parse_health_check_node_port(spec, &mut p.errors);
     let source_ranges = parse_source_ranges(spec, &mut p.errors);
+    let load_balancer_ip = spec
+        .load_balancer_ip
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string);
 
     if !p.errors.is_empty() {
         return Err(ConfigErrors {
@@ -713,6 +721,7 @@ pub fn parse_service(svc: &Service) -> Result<Option<ServiceConfig>, ConfigError
         external_traffic_policy,
         health_check_node_port,
         source_ranges,
+        load_balancer_ip,
     }))
 }
 
@@ -1393,13 +1402,19 @@ fn parse_ports(spec: &ServiceSpec, errors: &mut Vec<ConfigError>) -> Vec<PortSpe
         };
         let node_port = match p.node_port {
             None | Some(0) => {
+                let hint = if spec.allocate_load_balancer_node_ports == Some(false) {
+                    "remove allocateLoadBalancerNodePorts: false (or set it to true) so \
+                     Kubernetes allocates node ports"
+                } else {
+                    "Kubernetes allocates it when the Service is stored; parse Services as read \
+                     from the API"
+                };
                 spec_error(
                     errors,
                     format!("spec.ports[{i}].nodePort"),
                     None,
                     "is not set; the load balancer sends traffic to node ports",
-                    "remove allocateLoadBalancerNodePorts: false (or set it to true) so \
-                     Kubernetes allocates node ports",
+                    hint,
                 );
                 None
             }
@@ -2680,6 +2695,14 @@ mod tests {
         );
         let msg = e.to_string();
         assert!(msg.contains("\"SCTP\""), "{msg}");
+        assert!(
+            !msg.contains("allocateLoadBalancerNodePorts"),
+            "the Service does not set it: {msg}"
+        );
+        if let Some(sp) = s.spec.as_mut() {
+            sp.allocate_load_balancer_node_ports = Some(false);
+        }
+        let msg = errs(&s).to_string();
         assert!(msg.contains("allocateLoadBalancerNodePorts"), "{msg}");
 
         let mut s = svc(&[]);

@@ -1,36 +1,34 @@
 //! The service controller: for each `Service` of type `LoadBalancer` it parses, maps, plans
-//! and applies, then writes status, its annotations and Events; it owns the finalizer
-//! `service.kubernetes.io/load-balancer-cleanup` and removes the load balancer before it.
+//! and applies (`ensure.rs`), then writes status, its annotations and Events; it owns the
+//! finalizer `service.kubernetes.io/load-balancer-cleanup` and removes the load balancer
+//! before it. Reconciles never wait: a change that waits for new members to come up asks to
+//! be looked at again after `--load-balancer-poll-interval`.
 
-use super::annotations::{self, IpMode, ServiceConfig};
+use super::annotations::{self, ServiceConfig};
 use super::apply::{self, ApplyOptions};
-use super::map::{self, NodeView, ServerView};
-use super::plan::{self, Impact};
-use crate::cloudscale::{self, Client as Cloud, Filter, InterfaceType};
+use super::ensure::{self, Progress};
+use super::map;
+use super::model::DesiredLb;
+use super::ownership::Claimant;
+use crate::cloudscale::{self, Client as Cloud};
 use crate::metrics::Metrics;
 use crate::node::Events;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
-use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use uuid::Uuid;
+
+pub use super::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
 
 pub const CONTROLLER: &str = "service";
 pub const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
-/// Tags on every cloud resource the CCM creates: ownership is auditable, orphans findable.
-pub const TAG_CLUSTER: &str = "k8s.cloudscale.ch/cluster";
-pub const TAG_SERVICE_UID: &str = "k8s.cloudscale.ch/service-uid";
-/// Passes of plan-and-apply per reconcile before giving up for now (a plan normally
-/// converges in one; a second covers races with concurrent writers).
-const MAX_PASSES: usize = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -38,23 +36,29 @@ pub enum ServiceError {
     Config(String),
     #[error(transparent)]
     Map(#[from] map::MapError),
-    #[error("cloudscale API: {0}")]
+    #[error(transparent)]
     Cloud(#[from] cloudscale::ClientError),
     #[error(transparent)]
     Apply(#[from] apply::ApplyError),
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
-    #[error("the load balancer did not converge after {0} passes")]
-    NotConverged(usize),
+    /// Changes were applied, yet planning again still finds these steps to do.
+    #[error(
+        "the load balancer did not converge after {passes} passes; still differing:\n{remaining}"
+    )]
+    NotConverged { passes: usize, remaining: String },
     #[error(
         "floating IP {ip} is also claimed by Service {other} (k8s.cloudscale.ch/loadbalancer-floating-ips): refusing to go on so it does not flap between load balancers; remove it from one of them"
     )]
     FloatingIpConflict { ip: String, other: String },
+    /// The load balancer the Service names is not its own.
+    #[error("{0}")]
+    NotOwned(String),
 }
 
 /// The floating IPs a Service claims (unparseable entries of other Services are ignored:
 /// they are that Service's error to report).
-fn claimed_floating_ips(svc: &Service) -> Vec<String> {
+fn claimed_floating_ips(svc: &Service) -> Vec<std::net::IpAddr> {
     let Some(raw) = svc
         .annotations()
         .get(annotations::LOADBALANCER_FLOATING_IPS)
@@ -65,38 +69,57 @@ fn claimed_floating_ips(svc: &Service) -> Vec<String> {
         .unwrap_or_default()
         .iter()
         .filter_map(|e| annotations::parse_network(e).ok())
-        .map(|n| n.to_string())
+        .map(|n| n.addr())
         .collect()
 }
 
+fn is_other_lb_service(other: &Service, uid: &str) -> bool {
+    annotations::is_handled(other) && other.metadata.uid.as_deref() != Some(uid)
+}
+
 /// Pure: the first of `mine` that another LoadBalancer Service (not `uid`, no load balancer
-/// class) also claims, with that Service's `namespace/name`.
+/// class, not being deleted) also claims, with that Service's `namespace/name`. Floating
+/// IPs are compared by address, whatever prefix length each Service wrote.
 pub fn floating_ip_conflict(
-    mine: &[String],
+    mine: &[ipnet::IpNet],
     uid: &str,
-    others: &[Service],
+    others: &[Arc<Service>],
 ) -> Option<(String, String)> {
     for other in others {
-        let is_lb = other.spec.as_ref().is_some_and(|s| {
-            s.type_.as_deref() == Some("LoadBalancer") && s.load_balancer_class.is_none()
-        });
-        if !is_lb
-            || other.metadata.uid.as_deref() == Some(uid)
-            || other.metadata.deletion_timestamp.is_some()
-        {
+        if !is_other_lb_service(other, uid) || other.metadata.deletion_timestamp.is_some() {
             continue;
         }
         let theirs = claimed_floating_ips(other);
-        if let Some(ip) = mine.iter().find(|ip| theirs.contains(ip)) {
-            let name = format!(
-                "{}/{}",
-                other.namespace().unwrap_or_default(),
-                other.name_any()
-            );
-            return Some((ip.clone(), name));
+        if let Some(ip) = mine.iter().find(|ip| theirs.contains(&ip.addr())) {
+            return Some((ip.to_string(), service_key(other)));
         }
     }
     None
+}
+
+/// The other LoadBalancer Services of the cluster, as far as load balancer claims go.
+pub fn claimants(others: &[Arc<Service>], uid: &str) -> Vec<Claimant> {
+    others
+        .iter()
+        .filter(|o| is_other_lb_service(o, uid))
+        .map(|o| Claimant {
+            service: service_key(o),
+            uid: o.metadata.uid.clone().unwrap_or_default(),
+            lb_name: annotations::lb_name(o),
+            lb_uuid: annotations::lb_uuid(o).ok().flatten(),
+        })
+        .collect()
+}
+
+/// A change in progress that waits (see [`ensure::Progress::Pending`]).
+#[derive(Debug, Clone)]
+pub struct Waiting {
+    /// The desired state it works towards (a different one is a new change).
+    pub desired: DesiredLb,
+    pub since: Instant,
+    pub reason: String,
+    /// A Warning said it is held.
+    pub warned: bool,
 }
 
 pub struct ServiceContext {
@@ -112,341 +135,43 @@ pub struct ServiceContext {
     /// `retry.1` (the upstream service controller's 5 s and 5 min by default).
     pub retry: (Duration, Duration),
     /// Consecutive failures per Service (namespace/name), for the backoff.
-    pub failures: parking_lot::Mutex<std::collections::HashMap<String, u32>>,
+    pub failures: parking_lot::Mutex<HashMap<String, u32>>,
+    /// Changes that wait for new members, per Service (namespace/name).
+    pub waiting: parking_lot::Mutex<HashMap<String, Waiting>>,
     /// Account-wide reads shared by the Services reconciled within a short window.
     pub shared: super::shared::SharedReads,
+    /// The controller's cache of Services (set when the controller starts).
+    pub services: parking_lot::RwLock<Option<Store<Service>>>,
 }
 
-fn node_view(n: &Node) -> NodeView {
-    NodeView {
-        name: n.name_any(),
-        labels: n.labels().clone(),
-        provider_id: crate::node::provider_id_of(n)
-            .and_then(|p| crate::node::provider_id::parse(p).ok()),
-        deleting: n.metadata.deletion_timestamp.is_some(),
+impl ServiceContext {
+    /// Every Service in the controller's cache (empty before the controller starts).
+    pub fn services(&self) -> Vec<Arc<Service>> {
+        self.services
+            .read()
+            .as_ref()
+            .map(Store::state)
+            .unwrap_or_default()
     }
 }
 
-/// Every Node of the cluster, as the mapping sees them.
-async fn node_views(kube: &kube::Client) -> Result<Vec<NodeView>, kube::Error> {
-    let nodes: Api<Node> = Api::all(kube.clone());
-    Ok(nodes
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .map(node_view)
-        .collect())
+pub fn service_key(svc: &Service) -> String {
+    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
 }
 
-fn server_view(s: &cloudscale::Server) -> Option<ServerView> {
-    let uuid = Uuid::parse_str(&s.uuid).ok()?;
-    let private = s
-        .interfaces
-        .iter()
-        .filter(|i| i.kind != InterfaceType::Public)
-        .flat_map(|i| i.addresses.iter())
-        .filter_map(|a| {
-            let subnet = Uuid::parse_str(&a.subnet.as_ref()?.uuid).ok()?;
-            Some((a.address, subnet))
-        })
-        .collect();
-    Some(ServerView {
-        uuid,
-        name: s.name.clone(),
-        zone: s.zone.slug.clone(),
-        private,
-    })
-}
-
-fn tags(ctx: &ServiceContext, cfg: &ServiceConfig) -> BTreeMap<String, String> {
-    [
-        (TAG_CLUSTER.to_string(), ctx.cluster_name.clone()),
-        (TAG_SERVICE_UID.to_string(), cfg.uid.clone()),
-    ]
-    .into()
-}
-
-async fn set_finalizer(
-    api: &Api<Service>,
-    svc: &Service,
-    present: bool,
-) -> Result<(), kube::Error> {
-    let mut finalizers: Vec<String> = svc.finalizers().to_vec();
-    let has = finalizers.iter().any(|f| f == FINALIZER);
-    if has == present {
-        return Ok(());
-    }
-    if present {
-        finalizers.push(FINALIZER.to_string());
-    } else {
-        finalizers.retain(|f| f != FINALIZER);
-    }
-    let patch =
-        json!({"metadata": {"resourceVersion": svc.resource_version(), "finalizers": finalizers}});
-    api.patch(
-        &svc.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map(|_| ())
-}
-
-/// Removes the load balancer of a Service (and everything under it), then the finalizer.
-/// A lookup error keeps the finalizer: never leak a load balancer on a failed GET.
-async fn cleanup(svc: &Service, ctx: &ServiceContext) -> Result<(), ServiceError> {
-    let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &svc.namespace().unwrap_or_default());
-    let name = annotations::lb_name(svc);
-    // An unreadable uuid annotation must not block deletion: the name still finds the LB.
-    let uuid = annotations::lb_uuid(svc).ok().flatten();
-    if let Some((lb, _)) = apply::fetch(&ctx.cloud, &name, uuid).await? {
-        let deleted = ctx.cloud.delete_load_balancer(&lb.uuid).await;
-        ctx.shared.invalidate();
-        deleted?;
-        ctx.events
-            .publish(
-                &svc.object_ref(&()),
-                false,
-                "DeletedLoadBalancer",
-                "DeleteLoadBalancer",
-                format!("Deleted load balancer {} ({})", lb.name, lb.uuid),
-            )
-            .await;
-    }
-    set_finalizer(&api, svc, false).await?;
-    Ok(())
-}
-
-/// The status ingress: one entry per VIP (with ipMode), or one hostname.
-fn ingress(cfg: &ServiceConfig, lb: &cloudscale::LoadBalancer) -> serde_json::Value {
-    if let Some(h) = &cfg.force_hostname {
-        return json!([{"hostname": h}]);
-    }
-    let mode = match cfg.ip_mode {
-        IpMode::Proxy => "Proxy",
-        IpMode::Vip => "VIP",
-    };
-    json!(
-        lb.vip_addresses
-            .iter()
-            .map(|v| json!({"ip": v.address.to_string(), "ipMode": mode}))
-            .collect::<Vec<_>>()
-    )
-}
-
-async fn ensure(
-    svc: &Service,
-    cfg: &ServiceConfig,
-    ctx: &ServiceContext,
-) -> Result<(), ServiceError> {
-    let ns = svc.namespace().unwrap_or_default();
-    let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &ns);
-    set_finalizer(&api, svc, true).await?;
-    let reference = svc.object_ref(&());
-
-    // One floating IP, two Services: refuse both (each finds the other) before any write.
-    if !cfg.floating_ips.is_empty() {
-        let mine: Vec<String> = cfg.floating_ips.iter().map(|n| n.to_string()).collect();
-        let all: Api<Service> = Api::all(ctx.kube.clone());
-        let others = all.list(&ListParams::default()).await?.items;
-        if let Some((ip, other)) = floating_ip_conflict(&mine, &cfg.uid, &others) {
-            let e = ServiceError::FloatingIpConflict { ip, other };
-            ctx.events
-                .publish(
-                    &reference,
-                    true,
-                    "FloatingIPConflict",
-                    "EnsureLoadBalancer",
-                    e.to_string(),
-                )
-                .await;
-            return Err(e);
-        }
-    }
-
-    let nodes = node_views(&ctx.kube).await?;
-    let servers = ctx.shared.servers(&ctx.cloud, server_view).await?;
-    let mut mapped = map::desired(cfg, &nodes, &servers)?;
-    if !mapped.problems.is_empty() {
-        // A Node newer than the shared server list: read it again before calling the Node
-        // serverless.
-        ctx.shared.invalidate();
-        let servers = ctx.shared.servers(&ctx.cloud, server_view).await?;
-        mapped = map::desired(cfg, &nodes, &servers)?;
-    }
-    for p in &mapped.problems {
-        let note = match p {
-            map::NodeProblem::NoServer { node } => {
-                format!("Node {node} maps to no server: it gets no traffic")
-            }
-            map::NodeProblem::AmbiguousName { node, count } => {
-                format!(
-                    "{count} servers are named like node {node}: it gets no traffic until its provider ID is set"
-                )
-            }
-        };
-        ctx.events
-            .publish(&reference, true, "NodeWithoutServer", "MapNodes", note)
-            .await;
-    }
-    if mapped.no_nodes {
-        ctx.events
-            .publish(
-                &reference,
-                true,
-                "NoValidNodes",
-                "MapNodes",
-                "No node matches this Service: the load balancer has no members".into(),
-            )
-            .await;
-    }
-    let desired = mapped.desired;
-    let tags = tags(ctx, cfg);
-
-    let mut lb = None;
-    for pass in 0..MAX_PASSES {
-        let fetched = ctx
-            .shared
-            .fetch(
-                &ctx.cloud,
-                &desired.name,
-                lb.as_ref()
-                    .and_then(|l: &cloudscale::LoadBalancer| Uuid::parse_str(&l.uuid).ok())
-                    .or(cfg.lb_uuid),
-            )
-            .await?;
-        let (current, actual) = match fetched {
-            Some((l, a)) => (Some(l), Some(a)),
-            None => (None, None),
-        };
-        let p = plan::plan(&desired, actual.as_ref());
-        if pass == 0 {
-            for r in &p.refusals {
-                ctx.events
-                    .publish(
-                        &reference,
-                        true,
-                        "ChangeRefused",
-                        "PlanLoadBalancer",
-                        format!("{} ({})", r.message, r.annotation),
-                    )
-                    .await;
-            }
-        }
-        if p.is_converged() {
-            lb = current;
-            break;
-        }
-        if p.impact() > Impact::None && p.impact() != Impact::Refused {
-            ctx.events
-                .publish(
-                    &reference,
-                    false,
-                    "PlannedChange",
-                    "PlanLoadBalancer",
-                    format!("impact {}:\n{}", p.impact(), p.describe()),
-                )
-                .await;
-        }
-        let executed = apply::execute(
-            &ctx.cloud,
-            &desired,
-            current.as_ref(),
-            &p,
-            &ctx.apply,
-            &tags,
-        )
-        .await;
-        // Whatever was written (even before a failure) makes shared reads stale.
-        ctx.shared.invalidate();
-        let outcome = executed?;
-        ctx.metrics
-            .reconcile_api_calls(CONTROLLER, outcome.reads, outcome.writes);
-        if pass + 1 == MAX_PASSES {
-            return Err(ServiceError::NotConverged(MAX_PASSES));
-        }
-        lb = ctx
-            .cloud
-            .get_load_balancer(&outcome.lb_uuid.to_string())
-            .await?;
-    }
-    let Some(lb) = lb else {
-        return Err(ServiceError::NotConverged(MAX_PASSES));
-    };
-
-    let wanted: BTreeMap<&str, String> = [
-        (annotations::LOADBALANCER_UUID, lb.uuid.clone()),
-        (
-            annotations::LOADBALANCER_CONFIG_VERSION,
-            annotations::CONFIG_VERSION.to_string(),
-        ),
-        (annotations::LOADBALANCER_ZONE, lb.zone.slug.clone()),
-    ]
-    .into();
-    let differs = wanted
-        .iter()
-        .any(|(k, v)| svc.annotations().get(*k) != Some(v));
-    if differs {
-        let patch = json!({"metadata": {"annotations": wanted}});
-        api.patch(
-            &svc.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
-        ctx.events
-            .publish(
-                &reference,
-                false,
-                "EnsuredLoadBalancer",
-                "EnsureLoadBalancer",
-                format!("Load balancer {} ({}) is in place", lb.name, lb.uuid),
-            )
-            .await;
-    }
-    // Status last, as the reference does: an ingress means everything else is written.
-    let status = json!({"status": {"loadBalancer": {"ingress": ingress(cfg, &lb)}}});
-    let current_status = json!({"status": {"loadBalancer": {"ingress": svc.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|l| l.ingress.clone())}}});
-    if status != current_status {
-        api.patch_status(
-            &svc.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&status),
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-/// What the controller would do for `svc` (live or proposed), without writing anything:
-/// the same parse, map, fetch and plan as a reconcile.
-pub async fn preview(
-    kube: &kube::Client,
-    cloud: &Cloud,
-    svc: &Service,
-) -> Result<Option<plan::Plan>, ServiceError> {
-    let cfg = match annotations::parse_service(svc) {
-        Ok(Some(cfg)) => cfg,
-        Ok(None) => return Ok(None),
-        Err(errors) => return Err(ServiceError::Config(errors.to_string())),
-    };
-    let nodes = node_views(kube).await?;
-    let servers: Vec<ServerView> = cloud
-        .list_servers(&Filter::all())
-        .await?
-        .iter()
-        .filter_map(server_view)
-        .collect();
-    let desired = map::desired(&cfg, &nodes, &servers)?.desired;
-    let actual = apply::fetch(cloud, &desired.name, cfg.lb_uuid)
-        .await?
-        .map(|(_, a)| a);
-    Ok(Some(plan::plan(&desired, actual.as_ref())))
+/// The pause before retrying after the `failures`-th consecutive failure (1-based):
+/// `min`, doubling each time, at most `max`.
+pub fn retry_delay(failures: u32, min: Duration, max: Duration) -> Duration {
+    cloudscale::doubling(failures, min, max)
 }
 
 async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceContext>) -> Result<Action, ServiceError> {
     let started = Instant::now();
+    let store = ctx.services.read().clone();
+    if let Some(store) = store {
+        // Ownership and floating IP checks read the other Services from the cache.
+        let _ = store.wait_until_ready().await;
+    }
     let result = reconcile_inner(&svc, &ctx).await;
     ctx.metrics.reconcile(
         CONTROLLER,
@@ -464,40 +189,48 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceContext>) -> Result<Action
             )
             .await;
     }
-    if result.is_ok() {
-        ctx.failures.lock().remove(&service_key(&svc));
+    let key = service_key(&svc);
+    match result? {
+        Progress::Done => {
+            ctx.failures.lock().remove(&key);
+            ctx.waiting.lock().remove(&key);
+            Ok(Action::requeue(ctx.resync))
+        }
+        Progress::Pending => {
+            ctx.failures.lock().remove(&key);
+            let held = ctx
+                .waiting
+                .lock()
+                .get(&key)
+                .is_some_and(|w| w.since.elapsed() >= ctx.apply.members_timeout);
+            // A held change is looked at less often, but still looked at.
+            let again = if held {
+                ctx.retry.0.max(ctx.apply.poll)
+            } else {
+                ctx.apply.poll
+            };
+            Ok(Action::requeue(again))
+        }
     }
-    result.map(|()| Action::requeue(ctx.resync))
 }
 
-fn service_key(svc: &Service) -> String {
-    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
-}
-
-/// The pause before retrying after the `failures`-th consecutive failure (1-based):
-/// `min`, doubling each time, at most `max`.
-pub fn retry_delay(failures: u32, min: Duration, max: Duration) -> Duration {
-    cloudscale::doubling(failures, min, max)
-}
-
-async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<(), ServiceError> {
+async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<Progress, ServiceError> {
     let ours = svc.finalizers().iter().any(|f| f == FINALIZER);
     if svc.metadata.deletion_timestamp.is_some() {
-        return if ours {
-            cleanup(svc, ctx).await
-        } else {
-            Ok(())
-        };
+        if ours {
+            ensure::cleanup(svc, ctx, false).await?;
+        }
+        return Ok(Progress::Done);
     }
     match annotations::parse_service(svc) {
         // No longer a load balancer (or another class): clean up what we made.
         Ok(None) => {
             if ours {
-                cleanup(svc, ctx).await?;
+                ensure::cleanup(svc, ctx, true).await?;
             }
-            Ok(())
+            Ok(Progress::Done)
         }
-        Ok(Some(cfg)) => ensure(svc, &cfg, ctx).await,
+        Ok(Some(cfg)) => ensure::ensure(svc, &cfg, ctx).await,
         Err(errors) => Err(ServiceError::Config(errors.to_string())),
     }
 }
@@ -531,6 +264,7 @@ pub async fn run(
     let nodes: Api<Node> = Api::all(ctx.kube.clone());
     let controller = Controller::new(services, watcher::Config::default());
     let store = controller.store();
+    *ctx.services.write() = Some(store.clone());
     controller
         .watches(nodes, watcher::Config::default(), move |_node: Node| {
             store
@@ -546,9 +280,18 @@ pub async fn run(
         .await;
 }
 
+/// What the controller would do for `cfg`'s Service, as a preview: see [`ensure::preview`].
+pub use ensure::preview;
+
+/// The parsed configuration of a Service, for callers that need it without reconciling.
+pub fn config(svc: &Service) -> Result<Option<ServiceConfig>, ServiceError> {
+    annotations::parse_service(svc).map_err(|e| ServiceError::Config(e.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn failed_services_back_off_exponentially_up_to_the_maximum() {
@@ -560,18 +303,20 @@ mod tests {
         assert_eq!(retry_delay(u32::MAX, min, max), max, "no overflow");
     }
 
-    fn svc(ns: &str, name: &str, uid: &str, fips: &str, ty: &str) -> Service {
-        serde_json::from_value(json!({
-            "metadata": {"name": name, "namespace": ns, "uid": uid,
-                         "annotations": {annotations::LOADBALANCER_FLOATING_IPS: fips}},
-            "spec": {"type": ty},
-        }))
-        .expect("service")
+    fn svc(ns: &str, name: &str, uid: &str, fips: &str, ty: &str) -> Arc<Service> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": ns, "uid": uid,
+                             "annotations": {annotations::LOADBALANCER_FLOATING_IPS: fips}},
+                "spec": {"type": ty},
+            }))
+            .expect("service"),
+        )
     }
 
     #[test]
     fn a_floating_ip_claimed_twice_is_a_conflict_naming_the_other_service() {
-        let mine = vec!["45.132.236.10/32".to_string()];
+        let mine = vec!["45.132.236.10/32".parse().expect("net")];
         let others = vec![
             svc(
                 "default",
@@ -597,5 +342,43 @@ mod tests {
         assert_eq!(floating_ip_conflict(&mine, "u1", &others[..2]), None);
         let garbage = vec![svc("x", "y", "u4", "not json", "LoadBalancer")];
         assert_eq!(floating_ip_conflict(&mine, "u1", &garbage), None);
+    }
+
+    #[test]
+    fn not_converging_names_what_keeps_differing() {
+        let e = ServiceError::NotConverged {
+            passes: 3,
+            remaining: "minimal [tcp/http]: update tcp health monitor: delay 2 → 3 s".into(),
+        };
+        let text = e.to_string();
+        assert!(text.contains("after 3 passes"), "{text}");
+        assert!(text.contains("update tcp health monitor"), "{text}");
+    }
+
+    #[test]
+    fn an_api_error_is_named_once() {
+        let e = ServiceError::from(cloudscale::ClientError::Api {
+            status: 500,
+            body: Default::default(),
+            endpoint: "/v1/servers".into(),
+            method: "GET".into(),
+        });
+        assert_eq!(e.to_string().matches("cloudscale API").count(), 1, "{e}");
+    }
+
+    #[test]
+    fn floating_ips_conflict_by_address_whatever_the_prefix_length() {
+        let mine = vec!["2a06:c02:0:100::/64".parse().expect("net")];
+        let others = vec![svc(
+            "other",
+            "v6",
+            "u9",
+            r#"["2a06:c02:0:100::/56"]"#,
+            "LoadBalancer",
+        )];
+        assert_eq!(
+            floating_ip_conflict(&mine, "u1", &others).map(|c| c.1),
+            Some("other/v6".to_string())
+        );
     }
 }

@@ -2,7 +2,10 @@
 //! `https` on 443) on a set of nodes, with the reference's default timeouts and monitor.
 //! The planner's unit tests and the apply tests against fakecloud build on the same shape.
 
-use super::model::{DesiredLb, DesiredPool, Listener, Member, Monitor};
+use super::model::{
+    DesiredLb, DesiredPool, Family, HealthMonitorType, Listener, ListenerProtocol, Member, Monitor,
+    PoolAlgorithm, PoolProtocol,
+};
 use std::net::IpAddr;
 use uuid::Uuid;
 
@@ -30,8 +33,9 @@ impl Sample {
     pub fn pool(&self, name: &str, port: u16, node_port: u16) -> DesiredPool {
         DesiredPool {
             name: name.into(),
-            algorithm: "round_robin".into(),
-            protocol: "tcp".into(),
+            algorithm: PoolAlgorithm::RoundRobin,
+            protocol: PoolProtocol::Tcp,
+            node_port,
             members: self
                 .nodes
                 .iter()
@@ -39,7 +43,7 @@ impl Sample {
                 .collect(),
             listener: Listener {
                 name: format!("tcp/{port}"),
-                protocol: "tcp".into(),
+                protocol: ListenerProtocol::Tcp,
                 port,
                 allowed_cidrs: vec![],
                 timeout_client_data_ms: 50000,
@@ -47,7 +51,7 @@ impl Sample {
                 timeout_member_data_ms: 50000,
             },
             monitor: Monitor {
-                kind: "tcp".into(),
+                kind: HealthMonitorType::Tcp,
                 delay_s: 2,
                 timeout_s: 1,
                 up_threshold: 2,
@@ -55,6 +59,29 @@ impl Sample {
                 http: None,
             },
         }
+    }
+
+    /// A port as the map step builds it: pool `tcp/<name>` or `udp/<name>` (just the
+    /// protocol when `name` is empty), listener `<protocol>/<port>`, members on `node_port`,
+    /// a `udp-connect` check for UDP.
+    pub fn port(&self, name: &str, family: Family, port: u16, node_port: u16) -> DesiredPool {
+        let proto = match family {
+            Family::Tcp => "tcp",
+            Family::Udp => "udp",
+        };
+        let mut p = self.pool(name, port, node_port);
+        p.name = if name.is_empty() {
+            proto.to_string()
+        } else {
+            format!("{proto}/{name}")
+        };
+        p.listener.name = format!("{proto}/{port}");
+        if family == Family::Udp {
+            p.protocol = PoolProtocol::Udp;
+            p.listener.protocol = ListenerProtocol::Udp;
+            p.monitor.kind = HealthMonitorType::UdpConnect;
+        }
+        p
     }
 
     /// `k8s-service-abc` in rma1 on lb-standard: `tcp/http` (80 → 30080) and `tcp/https`

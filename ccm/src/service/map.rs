@@ -3,9 +3,14 @@
 //! without changes. Pure.
 
 use super::annotations::{
-    ExternalTrafficPolicy, HttpOptions, MonitorType, PortProtocol, ServiceConfig,
+    ExternalTrafficPolicy, HttpOptions, LOADBALANCER_HEALTH_MONITOR_HTTP,
+    LOADBALANCER_LISTENER_ALLOWED_CIDRS, MonitorType, PortProtocol, PortSpec, ServiceConfig,
 };
-use super::model::{DesiredLb, DesiredPool, HttpCheck, Listener, Member, Monitor, Vip};
+use super::model::{
+    DesiredLb, DesiredPool, HealthMonitorType, HttpCheck, Listener, ListenerProtocol, Member,
+    Monitor, PoolProtocol, Vip,
+};
+use super::plan::Note;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use uuid::Uuid;
@@ -56,6 +61,8 @@ pub struct Mapped {
     pub problems: Vec<NodeProblem>,
     /// No node selected at all: every member is removed (the reference's `NoValidNodes`).
     pub no_nodes: bool,
+    /// Settings that are not applied as written (reported as Warning Events).
+    pub notes: Vec<Note>,
 }
 
 fn member_name(address: IpAddr, port: u16) -> String {
@@ -75,29 +82,36 @@ fn http_check(o: &HttpOptions) -> HttpCheck {
     }
 }
 
-/// The health monitor of every pool.
-fn monitor(cfg: &ServiceConfig) -> Monitor {
+/// The health monitor type of one pool. `externalTrafficPolicy: Local` checks kube-proxy's
+/// health-check node port over HTTP. A UDP pool needs a check that works without TCP on its
+/// node port: `udp-connect`, unless the type annotation names another such type (`ping`);
+/// TCP pools use the annotation (default `tcp`). So adding a TCP port to a UDP Service
+/// never switches its UDP pools to a TCP check.
+pub fn monitor_type(cfg: &ServiceConfig, protocol: PortProtocol) -> MonitorType {
+    if cfg.external_traffic_policy == ExternalTrafficPolicy::Local {
+        return MonitorType::Http;
+    }
+    match (protocol, cfg.monitor.kind) {
+        (PortProtocol::Udp, MonitorType::UdpConnect | MonitorType::Ping) => cfg.monitor.kind,
+        (PortProtocol::Udp, _) => MonitorType::UdpConnect,
+        (PortProtocol::Tcp, kind) => kind,
+    }
+}
+
+/// The health monitor of a pool for a port of `protocol`. HTTP options belong to HTTP
+/// checks only.
+fn monitor(cfg: &ServiceConfig, protocol: PortProtocol) -> Monitor {
+    let kind = monitor_type(cfg, protocol);
+    let is_http = matches!(kind, MonitorType::Http | MonitorType::Https);
     let local = cfg.external_traffic_policy == ExternalTrafficPolicy::Local;
-    let udp_only = cfg.ports.iter().all(|p| p.protocol == PortProtocol::Udp);
-    let kind = if local {
-        // kube-proxy's health-check node port speaks HTTP.
-        MonitorType::Http
-    } else if udp_only && !cfg.monitor.kind_explicit {
-        // A TCP check cannot probe a UDP-only Service (the reference's gap 16).
-        MonitorType::UdpConnect
-    } else {
-        cfg.monitor.kind
-    };
-    let http = match (&cfg.monitor.http, local) {
-        (Some(o), _) => Some(http_check(o)),
-        (None, true) => Some(http_check(&HttpOptions::livez())),
-        (None, false) if matches!(kind, MonitorType::Http | MonitorType::Https) => {
-            Some(http_check(&HttpOptions::default()))
-        }
-        (None, false) => None,
+    let http = match (&cfg.monitor.http, is_http, local) {
+        (_, false, _) => None,
+        (Some(o), true, _) => Some(http_check(o)),
+        (None, true, true) => Some(http_check(&HttpOptions::livez())),
+        (None, true, false) => Some(http_check(&HttpOptions::default())),
     };
     Monitor {
-        kind: kind.as_str().to_string(),
+        kind: HealthMonitorType::from(kind.as_str()),
         delay_s: cfg.monitor.delay_s,
         timeout_s: cfg.monitor.timeout_s,
         up_threshold: cfg.monitor.up_threshold,
@@ -106,13 +120,70 @@ fn monitor(cfg: &ServiceConfig) -> Monitor {
     }
 }
 
-/// Maps a Service onto the desired load balancer.
-pub fn desired(
+/// The clients the listeners admit: the CIDR annotation, else
+/// `spec.loadBalancerSourceRanges`. When both are set and differ, the annotation wins (it
+/// is this CCM's own setting, as in the reference) and a note says so.
+fn allowed_cidrs(cfg: &ServiceConfig, notes: &mut Vec<Note>) -> Vec<String> {
+    let mut annotation: Vec<_> = cfg.allowed_cidrs.clone();
+    let mut ranges: Vec<_> = cfg.source_ranges.clone();
+    let chosen = if annotation.is_empty() {
+        &cfg.source_ranges
+    } else {
+        annotation.sort();
+        ranges.sort();
+        if !ranges.is_empty() && annotation != ranges {
+            notes.push(Note {
+                field: LOADBALANCER_LISTENER_ALLOWED_CIDRS,
+                message: format!(
+                    "spec.loadBalancerSourceRanges ({}) differs from the annotation; the annotation applies: set one of them, or both alike",
+                    cfg.source_ranges
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        &cfg.allowed_cidrs
+    };
+    chosen.iter().map(ToString::to_string).collect()
+}
+
+/// Notes about settings the Service has that are not applied as written.
+fn notes(cfg: &ServiceConfig, out: &mut Vec<Note>) {
+    if let Some(ip) = &cfg.load_balancer_ip {
+        out.push(Note {
+            field: "spec.loadBalancerIP",
+            message: format!(
+                "spec.loadBalancerIP {ip} is ignored: cloudscale.ch assigns load balancer addresses; for a fixed address use a floating IP (k8s.cloudscale.ch/loadbalancer-floating-ips) or a private VIP (k8s.cloudscale.ch/loadbalancer-vip-addresses)"
+            ),
+        });
+    }
+    let any_http = cfg.ports.iter().any(|p| {
+        matches!(
+            monitor_type(cfg, p.protocol),
+            MonitorType::Http | MonitorType::Https
+        )
+    });
+    if cfg.monitor.http.is_some() && !any_http {
+        out.push(Note {
+            field: LOADBALANCER_HEALTH_MONITOR_HTTP,
+            message: format!(
+                "the HTTP options are ignored: the health monitor type is {} (they apply to http and https monitors)",
+                cfg.monitor.kind
+            ),
+        });
+    }
+}
+
+/// The nodes' servers the Service's load balancer sends traffic to, and why others are
+/// left out.
+fn select<'a>(
     cfg: &ServiceConfig,
     nodes: &[NodeView],
-    servers: &[ServerView],
-) -> Result<Mapped, MapError> {
-    let mut problems = Vec::new();
+    servers: &'a [ServerView],
+    problems: &mut Vec<NodeProblem>,
+) -> Vec<&'a ServerView> {
     let mut selected: Vec<&ServerView> = Vec::new();
     for node in nodes {
         if node.deleting
@@ -143,7 +214,75 @@ pub fn desired(
             }),
         }
     }
+    selected
+}
 
+fn pool(
+    cfg: &ServiceConfig,
+    p: &PortSpec,
+    selected: &[&ServerView],
+    allowed_cidrs: &[String],
+) -> DesiredPool {
+    let (proto, listener_protocol, pool_protocol) = match p.protocol {
+        PortProtocol::Tcp => (
+            "tcp",
+            ListenerProtocol::from(cfg.listener_protocol.as_str()),
+            PoolProtocol::from(cfg.pool_protocol.as_str()),
+        ),
+        PortProtocol::Udp => ("udp", ListenerProtocol::Udp, PoolProtocol::Udp),
+    };
+    let name = if p.name.is_empty() {
+        proto.to_string()
+    } else {
+        format!("{proto}/{}", p.name)
+    };
+    let local = cfg.external_traffic_policy == ExternalTrafficPolicy::Local;
+    let monitor_port = match (local, cfg.health_check_node_port) {
+        (true, Some(hc)) if hc > 0 => hc,
+        _ => p.node_port,
+    };
+    let mut members = Vec::new();
+    for s in selected {
+        for (address, subnet) in &s.private {
+            if !cfg.allowed_subnets.is_empty() && !cfg.allowed_subnets.contains(subnet) {
+                continue;
+            }
+            members.push(Member {
+                name: member_name(*address, p.node_port),
+                address: *address,
+                subnet: *subnet,
+                protocol_port: p.node_port,
+                monitor_port,
+            });
+        }
+    }
+    DesiredPool {
+        name,
+        algorithm: cfg.pool_algorithm.into(),
+        protocol: pool_protocol,
+        node_port: p.node_port,
+        members,
+        listener: Listener {
+            name: format!("{proto}/{}", p.port),
+            protocol: listener_protocol,
+            port: p.port,
+            allowed_cidrs: allowed_cidrs.to_vec(),
+            timeout_client_data_ms: cfg.timeout_client_data_ms,
+            timeout_member_connect_ms: cfg.timeout_member_connect_ms,
+            timeout_member_data_ms: cfg.timeout_member_data_ms,
+        },
+        monitor: monitor(cfg, p.protocol),
+    }
+}
+
+/// Maps a Service onto the desired load balancer.
+pub fn desired(
+    cfg: &ServiceConfig,
+    nodes: &[NodeView],
+    servers: &[ServerView],
+) -> Result<Mapped, MapError> {
+    let mut problems = Vec::new();
+    let selected = select(cfg, nodes, servers, &mut problems);
     let zone = match &cfg.zone {
         Some(z) => Some(z.clone()),
         None => {
@@ -157,64 +296,13 @@ pub fn desired(
             }
         }
     };
-
-    let local = cfg.external_traffic_policy == ExternalTrafficPolicy::Local;
-    let monitor = monitor(cfg);
+    let mut notes_out = Vec::new();
+    let allowed = allowed_cidrs(cfg, &mut notes_out);
+    notes(cfg, &mut notes_out);
     let pools = cfg
         .ports
         .iter()
-        .map(|p| {
-            let proto = match p.protocol {
-                PortProtocol::Tcp => "tcp",
-                PortProtocol::Udp => "udp",
-            };
-            let name = if p.name.is_empty() {
-                proto.to_string()
-            } else {
-                format!("{proto}/{}", p.name)
-            };
-            let monitor_port = match (local, cfg.health_check_node_port) {
-                (true, Some(hc)) if hc > 0 => hc,
-                _ => p.node_port,
-            };
-            let mut members = Vec::new();
-            for s in &selected {
-                for (address, subnet) in &s.private {
-                    if !cfg.allowed_subnets.is_empty() && !cfg.allowed_subnets.contains(subnet) {
-                        continue;
-                    }
-                    members.push(Member {
-                        name: member_name(*address, p.node_port),
-                        address: *address,
-                        subnet: *subnet,
-                        protocol_port: p.node_port,
-                        monitor_port,
-                    });
-                }
-            }
-            DesiredPool {
-                name,
-                algorithm: cfg.pool_algorithm.as_str().to_string(),
-                protocol: match p.protocol {
-                    PortProtocol::Tcp => cfg.pool_protocol.as_str().to_string(),
-                    PortProtocol::Udp => "udp".to_string(),
-                },
-                members,
-                listener: Listener {
-                    name: format!("{proto}/{}", p.port),
-                    protocol: match p.protocol {
-                        PortProtocol::Tcp => cfg.listener_protocol.as_str().to_string(),
-                        PortProtocol::Udp => "udp".to_string(),
-                    },
-                    port: p.port,
-                    allowed_cidrs: cfg.allowed_cidrs.iter().map(|c| c.to_string()).collect(),
-                    timeout_client_data_ms: cfg.timeout_client_data_ms,
-                    timeout_member_connect_ms: cfg.timeout_member_connect_ms,
-                    timeout_member_data_ms: cfg.timeout_member_data_ms,
-                },
-                monitor: monitor.clone(),
-            }
-        })
+        .map(|p| pool(cfg, p, &selected, &allowed))
         .collect();
     Ok(Mapped {
         desired: DesiredLb {
@@ -230,10 +318,11 @@ pub fn desired(
                     .collect()
             }),
             pools,
-            floating_ips: cfg.floating_ips.iter().map(|n| n.to_string()).collect(),
+            floating_ips: cfg.floating_ips.clone(),
         },
         problems,
         no_nodes: selected.is_empty(),
+        notes: notes_out,
     })
 }
 
@@ -303,7 +392,7 @@ mod tests {
         assert_eq!(d.pools[0].members[0].name, "10.0.0.11:30080");
         assert_eq!(d.pools[0].members.len(), 3);
         assert_eq!(d.pools[1].members[0].monitor_port, 30443);
-        assert_eq!(d.pools[0].monitor.kind, "tcp");
+        assert_eq!(d.pools[0].monitor.kind, HealthMonitorType::Tcp);
         assert!(d.pools[0].monitor.http.is_none());
         assert!(d.vips.is_none());
         assert!(m.problems.is_empty() && !m.no_nodes);
@@ -317,7 +406,7 @@ mod tests {
             json!({"externalTrafficPolicy": "Local", "healthCheckNodePort": 32000}),
         );
         let d = desired(&cfg, &nodes, &servers).expect("mapped").desired;
-        assert_eq!(d.pools[0].monitor.kind, "http");
+        assert_eq!(d.pools[0].monitor.kind, HealthMonitorType::Http);
         let http = d.pools[0].monitor.http.clone().expect("http");
         assert_eq!(
             (http.url_path.as_str(), http.version.as_str()),
@@ -402,10 +491,10 @@ mod tests {
         let cfg = parse_service(&svc).expect("valid").expect("handled");
         let d = desired(&cfg, &nodes, &servers).expect("mapped").desired;
         assert_eq!(d.pools[0].name, "udp/dns");
-        assert_eq!(d.pools[0].protocol, "udp");
-        assert_eq!(d.pools[0].listener.protocol, "udp");
+        assert_eq!(d.pools[0].protocol, PoolProtocol::Udp);
+        assert_eq!(d.pools[0].listener.protocol, ListenerProtocol::Udp);
         assert_eq!(d.pools[0].listener.name, "udp/53");
-        assert_eq!(d.pools[0].monitor.kind, "udp-connect");
+        assert_eq!(d.pools[0].monitor.kind, HealthMonitorType::UdpConnect);
     }
 
     #[test]

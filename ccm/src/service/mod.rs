@@ -1,12 +1,17 @@
 //! The LoadBalancer service controller, built as pure steps: parse (Service + annotations →
-//! typed, validated configuration), map (configuration + nodes → desired load balancer), plan
-//! (desired × actual → actions), and apply (the only step that does I/O).
+//! typed, validated configuration), map (configuration + nodes → desired load balancer),
+//! ownership (which load balancer is the Service's), plan (desired × actual → actions), and
+//! the I/O edges: fetch and apply (cloudscale API), controller and ensure (Kubernetes).
 
 pub mod annotations;
 pub mod apply;
 pub mod controller;
+pub mod ensure;
+pub mod fetch;
 pub mod fixtures;
 pub mod map;
 pub mod model;
+pub mod ownership;
 pub mod plan;
 pub mod shared;
+pub mod sim;

@@ -1,9 +1,15 @@
 //! The load balancer as the planner sees it: what should exist ([`DesiredLb`]) and what
-//! does exist ([`ActualLb`]), in the planner's own plain types (no API client types), so
-//! planning stays pure and easy to test.
+//! does exist ([`ActualLb`]). Plain data, typed with the API's own enums (which keep values
+//! they do not know), so planning stays pure and strings appear only on the wire.
 
+use ipnet::IpNet;
 use std::net::IpAddr;
 use uuid::Uuid;
+
+pub use crate::cloudscale::{
+    HealthMonitorType, ListenerProtocol, LoadBalancerStatus, MonitorStatus, PoolAlgorithm,
+    PoolProtocol, Tags,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Vip {
@@ -22,34 +28,72 @@ pub struct HttpCheck {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Monitor {
-    pub kind: String,
+    pub kind: HealthMonitorType,
     pub delay_s: i64,
     pub timeout_s: i64,
     pub up_threshold: i64,
     pub down_threshold: i64,
+    /// Only meaningful for `http` and `https` checks: the planner never compares or sends it
+    /// for other types (the API may drop it or echo it back).
     pub http: Option<HttpCheck>,
 }
 
 impl Monitor {
-    /// What cannot change in place: the type and the HTTP version (`1.1` when unset).
-    pub fn identity(&self) -> (&str, &str) {
-        (
-            self.kind.as_str(),
-            self.http.as_ref().map_or("1.1", |h| h.version.as_str()),
+    /// Whether the check speaks HTTP (the only types whose `http` options matter).
+    pub fn is_http(&self) -> bool {
+        matches!(
+            self.kind,
+            HealthMonitorType::Http | HealthMonitorType::Https
         )
+    }
+
+    /// The HTTP options that matter: `None` for non-HTTP checks, whatever the API reports.
+    pub fn http_options(&self) -> Option<&HttpCheck> {
+        self.http.as_ref().filter(|_| self.is_http())
+    }
+
+    /// What cannot change in place: the type and, for HTTP checks, the HTTP version (`1.1`
+    /// when unset).
+    pub fn identity(&self) -> (&HealthMonitorType, Option<&str>) {
+        let version = self
+            .is_http()
+            .then(|| self.http.as_ref().map_or("1.1", |h| h.version.as_str()));
+        (&self.kind, version)
+    }
+}
+
+/// What a listener is known by on a load balancer: one listener per protocol and port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ListenerKey {
+    pub protocol: ListenerProtocol,
+    pub port: u16,
+}
+
+impl std::fmt::Display for ListenerKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.protocol, self.port)
     }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Listener {
     pub name: String,
-    pub protocol: String,
+    pub protocol: ListenerProtocol,
     pub port: u16,
     /// Network form, e.g. `10.0.0.0/8`; empty: everyone.
     pub allowed_cidrs: Vec<String>,
     pub timeout_client_data_ms: i64,
     pub timeout_member_connect_ms: i64,
     pub timeout_member_data_ms: i64,
+}
+
+impl Listener {
+    pub fn key(&self) -> ListenerKey {
+        ListenerKey {
+            protocol: self.protocol.clone(),
+            port: self.port,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,6 +115,29 @@ impl Member {
             self.monitor_port,
         )
     }
+
+    /// What the API may keep unique within a pool: one member per address and port.
+    pub fn endpoint(&self) -> (IpAddr, u16) {
+        (self.address, self.protocol_port)
+    }
+}
+
+/// The protocol family of a Service port, pool or listener: which kind of traffic reaches
+/// the node port behind it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    Tcp,
+    Udp,
+}
+
+impl Family {
+    pub fn of_pool(protocol: &PoolProtocol) -> Family {
+        if *protocol == PoolProtocol::Udp {
+            Family::Udp
+        } else {
+            Family::Tcp
+        }
+    }
 }
 
 /// One Service port: its pool, members, listener and monitor.
@@ -78,11 +145,19 @@ impl Member {
 pub struct DesiredPool {
     /// `tcp`, `tcp/http`, `udp/dns`: protocol and port name, as the reference names pools.
     pub name: String,
-    pub algorithm: String,
-    pub protocol: String,
+    pub algorithm: PoolAlgorithm,
+    pub protocol: PoolProtocol,
+    /// The Service port's node port: where every member sends traffic.
+    pub node_port: u16,
     pub members: Vec<Member>,
     pub listener: Listener,
     pub monitor: Monitor,
+}
+
+impl DesiredPool {
+    pub fn family(&self) -> Family {
+        Family::of_pool(&self.protocol)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,8 +170,9 @@ pub struct DesiredLb {
     /// these.
     pub vips: Option<Vec<Vip>>,
     pub pools: Vec<DesiredPool>,
-    /// Floating IP networks (`1.2.3.4/32`) that must point at the load balancer.
-    pub floating_ips: Vec<String>,
+    /// Floating IP networks that must point at the load balancer, as the user wrote them
+    /// (the planner matches them to the account's floating IPs by address).
+    pub floating_ips: Vec<IpNet>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,6 +180,16 @@ pub struct ActualMember {
     pub uuid: Uuid,
     pub member: Member,
     pub enabled: bool,
+    /// `monitor_status` as last read.
+    pub health: MonitorStatus,
+}
+
+impl ActualMember {
+    /// Whether it carries traffic as far as the API says (`up`, or `no_monitor` without a
+    /// health monitor).
+    pub fn serving(&self) -> bool {
+        self.enabled && matches!(self.health, MonitorStatus::Up | MonitorStatus::NoMonitor)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,11 +208,17 @@ pub struct ActualMonitor {
 pub struct ActualPool {
     pub uuid: Uuid,
     pub name: String,
-    pub algorithm: String,
-    pub protocol: String,
+    pub algorithm: PoolAlgorithm,
+    pub protocol: PoolProtocol,
     pub members: Vec<ActualMember>,
     pub listeners: Vec<ActualListener>,
     pub monitors: Vec<ActualMonitor>,
+}
+
+impl ActualPool {
+    pub fn family(&self) -> Family {
+        Family::of_pool(&self.protocol)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,10 +227,21 @@ pub struct ActualLb {
     pub name: String,
     pub flavor: String,
     pub zone: String,
-    pub status: String,
+    pub status: LoadBalancerStatus,
     /// (subnet, address) of each VIP, in API order.
     pub vips: Vec<(Uuid, IpAddr)>,
     pub pools: Vec<ActualPool>,
+    /// Listeners of this load balancer without a pool (left behind by a pool deletion that
+    /// did not take them along): they still hold their port.
+    pub orphan_listeners: Vec<ActualListener>,
     /// Floating IP networks pointing at this load balancer.
-    pub floating_ips: Vec<String>,
+    pub floating_ips: Vec<IpNet>,
+    pub tags: Tags,
+}
+
+impl ActualLb {
+    /// Whether it is still applying changes (or being provisioned).
+    pub fn changing(&self) -> bool {
+        self.status == LoadBalancerStatus::Changing
+    }
 }

@@ -1,19 +1,22 @@
 //! Reads shared across Services: one snapshot of the account-wide lists (load balancers,
-//! pools, listeners, monitors, floating IPs) and of the servers serves every Service
-//! reconciled within `ttl`, instead of each Service listing everything again.
+//! pools, listeners, monitors, floating IPs), of the servers and of the subnets serves every
+//! Service reconciled within `ttl`, instead of each Service listing everything again.
 //!
 //! Safety: any write invalidates the snapshot, and a snapshot whose fetch began before an
 //! invalidation is never stored (a generation counter), so a Service never plans against a
 //! state older than its own last write. A load balancer missing from a snapshot is looked up
-//! directly before anything is created, so staleness can never cause a duplicate.
+//! in a fresh one before anything is created, so staleness can never cause a duplicate.
 
-use super::apply::{self, ApplyError, Snapshot};
+use super::apply::{ApplyError, api_err};
+use super::fetch::{self, Found, Lookup, Snapshot};
 use super::map::ServerView;
 use crate::cloudscale::{Client, Filter};
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
+use uuid::Uuid;
 
 type Slot<T> = Mutex<Option<(Instant, u64, Arc<T>)>>;
 
@@ -22,6 +25,7 @@ pub struct SharedReads {
     generation: AtomicU64,
     snapshot: Slot<Snapshot>,
     servers: Slot<Vec<ServerView>>,
+    subnets: Slot<Vec<Uuid>>,
 }
 
 impl SharedReads {
@@ -31,6 +35,7 @@ impl SharedReads {
             generation: AtomicU64::new(0),
             snapshot: Mutex::new(None),
             servers: Mutex::new(None),
+            subnets: Mutex::new(None),
         }
     }
 
@@ -46,19 +51,27 @@ impl SharedReads {
             .map(|(_, _, v)| v.clone())
     }
 
-    /// The account-wide lists, fetched at most once per `ttl` (others wait for the fetch in
-    /// flight and share it).
-    pub async fn snapshot(&self, client: &Client) -> Result<Arc<Snapshot>, ApplyError> {
-        let mut slot = self.snapshot.lock().await;
+    /// The value in `slot` if fresh, else fetched (others wait for the fetch in flight and
+    /// share it), kept unless a write happened meanwhile.
+    async fn shared<T, E, F>(&self, slot: &Slot<T>, fetch: F) -> Result<Arc<T>, E>
+    where
+        F: Future<Output = Result<T, E>>,
+    {
+        let mut slot = slot.lock().await;
         if let Some(s) = self.fresh(&slot) {
             return Ok(s);
         }
         let generation = self.generation.load(Ordering::SeqCst);
-        let fetched = Arc::new(Snapshot::fetch(client).await?);
+        let fetched = Arc::new(fetch.await?);
         if self.generation.load(Ordering::SeqCst) == generation {
             *slot = Some((Instant::now(), generation, fetched.clone()));
         }
         Ok(fetched)
+    }
+
+    /// The account-wide lists, fetched at most once per `ttl`.
+    pub async fn snapshot(&self, client: &Client) -> Result<Arc<Snapshot>, ApplyError> {
+        self.shared(&self.snapshot, Snapshot::fetch(client)).await
     }
 
     /// Every server, as mapping needs them, at most once per `ttl`.
@@ -67,38 +80,47 @@ impl SharedReads {
         client: &Client,
         view: impl Fn(&crate::cloudscale::Server) -> Option<ServerView>,
     ) -> Result<Arc<Vec<ServerView>>, crate::cloudscale::ClientError> {
-        let mut slot = self.servers.lock().await;
-        if let Some(s) = self.fresh(&slot) {
-            return Ok(s);
-        }
-        let generation = self.generation.load(Ordering::SeqCst);
-        let fetched: Arc<Vec<ServerView>> = Arc::new(
-            client
+        self.shared(&self.servers, async {
+            Ok(client
                 .list_servers(&Filter::all())
                 .await?
                 .iter()
                 .filter_map(view)
-                .collect(),
-        );
-        if self.generation.load(Ordering::SeqCst) == generation {
-            *slot = Some((Instant::now(), generation, fetched.clone()));
-        }
-        Ok(fetched)
+                .collect())
+        })
+        .await
     }
 
-    /// The actual state of one load balancer: from the shared snapshot (plus its member
-    /// lists), or, when the snapshot does not have it, by a direct lookup, so that a stale
-    /// snapshot can never make a load balancer look absent.
+    /// The UUIDs of every subnet of the account, at most once per `ttl`.
+    pub async fn subnets(&self, client: &Client) -> Result<Arc<Vec<Uuid>>, ApplyError> {
+        self.shared(&self.subnets, async {
+            Ok(client
+                .list_subnets(&Filter::all())
+                .await
+                .map_err(api_err("list subnets"))?
+                .iter()
+                .filter_map(|s| Uuid::parse_str(&s.uuid).ok())
+                .collect())
+        })
+        .await
+    }
+
+    /// The Service's load balancer and the snapshot it was found in: from the shared
+    /// snapshot, or, when that has none, from a fresh one, so that a stale snapshot can
+    /// never make a load balancer look absent.
     pub async fn fetch(
         &self,
         client: &Client,
-        name: &str,
-        uuid: Option<uuid::Uuid>,
-    ) -> Result<Option<(crate::cloudscale::LoadBalancer, super::model::ActualLb)>, ApplyError> {
+        lookup: &Lookup<'_>,
+    ) -> Result<(Arc<Snapshot>, Found), ApplyError> {
         let snapshot = self.snapshot(client).await?;
-        match apply::fetch_in(client, &snapshot, name, uuid).await? {
-            Some(found) => Ok(Some(found)),
-            None => apply::fetch(client, name, uuid).await,
+        match fetch::fetch_in(client, &snapshot, lookup).await? {
+            Found::Absent => {
+                let fresh = Arc::new(Snapshot::fetch(client).await?);
+                let found = fetch::fetch_in(client, &fresh, lookup).await?;
+                Ok((fresh, found))
+            }
+            found => Ok((snapshot, found)),
         }
     }
 }

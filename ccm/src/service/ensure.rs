@@ -1,0 +1,664 @@
+//! One Service's reconcile and its preview, on one pipeline: parse (done by the caller) →
+//! check against the account → map → find the load balancer (ownership) → plan → apply,
+//! then annotations, status and Events. The preview runs the same steps up to the plan.
+
+use super::annotations::{self, IpMode, ServiceConfig};
+use super::apply;
+use super::controller::{
+    FINALIZER, ServiceContext, ServiceError, Waiting, claimants, floating_ip_conflict, service_key,
+};
+use super::fetch::{self, Found, Lookup, Snapshot};
+use super::map::{self, Mapped, NodeView, ServerView};
+use super::model::{ActualLb, DesiredLb};
+use super::ownership::{self, Claimant, Resolution, Seeker};
+use super::plan::{self, Impact, Ownership, Plan};
+use crate::cloudscale::{self, Client as Cloud, Filter, InterfaceType, LoadBalancer};
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::time::Instant;
+use uuid::Uuid;
+
+/// Passes of plan-and-apply per reconcile before giving up for now (a plan normally
+/// converges in one; a second covers races with concurrent writers).
+const MAX_PASSES: usize = 3;
+
+/// Where a reconcile left the Service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Converged, status written.
+    Done,
+    /// Waiting for the load balancer or for new members: look again shortly.
+    Pending,
+}
+
+fn node_view(n: &Node) -> NodeView {
+    NodeView {
+        name: n.name_any(),
+        labels: n.labels().clone(),
+        provider_id: crate::node::provider_id_of(n)
+            .and_then(|p| crate::node::provider_id::parse(p).ok()),
+        deleting: n.metadata.deletion_timestamp.is_some(),
+    }
+}
+
+/// Every Node of the cluster, as the mapping sees them.
+async fn node_views(kube: &kube::Client) -> Result<Vec<NodeView>, kube::Error> {
+    let nodes: Api<Node> = Api::all(kube.clone());
+    Ok(nodes
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(node_view)
+        .collect())
+}
+
+pub(super) fn server_view(s: &cloudscale::Server) -> Option<ServerView> {
+    let uuid = Uuid::parse_str(&s.uuid).ok()?;
+    let private = s
+        .interfaces
+        .iter()
+        .filter(|i| i.kind != InterfaceType::Public)
+        .flat_map(|i| i.addresses.iter())
+        .filter_map(|a| {
+            let subnet = Uuid::parse_str(&a.subnet.as_ref()?.uuid).ok()?;
+            Some((a.address, subnet))
+        })
+        .collect();
+    Some(ServerView {
+        uuid,
+        name: s.name.clone(),
+        zone: s.zone.slug.clone(),
+        private,
+    })
+}
+
+/// Pure: the allowed-subnets annotation may only name subnets of the account: a subnet
+/// that does not exist is refused like any invalid setting (it would leave the load
+/// balancer without members).
+pub fn check_subnets(cfg: &ServiceConfig, known: &[Uuid]) -> Result<(), ServiceError> {
+    let unknown: Vec<String> = cfg
+        .allowed_subnets
+        .iter()
+        .filter(|s| !known.contains(s))
+        .map(ToString::to_string)
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let e = annotations::ConfigError {
+        field: annotations::LOADBALANCER_LISTENER_ALLOWED_SUBNETS.to_string(),
+        value: Some(format!("{:?}", unknown.join(", "))),
+        problem: format!("no such subnet in this account: {}", unknown.join(", ")),
+        hint: "name the UUIDs of subnets the nodes are attached to".to_string(),
+    };
+    Err(ServiceError::Config(format!(
+        "Service {}/{} has 1 invalid setting: {e}",
+        cfg.namespace, cfg.name
+    )))
+}
+
+/// The plan for `desired` against what `found` says exists.
+pub fn plan_for(
+    found: &Found,
+    snapshot: &Snapshot,
+    desired: &DesiredLb,
+    owner: &Ownership,
+) -> Result<(Option<LoadBalancer>, Option<ActualLb>, Plan), ServiceError> {
+    let (lb, actual) = match found {
+        Found::Absent => (None, None),
+        Found::Mine { lb, actual } => (Some((**lb).clone()), Some((**actual).clone())),
+        Found::Refused(why) => return Err(ServiceError::NotOwned(why.clone())),
+    };
+    let p = plan::plan(desired, actual.as_ref(), &snapshot.account(), owner);
+    Ok((lb, actual, p))
+}
+
+fn lookup<'a>(cfg: &'a ServiceConfig, cluster: &'a str, others: &'a [Claimant]) -> Lookup<'a> {
+    Lookup {
+        seeker: Seeker {
+            uid: &cfg.uid,
+            name: &cfg.lb_name,
+            uuid: cfg.lb_uuid,
+        },
+        cluster,
+        others,
+    }
+}
+
+async fn set_finalizer(
+    api: &Api<Service>,
+    svc: &Service,
+    present: bool,
+) -> Result<(), kube::Error> {
+    let mut finalizers: Vec<String> = svc.finalizers().to_vec();
+    let has = finalizers.iter().any(|f| f == FINALIZER);
+    if has == present {
+        return Ok(());
+    }
+    if present {
+        finalizers.push(FINALIZER.to_string());
+    } else {
+        finalizers.retain(|f| f != FINALIZER);
+    }
+    let patch =
+        json!({"metadata": {"resourceVersion": svc.resource_version(), "finalizers": finalizers}});
+    api.patch(
+        &svc.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Removes the Service's load balancers (and everything under them), then the finalizer;
+/// a Service that stopped being a LoadBalancer (`clear_status`) also loses its ingress. A
+/// load balancer that is another Service's is left alone. A lookup error keeps the
+/// finalizer: never leak a load balancer on a failed GET.
+pub async fn cleanup(
+    svc: &Service,
+    ctx: &ServiceContext,
+    clear_status: bool,
+) -> Result<(), ServiceError> {
+    let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &svc.namespace().unwrap_or_default());
+    let uid = svc.metadata.uid.clone().unwrap_or_default();
+    let name = annotations::lb_name(svc);
+    // An unreadable uuid annotation must not block deletion: the name and tag still find it.
+    let uuid = annotations::lb_uuid(svc).ok().flatten();
+    let others = claimants(&ctx.services(), &uid);
+    let snapshot = Snapshot::fetch(&ctx.cloud).await?;
+    let seeker = Seeker {
+        uid: &uid,
+        name: &name,
+        uuid,
+    };
+    let resolution = ownership::resolve(
+        &seeker,
+        &snapshot.load_balancers,
+        &ctx.cluster_name,
+        &others,
+    );
+    let reference = svc.object_ref(&());
+    let doomed: Vec<&LoadBalancer> = match &resolution {
+        Resolution::Owned(lb) | Resolution::Adopt(lb) => vec![*lb],
+        // Several tagged with this Service's UID: all of them are its own.
+        Resolution::Ambiguous(lbs)
+            if lbs
+                .iter()
+                .all(|lb| lb.tags.get(ownership::TAG_SERVICE_UID) == Some(&uid)) =>
+        {
+            lbs.clone()
+        }
+        Resolution::None => Vec::new(),
+        other => {
+            let why = ownership::refusal(other, &uid).unwrap_or_default();
+            ctx.events
+                .publish(
+                    &reference,
+                    false,
+                    "LoadBalancerKept",
+                    "DeleteLoadBalancer",
+                    format!("Not deleting a load balancer that is not this Service's: {why}"),
+                )
+                .await;
+            Vec::new()
+        }
+    };
+    for lb in doomed {
+        let deleted = ctx.cloud.delete_load_balancer(&lb.uuid).await;
+        ctx.shared.invalidate();
+        deleted?;
+        ctx.events
+            .publish(
+                &reference,
+                false,
+                "DeletedLoadBalancer",
+                "DeleteLoadBalancer",
+                format!("Deleted load balancer {} ({})", lb.name, lb.uuid),
+            )
+            .await;
+    }
+    if clear_status && !ingress_of(svc).is_empty() {
+        // As the upstream service controller does once the load balancer is gone.
+        let status = json!({"status": {"loadBalancer": {"ingress": null}}});
+        api.patch_status(
+            &svc.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await?;
+    }
+    ctx.waiting.lock().remove(&service_key(svc));
+    set_finalizer(&api, svc, false).await?;
+    Ok(())
+}
+
+fn ingress_of(svc: &Service) -> Vec<serde_json::Value> {
+    svc.status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .map(|i| {
+            i.iter()
+                .filter_map(|e| serde_json::to_value(e).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The status ingress: one entry per VIP (with ipMode), or one hostname.
+fn ingress(cfg: &ServiceConfig, lb: &LoadBalancer) -> serde_json::Value {
+    if let Some(h) = &cfg.force_hostname {
+        return json!([{"hostname": h}]);
+    }
+    let mode = match cfg.ip_mode {
+        IpMode::Proxy => "Proxy",
+        IpMode::Vip => "VIP",
+    };
+    json!(
+        lb.vip_addresses
+            .iter()
+            .map(|v| json!({"ip": v.address.to_string(), "ipMode": mode}))
+            .collect::<Vec<_>>()
+    )
+}
+
+/// Maps the Service, reporting nodes that cannot serve and settings not applied as written.
+async fn map_service(
+    svc: &Service,
+    cfg: &ServiceConfig,
+    ctx: &ServiceContext,
+) -> Result<Mapped, ServiceError> {
+    let reference = svc.object_ref(&());
+    let nodes = node_views(&ctx.kube).await?;
+    let servers = ctx.shared.servers(&ctx.cloud, server_view).await?;
+    let mut mapped = map::desired(cfg, &nodes, &servers)?;
+    if !mapped.problems.is_empty() {
+        // A Node newer than the shared server list: read it again before calling the Node
+        // serverless.
+        ctx.shared.invalidate();
+        let servers = ctx.shared.servers(&ctx.cloud, server_view).await?;
+        mapped = map::desired(cfg, &nodes, &servers)?;
+    }
+    for p in &mapped.problems {
+        let note = match p {
+            map::NodeProblem::NoServer { node } => {
+                format!("Node {node} maps to no server: it gets no traffic")
+            }
+            map::NodeProblem::AmbiguousName { node, count } => {
+                format!(
+                    "{count} servers are named like node {node}: it gets no traffic until its provider ID is set"
+                )
+            }
+        };
+        ctx.events
+            .publish(&reference, true, "NodeWithoutServer", "MapNodes", note)
+            .await;
+    }
+    if mapped.no_nodes {
+        ctx.events
+            .publish(
+                &reference,
+                true,
+                "NoValidNodes",
+                "MapNodes",
+                "No node matches this Service: the load balancer has no members".into(),
+            )
+            .await;
+    }
+    for n in &mapped.notes {
+        ctx.events
+            .publish(
+                &reference,
+                true,
+                "SettingIgnored",
+                "MapService",
+                format!("{} ({})", n.message, n.field),
+            )
+            .await;
+    }
+    Ok(mapped)
+}
+
+/// Publishes what the plan says beyond its steps: refusals and notes.
+async fn report_plan(svc: &Service, ctx: &ServiceContext, p: &Plan) {
+    let reference = svc.object_ref(&());
+    for r in &p.refusals {
+        ctx.events
+            .publish(
+                &reference,
+                true,
+                "ChangeRefused",
+                "PlanLoadBalancer",
+                format!("{} ({})", r.message, r.annotation),
+            )
+            .await;
+    }
+    for n in &p.notes {
+        ctx.events
+            .publish(
+                &reference,
+                true,
+                "SettingIgnored",
+                "PlanLoadBalancer",
+                format!("{} ({})", n.message, n.field),
+            )
+            .await;
+    }
+}
+
+/// Records that the Service's change waits, and says so once per reason; a wait longer
+/// than the members timeout gets one Warning.
+async fn note_waiting(svc: &Service, ctx: &ServiceContext, desired: &DesiredLb, reason: &str) {
+    let key = service_key(svc);
+    let (announce, warn) = {
+        let mut waiting = ctx.waiting.lock();
+        let w = waiting.entry(key).or_insert_with(|| Waiting {
+            desired: desired.clone(),
+            since: Instant::now(),
+            reason: String::new(),
+            warned: false,
+        });
+        if w.desired != *desired {
+            *w = Waiting {
+                desired: desired.clone(),
+                since: Instant::now(),
+                reason: String::new(),
+                warned: false,
+            };
+        }
+        let announce = w.reason != reason;
+        w.reason = reason.to_string();
+        let warn = !w.warned && w.since.elapsed() >= ctx.apply.members_timeout;
+        if warn {
+            w.warned = true;
+        }
+        (announce, warn.then(|| w.since.elapsed()))
+    };
+    let reference = svc.object_ref(&());
+    if announce {
+        ctx.events
+            .publish(
+                &reference,
+                false,
+                "WaitingForLoadBalancer",
+                "EnsureLoadBalancer",
+                format!("Waiting for {reason}; the current configuration keeps serving"),
+            )
+            .await;
+    }
+    if let Some(after) = warn {
+        ctx.events
+            .publish(
+                &reference,
+                true,
+                "ChangeHeld",
+                "EnsureLoadBalancer",
+                format!(
+                    "The change has waited {}s for {reason}: the members that serve now stay until then. New members that never come up usually mean their backend does not answer on its node port; revert the change or fix the backends",
+                    after.as_secs()
+                ),
+            )
+            .await;
+    }
+}
+
+/// Whether this reconcile continues a change already announced.
+fn continues(ctx: &ServiceContext, svc: &Service, desired: &DesiredLb) -> bool {
+    ctx.waiting
+        .lock()
+        .get(&service_key(svc))
+        .is_some_and(|w| w.desired == *desired)
+}
+
+/// Makes the Service's load balancer what it should be, as far as it can go now.
+pub async fn ensure(
+    svc: &Service,
+    cfg: &ServiceConfig,
+    ctx: &ServiceContext,
+) -> Result<Progress, ServiceError> {
+    let ns = svc.namespace().unwrap_or_default();
+    let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &ns);
+    set_finalizer(&api, svc, true).await?;
+    let reference = svc.object_ref(&());
+    let all = ctx.services();
+
+    // One floating IP, two Services: refuse both (each finds the other) before any write.
+    if let Some((ip, other)) = floating_ip_conflict(&cfg.floating_ips, &cfg.uid, &all) {
+        let e = ServiceError::FloatingIpConflict { ip, other };
+        ctx.events
+            .publish(
+                &reference,
+                true,
+                "FloatingIPConflict",
+                "EnsureLoadBalancer",
+                e.to_string(),
+            )
+            .await;
+        return Err(e);
+    }
+    if !cfg.allowed_subnets.is_empty() {
+        check_subnets(cfg, &ctx.shared.subnets(&ctx.cloud).await?)?;
+    }
+    let desired = map_service(svc, cfg, ctx).await?.desired;
+    let owner = Ownership {
+        tags: ownership::tags(&ctx.cluster_name, &cfg.uid),
+    };
+    let others = claimants(&all, &cfg.uid);
+    let lookup = lookup(cfg, &ctx.cluster_name, &others);
+
+    let mut last = None;
+    for pass in 0..MAX_PASSES {
+        let p = match one_pass(svc, cfg, ctx, &desired, &owner, &lookup, pass).await? {
+            Pass::Done(lb) => {
+                finish(svc, cfg, ctx, &api, &lb).await?;
+                return Ok(Progress::Done);
+            }
+            Pass::Pending => return Ok(Progress::Pending),
+            Pass::Applied(p) => p,
+        };
+        last = Some(p);
+    }
+    Err(ServiceError::NotConverged {
+        passes: MAX_PASSES,
+        remaining: last.map(|p| p.describe()).unwrap_or_default(),
+    })
+}
+
+/// How one pass of fetch, plan and apply ended.
+enum Pass {
+    /// Nothing left to do, and the load balancer has applied it all.
+    Done(Box<LoadBalancer>),
+    /// Waiting: for the load balancer, or for new members.
+    Pending,
+    /// This plan was carried out: plan again.
+    Applied(Plan),
+}
+
+/// One pass: fetch, plan, report, apply.
+async fn one_pass(
+    svc: &Service,
+    cfg: &ServiceConfig,
+    ctx: &ServiceContext,
+    desired: &DesiredLb,
+    owner: &Ownership,
+    lookup: &Lookup<'_>,
+    pass: usize,
+) -> Result<Pass, ServiceError> {
+    let reference = svc.object_ref(&());
+    let (snapshot, found) = ctx.shared.fetch(&ctx.cloud, lookup).await?;
+    let (lb, actual, p) = plan_for(&found, &snapshot, desired, owner)?;
+    if pass == 0 {
+        report_plan(svc, ctx, &p).await;
+        if lb.is_none()
+            && let Some(uuid) = cfg.lb_uuid
+        {
+            ctx.events
+                .publish(
+                    &reference,
+                    true,
+                    "LoadBalancerMissing",
+                    "EnsureLoadBalancer",
+                    format!(
+                        "The load balancer {uuid} named in {} no longer exists: creating a new one (its addresses will differ)",
+                        annotations::LOADBALANCER_UUID
+                    ),
+                )
+                .await;
+        }
+    }
+    if p.is_converged() {
+        let Some(lb) = lb else {
+            return Err(ServiceError::NotConverged {
+                passes: pass + 1,
+                remaining: "no load balancer".into(),
+            });
+        };
+        if actual.as_ref().is_some_and(ActualLb::changing) {
+            let reason = "the load balancer to apply its configuration";
+            note_waiting(svc, ctx, desired, reason).await;
+            return Ok(Pass::Pending);
+        }
+        return Ok(Pass::Done(Box::new(lb)));
+    }
+    if pass == 0 && p.steps_impact() > Impact::None && !continues(ctx, svc, desired) {
+        ctx.events
+            .publish(
+                &reference,
+                false,
+                "PlannedChange",
+                "PlanLoadBalancer",
+                format!("impact {}:\n{}", p.steps_impact(), p.describe()),
+            )
+            .await;
+    }
+    let executed = apply::execute(
+        &ctx.cloud,
+        desired,
+        actual.as_ref().map(|a| a.uuid),
+        &p,
+        &ctx.apply,
+        &owner.tags,
+    )
+    .await;
+    // Whatever was written (even before a failure) makes shared reads stale.
+    ctx.shared.invalidate();
+    let outcome = executed?;
+    ctx.metrics
+        .reconcile_api_calls(super::controller::CONTROLLER, outcome.reads, outcome.writes);
+    if !outcome.pending.is_empty() {
+        note_waiting(svc, ctx, desired, &outcome.pending.join("; ")).await;
+        return Ok(Pass::Pending);
+    }
+    Ok(Pass::Applied(p))
+}
+
+/// The annotations the CCM writes and the status, once the load balancer is in place and
+/// has applied its configuration (an ingress means the Service is served).
+async fn finish(
+    svc: &Service,
+    cfg: &ServiceConfig,
+    ctx: &ServiceContext,
+    api: &Api<Service>,
+    lb: &LoadBalancer,
+) -> Result<(), ServiceError> {
+    let mut wanted: BTreeMap<&str, String> = [
+        (annotations::LOADBALANCER_UUID, lb.uuid.clone()),
+        (
+            annotations::LOADBALANCER_CONFIG_VERSION,
+            annotations::CONFIG_VERSION.to_string(),
+        ),
+    ]
+    .into();
+    // The zone is recorded when the user left it open; a zone the user set stays as
+    // written, even when it was refused (a GitOps tool would fight a rewrite).
+    if cfg.zone.is_none() {
+        wanted.insert(annotations::LOADBALANCER_ZONE, lb.zone.slug.clone());
+    }
+    let differs = wanted
+        .iter()
+        .any(|(k, v)| svc.annotations().get(*k) != Some(v));
+    if differs {
+        let patch = json!({"metadata": {"annotations": wanted}});
+        api.patch(
+            &svc.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await?;
+        ctx.events
+            .publish(
+                &svc.object_ref(&()),
+                false,
+                "EnsuredLoadBalancer",
+                "EnsureLoadBalancer",
+                format!("Load balancer {} ({}) is in place", lb.name, lb.uuid),
+            )
+            .await;
+    }
+    // Status last, as the reference does: an ingress means everything else is written.
+    let status = json!({"status": {"loadBalancer": {"ingress": ingress(cfg, lb)}}});
+    let current = json!({"status": {"loadBalancer": {"ingress": ingress_of(svc)}}});
+    if status != current {
+        api.patch_status(
+            &svc.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// What the controller would do for `svc` (live or proposed), without writing anything:
+/// the same check, map, lookup and plan as a reconcile, with Nodes, servers and the account
+/// read directly.
+pub async fn preview(
+    kube: &kube::Client,
+    cloud: &Cloud,
+    cluster_name: &str,
+    svc: &Service,
+) -> Result<Option<Plan>, ServiceError> {
+    let cfg = match annotations::parse_service(svc) {
+        Ok(Some(cfg)) => cfg,
+        Ok(None) => return Ok(None),
+        Err(errors) => return Err(ServiceError::Config(errors.to_string())),
+    };
+    if !cfg.allowed_subnets.is_empty() {
+        let known: Vec<Uuid> = cloud
+            .list_subnets(&Filter::all())
+            .await?
+            .iter()
+            .filter_map(|s| Uuid::parse_str(&s.uuid).ok())
+            .collect();
+        check_subnets(&cfg, &known)?;
+    }
+    let nodes = node_views(kube).await?;
+    let servers: Vec<ServerView> = cloud
+        .list_servers(&Filter::all())
+        .await?
+        .iter()
+        .filter_map(server_view)
+        .collect();
+    let mapped = map::desired(&cfg, &nodes, &servers)?;
+    let all: Vec<std::sync::Arc<Service>> = Api::<Service>::all(kube.clone())
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect();
+    let others = claimants(&all, &cfg.uid);
+    let snapshot = Snapshot::fetch(cloud).await?;
+    let found = fetch::fetch_in(cloud, &snapshot, &lookup(&cfg, cluster_name, &others)).await?;
+    let owner = Ownership {
+        tags: ownership::tags(cluster_name, &cfg.uid),
+    };
+    let (_, _, mut p) = plan_for(&found, &snapshot, &mapped.desired, &owner)?;
+    p.notes.extend(mapped.notes);
+    Ok(Some(p))
+}

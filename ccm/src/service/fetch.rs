@@ -1,0 +1,302 @@
+//! Reading the actual state: the account-wide lists one sync reads once and shares across
+//! Services ([`Snapshot`]), which load balancer is a Service's ([`fetch_in`], deciding with
+//! [`ownership`](super::ownership)), and the planner's view of it ([`actual_from`]): one
+//! member list per pool on top of the shared lists. Any API failure is an error, never
+//! "absent".
+
+use super::apply::{ApplyError, api_err, invalid, parse_uuid};
+use super::model::*;
+use super::ownership::{self, Claimant, Resolution, Seeker};
+use super::plan::Account;
+use crate::cloudscale::{self as api, Client, Filter};
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+pub use crate::cloudscale::{FloatingIp, HealthMonitor, LoadBalancer, Pool, PoolMember};
+
+/// The account-wide lists one sync reads once and shares across Services.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub load_balancers: Vec<LoadBalancer>,
+    pub pools: Vec<Pool>,
+    pub listeners: Vec<api::Listener>,
+    pub monitors: Vec<HealthMonitor>,
+    pub floating_ips: Vec<FloatingIp>,
+}
+
+impl Snapshot {
+    /// Five list requests, concurrently.
+    pub async fn fetch(client: &Client) -> Result<Snapshot, ApplyError> {
+        let all = Filter::all();
+        let (load_balancers, pools, listeners, monitors, floating_ips) = futures::try_join!(
+            async {
+                client
+                    .list_load_balancers(&all)
+                    .await
+                    .map_err(api_err("list load balancers"))
+            },
+            async { client.list_pools(&all).await.map_err(api_err("list pools")) },
+            async {
+                client
+                    .list_listeners(&all)
+                    .await
+                    .map_err(api_err("list listeners"))
+            },
+            async {
+                client
+                    .list_health_monitors(&all)
+                    .await
+                    .map_err(api_err("list health monitors"))
+            },
+            async {
+                client
+                    .list_floating_ips(&all)
+                    .await
+                    .map_err(api_err("list floating IPs"))
+            },
+        )?;
+        Ok(Snapshot {
+            load_balancers,
+            pools,
+            listeners,
+            monitors,
+            floating_ips,
+        })
+    }
+
+    /// The pools of a load balancer, in API order.
+    pub fn pools_of<'a>(&'a self, lb: &'a LoadBalancer) -> impl Iterator<Item = &'a Pool> + 'a {
+        self.pools
+            .iter()
+            .filter(move |p| p.load_balancer.uuid == lb.uuid)
+    }
+
+    /// What the planner needs of the account beyond one load balancer.
+    pub fn account(&self) -> Account {
+        Account {
+            floating_ips: self
+                .floating_ips
+                .iter()
+                .filter_map(|f| network(&f.network))
+                .collect(),
+        }
+    }
+}
+
+/// Who is looking, for [`fetch_in`].
+#[derive(Debug, Clone)]
+pub struct Lookup<'a> {
+    pub seeker: Seeker<'a>,
+    pub cluster: &'a str,
+    /// The cluster's other LoadBalancer Services.
+    pub others: &'a [Claimant],
+}
+
+/// A Service's load balancer, as found.
+#[derive(Debug, Clone)]
+pub enum Found {
+    /// None yet.
+    Absent,
+    /// Its own, or an untagged one it may adopt (the plan tags it).
+    Mine {
+        lb: Box<LoadBalancer>,
+        actual: Box<ActualLb>,
+    },
+    /// Not usable: another Service's, contested or ambiguous; why, in words.
+    Refused(String),
+}
+
+/// Decides which load balancer of `snapshot` is the seeker's and reads its state (one member
+/// list per pool).
+pub async fn fetch_in(
+    client: &Client,
+    snapshot: &Snapshot,
+    lookup: &Lookup<'_>,
+) -> Result<Found, ApplyError> {
+    let r = ownership::resolve(
+        &lookup.seeker,
+        &snapshot.load_balancers,
+        lookup.cluster,
+        lookup.others,
+    );
+    let lb = match &r {
+        Resolution::None => return Ok(Found::Absent),
+        Resolution::Owned(lb) | Resolution::Adopt(lb) => *lb,
+        _ => {
+            return Ok(Found::Refused(
+                ownership::refusal(&r, lookup.seeker.uid).unwrap_or_default(),
+            ));
+        }
+    };
+    let members = fetch_members(client, snapshot.pools_of(lb)).await?;
+    let actual = actual_from(snapshot, lb, &members)?;
+    Ok(Found::Mine {
+        lb: Box::new(lb.clone()),
+        actual: Box::new(actual),
+    })
+}
+
+/// [`fetch_in`] on a fresh snapshot.
+pub async fn fetch(client: &Client, lookup: &Lookup<'_>) -> Result<Found, ApplyError> {
+    let snapshot = Snapshot::fetch(client).await?;
+    fetch_in(client, &snapshot, lookup).await
+}
+
+/// Lists the members of each pool (one request per pool, concurrently), keyed by pool UUID.
+pub async fn fetch_members<'a>(
+    client: &Client,
+    pools: impl IntoIterator<Item = &'a Pool>,
+) -> Result<HashMap<String, Vec<PoolMember>>, ApplyError> {
+    let lists = futures::future::try_join_all(pools.into_iter().map(|p| async move {
+        let members = client
+            .list_pool_members(&p.uuid, &Filter::all())
+            .await
+            .map_err(api_err(format!(
+                "list members of pool {} ({})",
+                p.name, p.uuid
+            )))?;
+        Ok::<_, ApplyError>((p.uuid.clone(), members))
+    }))
+    .await?;
+    Ok(lists.into_iter().collect())
+}
+
+/// Builds the planner's view of `lb` from account-wide lists and the member lists of its
+/// pools (keyed by pool UUID; a pool without an entry is an error, never "no members").
+pub fn actual_from(
+    snapshot: &Snapshot,
+    lb: &LoadBalancer,
+    members_by_pool: &HashMap<String, Vec<PoolMember>>,
+) -> Result<ActualLb, ApplyError> {
+    let mut vips = Vec::new();
+    for v in &lb.vip_addresses {
+        let subnet = match &v.subnet {
+            Some(s) => parse_uuid("VIP subnet", &s.uuid)?,
+            None => uuid::Uuid::nil(),
+        };
+        vips.push((subnet, v.address));
+    }
+    let mut pools = Vec::new();
+    for p in snapshot.pools_of(lb) {
+        let members = members_by_pool.get(&p.uuid).ok_or_else(|| {
+            invalid(
+                "build the actual state",
+                format!(
+                    "the members of pool {} ({}) were not fetched",
+                    p.name, p.uuid
+                ),
+            )
+        })?;
+        let members = members
+            .iter()
+            .map(actual_member)
+            .collect::<Result<Vec<_>, _>>()?;
+        let listeners = snapshot
+            .listeners
+            .iter()
+            .filter(|l| l.pool.as_ref().is_some_and(|s| s.uuid == p.uuid))
+            .map(actual_listener)
+            .collect::<Result<Vec<_>, _>>()?;
+        let monitors = snapshot
+            .monitors
+            .iter()
+            .filter(|m| m.pool.uuid == p.uuid)
+            .map(actual_monitor)
+            .collect::<Result<Vec<_>, _>>()?;
+        pools.push(ActualPool {
+            uuid: parse_uuid("pool", &p.uuid)?,
+            name: p.name.clone(),
+            algorithm: p.algorithm.clone(),
+            protocol: p.protocol.clone(),
+            members,
+            listeners,
+            monitors,
+        });
+    }
+    let orphan_listeners = snapshot
+        .listeners
+        .iter()
+        .filter(|l| l.pool.is_none() && l.load_balancer.uuid == lb.uuid)
+        .map(actual_listener)
+        .collect::<Result<Vec<_>, _>>()?;
+    let floating_ips = snapshot
+        .floating_ips
+        .iter()
+        .filter(|f| f.load_balancer.as_ref().is_some_and(|l| l.uuid == lb.uuid))
+        .filter_map(|f| network(&f.network))
+        .collect();
+    Ok(ActualLb {
+        uuid: parse_uuid("load balancer", &lb.uuid)?,
+        name: lb.name.clone(),
+        flavor: lb.flavor.slug.clone(),
+        zone: lb.zone.slug.clone(),
+        status: lb.status.clone(),
+        vips,
+        pools,
+        orphan_listeners,
+        floating_ips,
+        tags: lb.tags.clone(),
+    })
+}
+
+fn network(s: &str) -> Option<ipnet::IpNet> {
+    s.parse::<ipnet::IpNet>()
+        .ok()
+        .or_else(|| s.parse::<IpAddr>().ok().map(ipnet::IpNet::from))
+}
+
+fn actual_member(m: &PoolMember) -> Result<ActualMember, ApplyError> {
+    Ok(ActualMember {
+        uuid: parse_uuid("pool member", &m.uuid)?,
+        member: Member {
+            name: m.name.clone(),
+            address: m.address,
+            subnet: parse_uuid("member subnet", &m.subnet.uuid)?,
+            protocol_port: m.protocol_port,
+            // No monitor port: the monitor checks the protocol port.
+            monitor_port: m.monitor_port.unwrap_or(m.protocol_port),
+        },
+        enabled: m.enabled,
+        health: m.monitor_status.clone().unwrap_or(MonitorStatus::Unknown),
+    })
+}
+
+/// `10.0.0.0/8` as the map step writes it (`IpNet` display); anything unparsable verbatim.
+fn network_string(cidr: &str) -> String {
+    network(cidr).map_or_else(|| cidr.to_string(), |n| n.to_string())
+}
+
+fn actual_listener(l: &api::Listener) -> Result<ActualListener, ApplyError> {
+    Ok(ActualListener {
+        uuid: parse_uuid("listener", &l.uuid)?,
+        listener: Listener {
+            name: l.name.clone(),
+            protocol: l.protocol.clone(),
+            port: l.protocol_port,
+            allowed_cidrs: l.allowed_cidrs.iter().map(|c| network_string(c)).collect(),
+            timeout_client_data_ms: i64::from(l.timeout_client_data_ms),
+            timeout_member_connect_ms: i64::from(l.timeout_member_connect_ms),
+            timeout_member_data_ms: i64::from(l.timeout_member_data_ms),
+        },
+    })
+}
+
+fn actual_monitor(m: &HealthMonitor) -> Result<ActualMonitor, ApplyError> {
+    Ok(ActualMonitor {
+        uuid: parse_uuid("health monitor", &m.uuid)?,
+        monitor: Monitor {
+            kind: m.kind.clone(),
+            delay_s: i64::from(m.delay_s),
+            timeout_s: i64::from(m.timeout_s),
+            up_threshold: i64::from(m.up_threshold),
+            down_threshold: i64::from(m.down_threshold),
+            http: m.http.as_ref().map(|h| HttpCheck {
+                method: h.method.clone(),
+                url_path: h.url_path.clone(),
+                version: h.version.clone(),
+                host: h.host.clone(),
+                expected_codes: h.expected_codes.clone(),
+            }),
+        },
+    })
+}

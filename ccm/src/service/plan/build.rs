@@ -1,0 +1,642 @@
+//! The pools, members, monitors and listeners of a plan: the make phase in order, the
+//! barriers and the switch-and-break phase handed to [`schedule`] for ordering.
+
+use super::super::model::*;
+use super::matching::match_pools;
+use super::schedule::{self, Op, Rank, Split};
+use super::{Action, Impact, ListenerChanges, MonitorChanges, PoolRef, Replaced, Step};
+use std::collections::HashMap;
+
+/// Where a desired pool lives while the plan runs.
+struct Target<'a> {
+    desired: &'a DesiredPool,
+    pool: PoolRef,
+    /// The existing pool it reuses.
+    home: Option<&'a ActualPool>,
+    /// Names of members the make phase creates in it.
+    created: Vec<String>,
+    /// Its monitor is created or replaced by the make phase (members re-checked).
+    monitor_reset: bool,
+}
+
+impl Target<'_> {
+    /// Whether every member it will have already serves (nothing new to wait for).
+    fn all_serving(&self) -> bool {
+        if !self.created.is_empty() || self.monitor_reset {
+            return false;
+        }
+        let Some(home) = self.home else {
+            return self.desired.members.is_empty();
+        };
+        self.desired.members.iter().all(|m| {
+            home.members
+                .iter()
+                .any(|am| am.member.identity() == m.identity() && am.serving())
+        })
+    }
+
+    /// The members to wait for: new ones, and kept ones that do not serve yet.
+    fn pending_members(&self) -> Vec<String> {
+        self.desired
+            .members
+            .iter()
+            .filter(|m| {
+                self.created.contains(&m.name)
+                    || self.monitor_reset
+                    || !self.home.is_some_and(|h| {
+                        h.members
+                            .iter()
+                            .any(|am| am.member.identity() == m.identity() && am.serving())
+                    })
+            })
+            .map(|m| m.name.clone())
+            .collect()
+    }
+
+    fn name(&self) -> &str {
+        &self.desired.name
+    }
+}
+
+fn replaced(pool: &ActualPool, members: &[&ActualMember]) -> Vec<Replaced> {
+    members
+        .iter()
+        .map(|m| Replaced {
+            pool: pool.uuid,
+            member: m.uuid,
+            address: m.member.address,
+        })
+        .collect()
+}
+
+fn make(action: Action, impact: Impact, port: &str) -> Step {
+    Step {
+        action,
+        impact,
+        port: Some(port.to_string()),
+        group: None,
+    }
+}
+
+/// Who holds a listener key now: the index of its pool (`None`: a listener without pool)
+/// and the listener.
+type Holder<'a> = (Option<usize>, &'a ActualListener);
+
+/// The pool-level part of one plan while it is being built.
+struct Build<'a> {
+    actual: &'a ActualLb,
+    /// For each desired pool, the actual pool that becomes it.
+    homes: Vec<Option<usize>>,
+    /// The listener key of each desired pool.
+    desired_keys: HashMap<ListenerKey, usize>,
+    holders: HashMap<ListenerKey, Holder<'a>>,
+    targets: Vec<Target<'a>>,
+    /// Make phase: pool-level steps, member creations per pool, member renames.
+    front: Vec<Step>,
+    member_creates: Vec<Vec<Step>>,
+    back: Vec<Step>,
+    /// Wait and switch-and-break phases, ordered by [`schedule`].
+    ops: Vec<Op>,
+    /// Barrier op per listener key whose traffic moves to another pool.
+    barrier_of_key: HashMap<ListenerKey, usize>,
+}
+
+/// Appends the pool-level steps of the plan to `steps`.
+pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step>) {
+    let mut b = Build::new(desired, actual);
+    for (i, d) in desired.pools.iter().enumerate() {
+        b.target(i, d);
+    }
+    b.switch_barriers();
+    for i in 0..b.targets.len() {
+        b.listener(i);
+    }
+    b.retire_pools();
+    steps.extend(b.front);
+    steps.extend(interleave(b.member_creates));
+    steps.extend(b.back);
+    steps.extend(schedule::order(b.ops));
+}
+
+impl<'a> Build<'a> {
+    fn new(desired: &'a DesiredLb, actual: &'a ActualLb) -> Build<'a> {
+        let mut holders: HashMap<ListenerKey, Holder<'a>> = HashMap::new();
+        for (j, a) in actual.pools.iter().enumerate() {
+            for l in &a.listeners {
+                holders.entry(l.listener.key()).or_insert((Some(j), l));
+            }
+        }
+        for l in &actual.orphan_listeners {
+            holders.entry(l.listener.key()).or_insert((None, l));
+        }
+        Build {
+            actual,
+            homes: match_pools(&desired.pools, &actual.pools),
+            desired_keys: desired
+                .pools
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.listener.key(), i))
+                .collect(),
+            holders,
+            targets: Vec::new(),
+            front: Vec::new(),
+            member_creates: Vec::new(),
+            back: Vec::new(),
+            ops: Vec::new(),
+            barrier_of_key: HashMap::new(),
+        }
+    }
+
+    /// The make phase of desired pool `i`: a new pool, or its home brought in line.
+    fn target(&mut self, i: usize, d: &'a DesiredPool) {
+        let actual = self.actual;
+        let target = match self.homes[i].map(|j| &actual.pools[j]) {
+            None => {
+                // A replacement for a port that is served now is part of a listener switch.
+                let impact = if self.holders.contains_key(&d.listener.key()) {
+                    Impact::ListenerRecreate
+                } else {
+                    Impact::None
+                };
+                new_pool(i, d, impact, &mut self.front, &mut self.member_creates);
+                Target {
+                    desired: d,
+                    pool: PoolRef::New(i),
+                    home: None,
+                    created: d.members.iter().map(|m| m.name.clone()).collect(),
+                    monitor_reset: true,
+                }
+            }
+            Some(a) => {
+                let (created, monitor_reset) = self.sync_pool(d, a);
+                Target {
+                    desired: d,
+                    pool: PoolRef::Existing(a.uuid),
+                    home: Some(a),
+                    created,
+                    monitor_reset,
+                }
+            }
+        };
+        self.targets.push(target);
+    }
+
+    /// Barriers before a port's traffic moves from the pool that serves it to another.
+    fn switch_barriers(&mut self) {
+        let actual = self.actual;
+        for t in &self.targets {
+            let key = t.desired.listener.key();
+            let Some((Some(j), _)) = self.holders.get(&key) else {
+                continue;
+            };
+            let source = &actual.pools[*j];
+            if t.home.is_some_and(|h| h.uuid == source.uuid) || source.members.is_empty() {
+                continue;
+            }
+            let source_serves = actual.changing() || source.members.iter().any(|m| m.serving());
+            if source_serves && (actual.changing() || !t.all_serving()) {
+                self.barrier_of_key.insert(key, self.ops.len());
+                let all: Vec<&ActualMember> = source.members.iter().collect();
+                self.ops.push(Op::new(
+                    Action::WaitMembersUp {
+                        pool: t.pool.clone(),
+                        members: t.pending_members(),
+                        replacing: replaced(source, &all),
+                    },
+                    Impact::None,
+                    t.name(),
+                    Rank::Barrier,
+                ));
+            }
+        }
+    }
+
+    /// The listener of target `i`: kept (moved or changed in place) or created.
+    fn listener(&mut self, i: usize) {
+        let actual = self.actual;
+        let t = &self.targets[i];
+        let d = t.desired;
+        let key = d.listener.key();
+        let held_by_other = self.holders.get(&key).is_some_and(|(j, _)| {
+            j.is_none_or(|j| t.home.is_none_or(|h| h.uuid != actual.pools[j].uuid))
+        });
+        // The port had members and keeps none.
+        let outage = d.members.is_empty()
+            && self
+                .holders
+                .get(&key)
+                .and_then(|(j, _)| *j)
+                .is_some_and(|j| !actual.pools[j].members.is_empty());
+        let reused = t.home.and_then(|h| {
+            h.listeners
+                .iter()
+                .find(|l| l.listener.key() == key)
+                .or_else(|| h.listeners.first())
+        });
+        let Some(l) = reused else {
+            let impact = if outage {
+                Impact::Outage
+            } else if held_by_other {
+                Impact::ListenerRecreate
+            } else {
+                Impact::None
+            };
+            let mut op = Op::new(
+                Action::CreateListener {
+                    pool: t.pool.clone(),
+                    listener: d.listener.clone(),
+                },
+                impact,
+                t.name(),
+                Rank::Occupy,
+            );
+            op.occupies = Some(key);
+            self.ops.push(op);
+            return;
+        };
+        let changes = ListenerChanges::between(&l.listener, &d.listener);
+        let (moves, cidrs) = (changes.moves(), changes.allowed_cidrs.is_some());
+        let update = Action::UpdateListener {
+            uuid: l.uuid,
+            from: l.listener.clone(),
+            changes,
+        };
+        if moves {
+            let old_key = l.listener.key();
+            let impact = if outage {
+                Impact::Outage
+            } else if self.desired_keys.contains_key(&old_key) || held_by_other {
+                Impact::ListenerRecreate
+            } else {
+                Impact::Minimal
+            };
+            let mut op = Op::new(update, impact, t.name(), Rank::Move);
+            op.occupies = Some(key);
+            op.leaves.push(old_key.clone());
+            op.after.extend(self.barrier_of_key.get(&old_key));
+            op.split = Some(Split {
+                listener: l.uuid,
+                old_name: l.listener.name.clone(),
+                pool: t.pool.clone(),
+                desired: d.listener.clone(),
+            });
+            self.ops.push(op);
+        } else if !matches!(&update, Action::UpdateListener { changes, .. } if changes.is_empty()) {
+            let impact = if cidrs { Impact::Minimal } else { Impact::None };
+            self.front.push(make(update, impact, t.name()));
+        }
+        let home = t.home.map_or(&[][..], |h| &h.listeners[..]);
+        for extra in home.iter().filter(|x| x.uuid != l.uuid) {
+            let op = leave_listener(extra, &self.desired_keys, &self.barrier_of_key, t.name());
+            self.ops.push(op);
+        }
+    }
+
+    /// Pools no port wants any more (their listeners first, when another pool takes the
+    /// port), and listeners without a pool.
+    fn retire_pools(&mut self) {
+        let actual = self.actual;
+        for (j, a) in actual.pools.iter().enumerate() {
+            if self.homes.contains(&Some(j)) {
+                continue;
+            }
+            let mut explicit = Vec::new();
+            let mut cascaded = Vec::new();
+            for l in &a.listeners {
+                if self.desired_keys.contains_key(&l.listener.key()) {
+                    explicit.push(self.ops.len());
+                    let op = leave_listener(l, &self.desired_keys, &self.barrier_of_key, &a.name);
+                    self.ops.push(op);
+                } else {
+                    cascaded.push(l.listener.key());
+                }
+            }
+            let mut op = Op::new(
+                Action::DeletePool {
+                    uuid: a.uuid,
+                    name: a.name.clone(),
+                },
+                Impact::None,
+                &a.name,
+                Rank::RemovePool,
+            );
+            op.leaves = cascaded;
+            op.after = explicit;
+            self.ops.push(op);
+        }
+        for l in &actual.orphan_listeners {
+            let op = leave_listener(
+                l,
+                &self.desired_keys,
+                &self.barrier_of_key,
+                &l.listener.name,
+            );
+            self.ops.push(op);
+        }
+    }
+}
+
+/// Deleting a listener: a gap for its port when another pool takes the port over (after
+/// that pool's barrier), nothing when the port is no longer wanted.
+fn leave_listener(
+    l: &ActualListener,
+    desired_keys: &HashMap<ListenerKey, usize>,
+    barrier_of_key: &HashMap<ListenerKey, usize>,
+    port: &str,
+) -> Op {
+    let key = l.listener.key();
+    let taken = desired_keys.contains_key(&key);
+    let mut op = Op::new(
+        Action::DeleteListener {
+            uuid: l.uuid,
+            name: l.listener.name.clone(),
+        },
+        if taken {
+            Impact::ListenerRecreate
+        } else {
+            Impact::None
+        },
+        port,
+        Rank::Leave,
+    );
+    if let Some(&b) = barrier_of_key.get(&key) {
+        op.after.push(b);
+    }
+    op.leaves.push(key);
+    op
+}
+
+/// A whole new pool: the pool, its monitor (so members are checked as soon as they are
+/// applied), its members; its listener is placed by the schedule.
+fn new_pool(
+    i: usize,
+    d: &DesiredPool,
+    impact: Impact,
+    front: &mut Vec<Step>,
+    member_creates: &mut Vec<Vec<Step>>,
+) {
+    front.push(make(
+        Action::CreatePool {
+            new: i,
+            name: d.name.clone(),
+            algorithm: d.algorithm.clone(),
+            protocol: d.protocol.clone(),
+        },
+        impact,
+        &d.name,
+    ));
+    front.push(make(
+        Action::CreateMonitor {
+            pool: PoolRef::New(i),
+            monitor: d.monitor.clone(),
+        },
+        impact,
+        &d.name,
+    ));
+    member_creates.push(
+        d.members
+            .iter()
+            .map(|m| {
+                make(
+                    Action::CreateMember {
+                        pool: PoolRef::New(i),
+                        member: m.clone(),
+                    },
+                    impact,
+                    &d.name,
+                )
+            })
+            .collect(),
+    );
+}
+
+impl Build<'_> {
+    /// Brings a reused pool's name, members and monitor in line. Returns the names of the
+    /// members it creates and whether the monitor is created or replaced.
+    fn sync_pool(&mut self, d: &DesiredPool, a: &ActualPool) -> (Vec<String>, bool) {
+        if a.name != d.name {
+            self.front.push(make(
+                Action::RenamePool {
+                    uuid: a.uuid,
+                    from: a.name.clone(),
+                    to: d.name.clone(),
+                },
+                Impact::None,
+                &d.name,
+            ));
+        }
+        let members = self.sync_members(d, a);
+        let monitor_reset = sync_monitor(d, a, &mut self.front);
+        self.retire_members(d, a, &members);
+        (members.created, monitor_reset)
+    }
+
+    /// Members: those whose immutable identity matches are kept (renamed and enabled in
+    /// place), the missing ones created.
+    fn sync_members(&mut self, d: &DesiredPool, a: &ActualPool) -> Members {
+        let port = d.name.as_str();
+        let mut out = Members {
+            kept: vec![false; a.members.len()],
+            created: Vec::new(),
+            not_serving: Vec::new(),
+        };
+        let mut creates = Vec::new();
+        // The node port changed: Kubernetes no longer serves the old one.
+        let node_port_moved = !a.members.is_empty()
+            && a.members
+                .iter()
+                .all(|m| m.member.protocol_port != d.node_port);
+        for m in &d.members {
+            let found = a
+                .members
+                .iter()
+                .enumerate()
+                .find(|(j, am)| !out.kept[*j] && am.member.identity() == m.identity());
+            let Some((j, am)) = found else {
+                out.created.push(m.name.clone());
+                out.not_serving.push(m.name.clone());
+                creates.push(make(
+                    Action::CreateMember {
+                        pool: PoolRef::Existing(a.uuid),
+                        member: m.clone(),
+                    },
+                    if node_port_moved {
+                        Impact::MemberRecreate
+                    } else {
+                        Impact::Minimal
+                    },
+                    port,
+                ));
+                continue;
+            };
+            out.kept[j] = true;
+            if !am.serving() {
+                out.not_serving.push(m.name.clone());
+            }
+            if am.member.name != m.name {
+                self.back.push(make(
+                    Action::RenameMember {
+                        pool: a.uuid,
+                        uuid: am.uuid,
+                        from: am.member.name.clone(),
+                        to: m.name.clone(),
+                    },
+                    Impact::None,
+                    port,
+                ));
+            }
+            if !am.enabled {
+                self.back.push(make(
+                    Action::EnableMember {
+                        pool: a.uuid,
+                        uuid: am.uuid,
+                        name: m.name.clone(),
+                    },
+                    Impact::Minimal,
+                    port,
+                ));
+            }
+        }
+        self.member_creates.push(creates);
+        out
+    }
+
+    /// The members no longer wanted go once the new ones serve (a barrier first when some
+    /// of them serve now and new ones do not yet).
+    fn retire_members(&mut self, d: &DesiredPool, a: &ActualPool, members: &Members) {
+        let port = d.name.as_str();
+        let surplus: Vec<&ActualMember> = a
+            .members
+            .iter()
+            .zip(&members.kept)
+            .filter(|(_, k)| !**k)
+            .map(|(m, _)| m)
+            .collect();
+        if surplus.is_empty() {
+            return;
+        }
+        let serving = self.actual.changing() || surplus.iter().any(|m| m.serving());
+        let barrier = (!members.not_serving.is_empty() && serving).then(|| {
+            self.ops.push(Op::new(
+                Action::WaitMembersUp {
+                    pool: PoolRef::Existing(a.uuid),
+                    members: members.not_serving.clone(),
+                    replacing: replaced(a, &surplus),
+                },
+                Impact::None,
+                port,
+                Rank::Barrier,
+            ));
+            self.ops.len() - 1
+        });
+        let impact = if d.members.is_empty() {
+            Impact::Outage
+        } else {
+            Impact::Minimal
+        };
+        for m in surplus {
+            let mut op = Op::new(
+                Action::DeleteMember {
+                    pool: a.uuid,
+                    uuid: m.uuid,
+                    name: m.member.name.clone(),
+                },
+                impact,
+                port,
+                Rank::RemoveMembers,
+            );
+            op.after.extend(barrier);
+            self.ops.push(op);
+        }
+    }
+}
+
+/// What [`Build::sync_members`] found: which actual members stay, the names of those it
+/// creates, and the names of the wanted members that do not serve yet.
+struct Members {
+    kept: Vec<bool>,
+    created: Vec<String>,
+    not_serving: Vec<String>,
+}
+
+/// One monitor per pool: created when missing, replaced when its type (or HTTP version)
+/// changes, PATCHed otherwise; extras go. Returns whether members are checked anew.
+fn sync_monitor(d: &DesiredPool, a: &ActualPool, front: &mut Vec<Step>) -> bool {
+    let port = d.name.as_str();
+    let mut monitors = a.monitors.iter();
+    let mut reset = false;
+    match monitors.next() {
+        None => {
+            reset = true;
+            front.push(make(
+                Action::CreateMonitor {
+                    pool: PoolRef::Existing(a.uuid),
+                    monitor: d.monitor.clone(),
+                },
+                Impact::Minimal,
+                port,
+            ));
+        }
+        Some(m) if m.monitor.identity() != d.monitor.identity() => {
+            reset = true;
+            front.push(make(
+                Action::DeleteMonitor {
+                    uuid: m.uuid,
+                    kind: m.monitor.kind.clone(),
+                },
+                Impact::Minimal,
+                port,
+            ));
+            front.push(make(
+                Action::CreateMonitor {
+                    pool: PoolRef::Existing(a.uuid),
+                    monitor: d.monitor.clone(),
+                },
+                Impact::Minimal,
+                port,
+            ));
+        }
+        Some(m) => {
+            let changes = MonitorChanges::between(&m.monitor, &d.monitor);
+            if !changes.is_empty() {
+                front.push(make(
+                    Action::UpdateMonitor {
+                        uuid: m.uuid,
+                        from: m.monitor.clone(),
+                        changes,
+                    },
+                    Impact::Minimal,
+                    port,
+                ));
+            }
+        }
+    }
+    for extra in monitors {
+        front.push(make(
+            Action::DeleteMonitor {
+                uuid: extra.uuid,
+                kind: extra.monitor.kind.clone(),
+            },
+            Impact::Minimal,
+            port,
+        ));
+    }
+    reset
+}
+
+/// Member creations of several pools, one per pool in turn: the load balancer applies one
+/// change at a time, so every port gets its first new member as early as possible.
+fn interleave(per_pool: Vec<Vec<Step>>) -> Vec<Step> {
+    let mut iters: Vec<_> = per_pool.into_iter().map(Vec::into_iter).collect();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        for it in &mut iters {
+            out.extend(it.next());
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}

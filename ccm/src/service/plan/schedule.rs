@@ -1,0 +1,273 @@
+//! Ordering the switch-and-break phase: listeners move, appear and disappear in an order
+//! the API accepts (one listener per protocol and port on a load balancer), every removal
+//! of serving capacity comes after the barrier that makes it safe, and barriers get the
+//! group ids the executor uses to skip what depends on a barrier that does not hold yet.
+//!
+//! Moves (a listener PATCHed to another port) can form cycles (two ports swapped); a cycle
+//! is broken by deleting one of its listeners first and creating it again at its new port
+//! once the port is free: that port is without listener in between (listener-recreate), and
+//! no listener ever points at another port's backend.
+
+use super::super::model::{Listener, ListenerKey};
+use super::{Action, Impact, PoolRef, Step};
+use std::collections::{BTreeSet, HashMap};
+use uuid::Uuid;
+
+/// How an op is placed among the ready ones: barriers first, then what frees ports, what
+/// moves, what takes ports, member removals and pool removals last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Rank {
+    Barrier,
+    Leave,
+    Move,
+    Occupy,
+    RemoveMembers,
+    RemovePool,
+}
+
+/// A move that can be split into a delete and a create to break a cycle.
+#[derive(Debug, Clone)]
+pub(super) struct Split {
+    pub listener: Uuid,
+    pub old_name: String,
+    pub pool: PoolRef,
+    pub desired: Listener,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Op {
+    pub action: Action,
+    pub impact: Impact,
+    pub port: Option<String>,
+    pub rank: Rank,
+    pub leaves: Vec<ListenerKey>,
+    pub occupies: Option<ListenerKey>,
+    /// Ops (by index) it must follow.
+    pub after: Vec<usize>,
+    pub split: Option<Split>,
+}
+
+impl Op {
+    pub fn new(action: Action, impact: Impact, port: &str, rank: Rank) -> Op {
+        Op {
+            action,
+            impact,
+            port: Some(port.to_string()),
+            rank,
+            leaves: Vec::new(),
+            occupies: None,
+            after: Vec::new(),
+            split: None,
+        }
+    }
+}
+
+/// Adds the edges "takes a port after its holder left", breaks cycles of moves.
+fn link(ops: &mut Vec<Op>) {
+    loop {
+        let mut leavers: HashMap<&ListenerKey, Vec<usize>> = HashMap::new();
+        for (i, op) in ops.iter().enumerate() {
+            for k in &op.leaves {
+                leavers.entry(k).or_default().push(i);
+            }
+        }
+        let occupy_deps: Vec<Vec<usize>> = ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| {
+                op.occupies
+                    .as_ref()
+                    .and_then(|k| leavers.get(k))
+                    .map(|v| v.iter().copied().filter(|j| *j != i).collect())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let deps = |i: usize| -> Vec<usize> {
+            let mut d = ops[i].after.clone();
+            d.extend(&occupy_deps[i]);
+            d
+        };
+        match find_cycle(ops.len(), deps) {
+            None => {
+                for (op, extra) in ops.iter_mut().zip(occupy_deps) {
+                    for e in extra {
+                        if !op.after.contains(&e) {
+                            op.after.push(e);
+                        }
+                    }
+                }
+                return;
+            }
+            Some(cycle) => split_one(ops, &cycle),
+        }
+    }
+}
+
+/// A cycle in the dependency graph, if any (indices of its ops).
+fn find_cycle(n: usize, deps: impl Fn(usize) -> Vec<usize>) -> Option<Vec<usize>> {
+    // 0 = unvisited, 1 = on the stack, 2 = done.
+    let mut state = vec![0u8; n];
+    let mut stack: Vec<usize> = Vec::new();
+    fn visit(
+        i: usize,
+        state: &mut [u8],
+        stack: &mut Vec<usize>,
+        deps: &dyn Fn(usize) -> Vec<usize>,
+    ) -> Option<Vec<usize>> {
+        state[i] = 1;
+        stack.push(i);
+        for d in deps(i) {
+            if state[d] == 1 {
+                let from = stack.iter().position(|x| *x == d).unwrap_or(0);
+                return Some(stack[from..].to_vec());
+            }
+            if state[d] == 0
+                && let Some(c) = visit(d, state, stack, deps)
+            {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        state[i] = 2;
+        None
+    }
+    for i in 0..n {
+        if state[i] == 0
+            && let Some(c) = visit(i, &mut state, &mut stack, &deps)
+        {
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Replaces the first splittable move of `cycle` by a delete now and a create later.
+fn split_one(ops: &mut Vec<Op>, cycle: &[usize]) {
+    let Some(&i) = cycle.iter().filter(|i| ops[**i].split.is_some()).min() else {
+        // Only moves take and free ports at once, so every cycle has one; if not, drop
+        // the newest edge rather than loop forever (the executor then meets the API's
+        // refusal and reports it).
+        if let Some(&last) = cycle.last() {
+            ops[last].after.clear();
+            ops[last].occupies = None;
+        }
+        return;
+    };
+    let Some(split) = ops[i].split.take() else {
+        return;
+    };
+    let occupies = ops[i].occupies.take();
+    let after = ops[i].after.clone();
+    let port = ops[i].port.clone();
+    ops[i].action = Action::DeleteListener {
+        uuid: split.listener,
+        name: split.old_name,
+    };
+    ops[i].rank = Rank::Leave;
+    ops[i].impact = ops[i].impact.max(Impact::ListenerRecreate);
+    ops.push(Op {
+        action: Action::CreateListener {
+            pool: split.pool,
+            listener: split.desired,
+        },
+        impact: Impact::ListenerRecreate,
+        port,
+        rank: Rank::Occupy,
+        leaves: Vec::new(),
+        occupies,
+        after: {
+            let mut a = after;
+            a.push(i);
+            a
+        },
+        split: None,
+    });
+}
+
+fn find(parent: &mut [usize], x: usize) -> usize {
+    let mut r = x;
+    while parent[r] != r {
+        r = parent[r];
+    }
+    let mut y = x;
+    while parent[y] != r {
+        let next = parent[y];
+        parent[y] = r;
+        y = next;
+    }
+    r
+}
+
+/// Orders `ops` (dependencies first; among ready ops by rank, then as given) and turns
+/// them into steps with their barrier groups.
+pub(super) fn order(mut ops: Vec<Op>) -> Vec<Step> {
+    link(&mut ops);
+    let n = ops.len();
+    let mut waiting: Vec<usize> = ops.iter().map(|o| o.after.len()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, op) in ops.iter().enumerate() {
+        for &d in &op.after {
+            dependents[d].push(i);
+        }
+    }
+    // Among ready ops: barriers first (each is checked before anything of this phase
+    // writes, while the load balancer may still be idle), then what the op just placed
+    // made ready (a port's listener is taken over right after it was freed, so the gap is
+    // one reconfiguration, not one per port), then by rank and order.
+    let key = |ops: &[Op], i: usize, enabled_by: usize| {
+        (
+            !ops[i].action.is_barrier(),
+            std::cmp::Reverse(enabled_by),
+            ops[i].rank,
+            i,
+        )
+    };
+    let mut ready: BTreeSet<_> = (0..n)
+        .filter(|i| waiting[*i] == 0)
+        .map(|i| key(&ops, i, 0))
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(first) = ready.pop_first() {
+        let i = first.3;
+        order.push(i);
+        for &d in &dependents[i] {
+            waiting[d] -= 1;
+            if waiting[d] == 0 {
+                ready.insert(key(&ops, d, order.len()));
+            }
+        }
+    }
+    // Groups: a barrier starts one; an op joins the groups of everything it follows.
+    let mut parent: Vec<usize> = (0..n).collect();
+    let mut group: Vec<Option<usize>> = vec![None; n];
+    for &i in &order {
+        let mut g = ops[i].action.is_barrier().then_some(i);
+        for &d in &ops[i].after {
+            if let Some(dg) = group[d] {
+                g = Some(match g {
+                    None => dg,
+                    Some(x) => {
+                        let (rx, rd) = (find(&mut parent, x), find(&mut parent, dg));
+                        parent[rd] = rx;
+                        rx
+                    }
+                });
+            }
+        }
+        group[i] = g;
+    }
+    let mut steps = Vec::with_capacity(n);
+    let mut slots: Vec<Option<Op>> = ops.into_iter().map(Some).collect();
+    for i in order {
+        let g = group[i].map(|g| find(&mut parent, g) as u32);
+        if let Some(op) = slots[i].take() {
+            steps.push(Step {
+                action: op.action,
+                impact: op.impact,
+                port: op.port,
+                group: g,
+            });
+        }
+    }
+    steps
+}

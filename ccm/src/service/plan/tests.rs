@@ -1,0 +1,548 @@
+use super::*;
+use crate::service::fixtures::Sample;
+use crate::service::sim::{MemberRule, Sim, wrong_routes};
+use std::net::IpAddr;
+
+fn sample() -> Sample {
+    Sample {
+        subnet: Uuid::from_u128(0x0b4e4b9a_9d1b_4bd3_9a39_6b2c1a8b3c6d),
+        nodes: vec![ip("10.0.0.11"), ip("10.0.0.12")],
+    }
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().expect("ip")
+}
+
+fn member(address: &str, node_port: u16) -> Member {
+    sample().member(ip(address), node_port)
+}
+
+fn pool(name: &str, port: u16, node_port: u16) -> DesiredPool {
+    sample().pool(name, port, node_port)
+}
+
+fn tcp(name: &str, port: u16, node_port: u16) -> DesiredPool {
+    sample().port(name, Family::Tcp, port, node_port)
+}
+
+fn desired() -> DesiredLb {
+    sample().desired()
+}
+
+fn owner() -> Ownership {
+    Ownership::default()
+}
+
+fn plan_of(d: &DesiredLb, a: Option<&ActualLb>) -> Plan {
+    plan(d, a, &Account::default(), &owner())
+}
+
+fn kinds(p: &Plan) -> Vec<&'static str> {
+    p.steps.iter().map(|s| s.action.kind()).collect()
+}
+
+/// Applies the plan in the API model (strict member rule), checks that no step routes a
+/// port to another port's backend, and that planning again finds nothing to do.
+fn apply(before: &ActualLb, after: &DesiredLb, rule: MemberRule) -> (Plan, ActualLb) {
+    let p = plan_of(after, Some(before));
+    let mut sim = Sim::new(Some(before), rule);
+    let initial = sim.routes();
+    let wrong_at_start = wrong_routes(&initial, after, &initial);
+    let mut violations = Vec::new();
+    sim.run(after, &p, |s| {
+        let wrong = wrong_routes(&initial, after, &s.routes());
+        if wrong.iter().any(|w| !wrong_at_start.contains(w)) {
+            violations.push(wrong);
+        }
+    })
+    .unwrap_or_else(|e| panic!("{e}\n{}", p.describe()));
+    assert!(
+        violations.is_empty(),
+        "misrouted: {violations:?}\n{}",
+        p.describe()
+    );
+    let result = sim.lb.clone().expect("a load balancer");
+    let again = plan_of(after, Some(&result));
+    assert!(
+        again.is_converged(),
+        "not converged in one pass:\nfirst:\n{}\nthen:\n{}",
+        p.describe(),
+        again.describe()
+    );
+    (p, result)
+}
+
+#[test]
+fn a_converged_load_balancer_plans_nothing() {
+    let d = desired();
+    let p = plan_of(&d, Some(&converged(&d, &owner())));
+    assert!(p.is_converged(), "{}", p.describe());
+    assert_eq!(p.impact(), Impact::None);
+}
+
+#[test]
+fn a_new_service_builds_everything_once_after_provisioning() {
+    let p = plan_of(&desired(), None);
+    let k = kinds(&p);
+    assert_eq!(k[..2], ["create-lb", "wait-lb"]);
+    assert_eq!(k.iter().filter(|k| **k == "create-pool").count(), 2);
+    assert_eq!(k.iter().filter(|k| **k == "create-member").count(), 4);
+    assert_eq!(k.iter().filter(|k| **k == "create-listener").count(), 2);
+    assert_eq!(k.iter().filter(|k| **k == "create-monitor").count(), 2);
+    assert_eq!(p.impact(), Impact::None);
+    let mut sim = Sim::new(None, MemberRule::Strict);
+    sim.run(&desired(), &p, |_| {}).expect("applies");
+    let again = plan_of(&desired(), sim.lb.as_ref());
+    assert!(again.is_converged(), "{}", again.describe());
+}
+
+#[test]
+fn a_renamed_port_renames_the_pool_in_place() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0].name = "tcp/web".into();
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(kinds(&p), ["rename-pool"], "{}", p.describe());
+    assert_eq!(p.impact(), Impact::None);
+}
+
+#[test]
+fn a_renumbered_port_patches_the_listener() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0].listener.port = 8080;
+    after.pools[0].listener.name = "tcp/8080".into();
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(kinds(&p), ["update-listener"], "{}", p.describe());
+    let Action::UpdateListener { changes, .. } = &p.steps[0].action else {
+        panic!("not an update")
+    };
+    assert_eq!(changes.port, Some(8080));
+    assert_eq!(changes.name.as_deref(), Some("tcp/8080"));
+    assert!(p.impact() <= Impact::Minimal);
+    assert!(
+        p.describe().contains("port 80 → 8080"),
+        "plain words: {}",
+        p.describe()
+    );
+}
+
+#[test]
+fn an_algorithm_change_builds_a_new_pool_before_switching_the_listener() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0].algorithm = PoolAlgorithm::LeastConnections;
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(
+        kinds(&p),
+        [
+            "create-pool",
+            "create-monitor",
+            "create-member",
+            "create-member",
+            "wait",
+            "delete-listener",
+            "create-listener",
+            "delete-pool"
+        ],
+        "{}",
+        p.describe()
+    );
+    assert_eq!(p.impact(), Impact::ListenerRecreate);
+}
+
+#[test]
+fn a_retry_reuses_the_replacement_pool_and_a_revert_removes_it() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0].algorithm = PoolAlgorithm::SourceIp;
+    let start = converged(&before, &owner());
+    let p = plan_of(&after, Some(&start));
+    // Carry out the make phase only: the barrier did not hold, the controller comes back.
+    let wait = p
+        .steps
+        .iter()
+        .position(|s| s.action.kind() == "wait")
+        .expect("a barrier");
+    let mut sim = Sim::new(Some(&start), MemberRule::Strict);
+    let partial = Plan {
+        steps: p.steps[..wait].to_vec(),
+        ..Plan::default()
+    };
+    sim.run(&after, &partial, |_| {}).expect("make phase");
+    let halfway = sim.lb.clone().expect("lb");
+    assert_eq!(halfway.pools.len(), 3);
+
+    let retry = plan_of(&after, Some(&halfway));
+    assert!(
+        !kinds(&retry).contains(&"create-pool"),
+        "the replacement is reused: {}",
+        retry.describe()
+    );
+    let (_, done) = apply(&halfway, &after, MemberRule::Strict);
+    assert_eq!(done.pools.len(), 2);
+
+    let revert = plan_of(&before, Some(&halfway));
+    assert_eq!(
+        kinds(&revert),
+        ["delete-pool"],
+        "back to the old pool: {}",
+        revert.describe()
+    );
+}
+
+#[test]
+fn a_node_port_change_adds_new_members_before_removing_old_ones() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[1] = pool("tcp/https", 443, 31443);
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(
+        kinds(&p),
+        [
+            "create-member",
+            "create-member",
+            "wait",
+            "delete-member",
+            "delete-member"
+        ],
+        "{}",
+        p.describe()
+    );
+    assert_eq!(p.impact(), Impact::MemberRecreate);
+}
+
+#[test]
+fn node_port_changes_of_several_ports_create_one_member_per_port_in_turn() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0] = pool("tcp/http", 80, 31080);
+    after.pools[1] = pool("tcp/https", 443, 31443);
+    let p = plan_of(&after, Some(&converged(&before, &owner())));
+    let ports: Vec<&str> = p
+        .steps
+        .iter()
+        .filter(|s| s.action.kind() == "create-member")
+        .filter_map(|s| s.port.as_deref())
+        .collect();
+    assert_eq!(ports, ["tcp/http", "tcp/https", "tcp/http", "tcp/https"]);
+}
+
+#[test]
+fn a_joining_node_costs_only_its_members() {
+    let before = desired();
+    let mut after = before.clone();
+    for p in &mut after.pools {
+        let np = p.members[0].protocol_port;
+        p.members.push(member("10.0.0.13", np));
+    }
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(kinds(&p), ["create-member", "create-member"]);
+    assert_eq!(p.impact(), Impact::Minimal);
+}
+
+#[test]
+fn a_leaving_node_is_removed_at_once() {
+    let before = desired();
+    let mut after = before.clone();
+    for p in &mut after.pools {
+        p.members.truncate(1);
+    }
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(kinds(&p), ["delete-member", "delete-member"]);
+}
+
+#[test]
+fn removing_every_member_is_announced_as_an_outage() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0].members.clear();
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(p.impact(), Impact::Outage, "{}", p.describe());
+}
+
+#[test]
+fn a_monitor_type_change_replaces_the_monitor_and_fields_update_in_place() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0].monitor.delay_s = 5;
+    after.pools[1].monitor.kind = HealthMonitorType::Http;
+    after.pools[1].monitor.http = Some(HttpCheck {
+        method: "GET".into(),
+        url_path: "/".into(),
+        version: "1.1".into(),
+        host: None,
+        expected_codes: vec!["200".into()],
+    });
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(
+        kinds(&p),
+        ["update-monitor", "delete-monitor", "create-monitor"],
+        "{}",
+        p.describe()
+    );
+    assert_eq!(p.impact(), Impact::Minimal);
+}
+
+#[test]
+fn http_options_of_a_non_http_monitor_never_differ() {
+    let d = desired();
+    let mut actual = converged(&d, &owner());
+    // An API that echoes the options it was sent for a TCP check, or reports some.
+    actual.pools[0].monitors[0].monitor.http = Some(HttpCheck {
+        method: "GET".into(),
+        url_path: "/x".into(),
+        version: "1.0".into(),
+        host: Some("example.com".into()),
+        expected_codes: vec!["200".into()],
+    });
+    let p = plan_of(&d, Some(&actual));
+    assert!(p.is_converged(), "{}", p.describe());
+}
+
+#[test]
+fn a_removed_http_host_is_patched_away() {
+    let before = {
+        let mut d = desired();
+        d.pools[0].monitor.kind = HealthMonitorType::Http;
+        d.pools[0].monitor.http = Some(HttpCheck {
+            method: "GET".into(),
+            url_path: "/".into(),
+            version: "1.1".into(),
+            host: Some("Example.COM".into()),
+            expected_codes: vec!["200".into()],
+        });
+        d
+    };
+    let mut after = before.clone();
+    if let Some(h) = &mut after.pools[0].monitor.http {
+        h.host = None;
+    }
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(kinds(&p), ["update-monitor"]);
+}
+
+#[test]
+fn timeouts_and_names_are_impact_free() {
+    let before = desired();
+    let mut after = before.clone();
+    after.name = "renamed".into();
+    after.pools[0].listener.timeout_client_data_ms = 60000;
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(kinds(&p), ["rename-lb", "update-listener"]);
+    assert_eq!(p.impact(), Impact::None);
+}
+
+#[test]
+fn flavor_zone_and_vip_changes_are_refused_but_the_rest_applies() {
+    let before = desired();
+    let mut after = before.clone();
+    after.flavor = "lb-large".into();
+    after.zone = Some("lpg1".into());
+    after.vips = Some(vec![Vip {
+        subnet: sample().subnet,
+        address: None,
+    }]);
+    after.pools[0].listener.timeout_member_data_ms = 1;
+    let p = plan_of(&after, Some(&converged(&before, &owner())));
+    let refused: Vec<&str> = p.refusals.iter().map(|r| r.annotation).collect();
+    assert_eq!(
+        refused,
+        [ANNOTATION_FLAVOR, ANNOTATION_ZONE, ANNOTATION_VIPS]
+    );
+    assert_eq!(kinds(&p), ["update-listener"], "safe changes still apply");
+    assert_eq!(p.impact(), Impact::Refused);
+    assert!(p.describe().contains("re-create the Service"));
+}
+
+#[test]
+fn removed_ports_and_foreign_pools_are_deleted_floating_ips_assigned() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools.truncate(1);
+    let fip: IpNet = "45.132.236.10/32".parse().expect("net");
+    after.floating_ips = vec![fip];
+    let account = Account {
+        floating_ips: vec![fip],
+    };
+    let p = plan(
+        &after,
+        Some(&converged(&before, &owner())),
+        &account,
+        &owner(),
+    );
+    assert_eq!(kinds(&p), ["delete-pool", "assign-fip"]);
+}
+
+#[test]
+fn a_floating_ip_written_with_another_prefix_is_assigned_once_with_a_note() {
+    let d = {
+        let mut d = desired();
+        d.floating_ips = vec!["2a06:c02:0:100::/64".parse().expect("net")];
+        d
+    };
+    let real: IpNet = "2a06:c02:0:100::/56".parse().expect("net");
+    let account = Account {
+        floating_ips: vec![real],
+    };
+    let mut actual = converged(&d, &owner());
+    actual.floating_ips = vec![];
+    let p = plan(&d, Some(&actual), &account, &owner());
+    assert_eq!(kinds(&p), ["assign-fip"]);
+    assert!(matches!(&p.steps[0].action, Action::AssignFloatingIp { network } if *network == real));
+    assert!(p.notes[0].message.contains("2a06:c02:0:100::/56"));
+    actual.floating_ips = vec![real];
+    let p = plan(&d, Some(&actual), &account, &owner());
+    assert!(p.is_converged(), "assigned already: {}", p.describe());
+}
+
+#[test]
+fn a_floating_ip_missing_from_the_account_is_refused() {
+    let mut d = desired();
+    d.floating_ips = vec!["45.132.236.99/32".parse().expect("net")];
+    let p = plan(
+        &d,
+        Some(&converged(&desired(), &owner())),
+        &Account::default(),
+        &owner(),
+    );
+    assert!(p.steps.is_empty());
+    assert_eq!(p.refusals[0].annotation, ANNOTATION_FLOATING_IPS);
+}
+
+#[test]
+fn disabled_members_are_enabled_in_place() {
+    let d = desired();
+    let mut actual = converged(&d, &owner());
+    actual.pools[0].members[0].enabled = false;
+    let p = plan_of(&d, Some(&actual));
+    assert_eq!(kinds(&p), ["enable-member"]);
+}
+
+#[test]
+fn an_untagged_load_balancer_gets_the_owner_tags() {
+    let d = desired();
+    let actual = converged(&d, &Ownership::default());
+    let mine = Ownership {
+        tags: crate::service::ownership::tags("c1", "uid-1"),
+    };
+    let p = plan(&d, Some(&actual), &Account::default(), &mine);
+    assert_eq!(kinds(&p), ["tag-lb"]);
+}
+
+fn two_ports(a: DesiredPool, b: DesiredPool) -> DesiredLb {
+    DesiredLb {
+        pools: vec![a, b],
+        ..desired()
+    }
+}
+
+#[test]
+fn swapping_two_port_numbers_goes_through_a_deleted_listener() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("https", 8443, 30001));
+    let after = two_ports(tcp("web", 8443, 30000), tcp("https", 80, 30001));
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(
+        kinds(&p),
+        ["delete-listener", "update-listener", "create-listener"],
+        "{}",
+        p.describe()
+    );
+    assert_eq!(p.impact(), Impact::ListenerRecreate);
+}
+
+#[test]
+fn swapping_two_port_names_renames_the_pools() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("https", 8443, 30001));
+    let after = two_ports(tcp("https", 80, 30000), tcp("web", 8443, 30001));
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(
+        kinds(&p),
+        ["rename-pool", "rename-pool"],
+        "{}",
+        p.describe()
+    );
+    assert_eq!(p.impact(), Impact::None);
+}
+
+#[test]
+fn a_cut_over_moves_the_surviving_port_after_the_removed_one_is_gone() {
+    let before = two_ports(tcp("old", 80, 30006), tcp("new", 8080, 30007));
+    let after = DesiredLb {
+        pools: vec![tcp("new", 80, 30007)],
+        ..desired()
+    };
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(
+        kinds(&p),
+        ["delete-listener", "update-listener", "delete-pool"],
+        "{}",
+        p.describe()
+    );
+}
+
+#[test]
+fn swapping_two_node_ports_swaps_the_listeners() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("https", 443, 30001));
+    let after = two_ports(tcp("web", 80, 30001), tcp("https", 443, 30000));
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert!(
+        !kinds(&p).contains(&"create-member"),
+        "the members stay with their node port: {}",
+        p.describe()
+    );
+}
+
+#[test]
+fn a_traffic_policy_switch_replaces_the_pool_under_the_strict_member_rule() {
+    let before = desired();
+    let mut after = before.clone();
+    for p in &mut after.pools {
+        for m in &mut p.members {
+            m.monitor_port = 32000;
+        }
+        p.monitor.kind = HealthMonitorType::Http;
+        p.monitor.http = Some(HttpCheck {
+            method: "GET".into(),
+            url_path: "/livez".into(),
+            version: "1.0".into(),
+            host: None,
+            expected_codes: vec!["200".into()],
+        });
+    }
+    for rule in [MemberRule::Strict, MemberRule::Lenient] {
+        let (p, _) = apply(&converged(&before, &owner()), &after, rule);
+        assert_eq!(p.impact(), Impact::ListenerRecreate, "{}", p.describe());
+    }
+}
+
+#[test]
+fn a_protocol_switch_builds_a_udp_pool_next_to_the_tcp_one() {
+    let before = DesiredLb {
+        pools: vec![tcp("dns", 53, 30053)],
+        ..desired()
+    };
+    let after = DesiredLb {
+        pools: vec![sample().port("dns", Family::Udp, 53, 30053)],
+        ..desired()
+    };
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert!(kinds(&p).contains(&"delete-pool"), "{}", p.describe());
+}
+
+#[test]
+fn describe_speaks_plain_words() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0].listener.allowed_cidrs = vec!["10.0.0.0/8".into()];
+    after.pools[0].monitor.delay_s = 5;
+    let text = plan_of(&after, Some(&converged(&before, &owner()))).describe();
+    assert!(!text.contains("Some("), "{text}");
+    assert!(!text.contains("Changes {"), "{text}");
+    assert!(
+        text.contains("allowed clients everyone → 10.0.0.0/8"),
+        "{text}"
+    );
+    assert!(text.contains("delay 2 → 5 s"), "{text}");
+}
