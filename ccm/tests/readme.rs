@@ -1,13 +1,37 @@
-//! The flag table in `ccm/README.md` is the one the binary has: every flag of `Options` has
-//! a row, with its default where it has one.
+//! The reference tables in `ccm/README.md` are the code's: every flag of `Options` has a
+//! row with its default, and the annotation table is `ccm::service::reference::markdown()`
+//! (`UPDATE_README=1 cargo test -p ccm --test readme` rewrites it).
 
 use ccm::options::Options;
 use clap::CommandFactory;
 
+const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+const BEGIN: &str = "<!-- annotations:begin (generated from src/service/reference.rs) -->";
+const END: &str = "<!-- annotations:end -->";
+
+#[test]
+fn the_annotation_table_is_the_codes() {
+    let text = std::fs::read_to_string(README).expect("README.md");
+    let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
+        panic!("README.md has no {BEGIN} … {END} block");
+    };
+    let table = ccm::service::reference::markdown();
+    let start = b + BEGIN.len();
+    if std::env::var_os("UPDATE_README").is_some() {
+        let updated = format!("{}\n{}{}", &text[..start], table, &text[e..]);
+        std::fs::write(README, updated).expect("write README.md");
+        return;
+    }
+    assert_eq!(
+        text[start..e].trim(),
+        table.trim(),
+        "the annotation table in ccm/README.md differs from src/service/reference.rs; rerun with UPDATE_README=1"
+    );
+}
+
 #[test]
 fn every_flag_is_in_the_readme_with_its_default() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let readme = std::fs::read_to_string(README).expect("README.md");
     let rows: Vec<&str> = readme.lines().filter(|l| l.starts_with("| `--")).collect();
     let mut missing = Vec::new();
     for arg in Options::command().get_arguments() {

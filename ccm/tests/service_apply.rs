@@ -756,7 +756,11 @@ async fn a_wait_that_cannot_hold_keeps_the_old_members_and_names_the_new_ones() 
         last = out.pending;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let msg = last.join("; ");
+    let msg = last
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
     assert!(msg.contains("10.100.0.11:31443"), "{msg}");
     assert!(!msg.contains("10.100.0.12:31443"), "that one is up: {msg}");
     // Make-before-break: the old members were not deleted.

@@ -106,8 +106,35 @@ pub struct Outcome {
     pub writes: u64,
     /// API reads (GETs: idempotency lookups and barrier checks included).
     pub reads: u64,
-    /// Barriers that did not hold, in words; their steps were skipped.
-    pub pending: Vec<String>,
+    /// Barriers that did not hold; their steps were skipped.
+    pub pending: Vec<Pending>,
+}
+
+/// A barrier that did not hold: what it waits for (stable while the wait lasts) and how far
+/// it is (changes as members come up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    pub what: String,
+    pub detail: String,
+}
+
+impl Pending {
+    fn new(what: impl Into<String>, detail: impl Into<String>) -> Pending {
+        Pending {
+            what: what.into(),
+            detail: detail.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.detail.is_empty() {
+            f.write_str(&self.what)
+        } else {
+            write!(f, "{} ({})", self.what, self.detail)
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -160,18 +187,21 @@ fn status_of(m: &api::PoolMember) -> String {
         .map_or("no status".to_string(), |s| s.to_string())
 }
 
-/// Checks a [`Action::WaitMembersUp`] barrier once: `None` when it holds, else why not.
+/// Checks a [`Action::WaitMembersUp`] barrier of the pool named `port` once: `None` when
+/// it holds, else what it waits for.
 async fn members_ready(
     client: &Client,
     lb: Uuid,
-    pool: Uuid,
+    (pool, port): (Uuid, &str),
     names: &[String],
     replacing: &[Replaced],
-) -> Result<Option<String>, ApplyError> {
+) -> Result<Option<Pending>, ApplyError> {
+    let what = format!("new members of pool {port} to be up");
     if get_lb(client, lb).await?.status == LoadBalancerStatus::Changing {
-        return Ok(Some(
-            "the load balancer is still applying the changes".to_string(),
-        ));
+        return Ok(Some(Pending::new(
+            what,
+            "the load balancer is still applying the changes",
+        )));
     }
     let list = |p: Uuid| async move {
         client
@@ -212,9 +242,12 @@ async fn members_ready(
         })
         .collect();
     if !waiting.is_empty() {
-        return Ok(Some(format!(
-            "new members {} to be up (they take over from members that serve now)",
-            waiting.join(", ")
+        return Ok(Some(Pending::new(
+            what,
+            format!(
+                "{}: they take over from members that serve now",
+                waiting.join(", ")
+            ),
         )));
     }
     let replaced: HashSet<String> = replacing.iter().map(|r| r.member.to_string()).collect();
@@ -222,8 +255,9 @@ async fn members_ready(
         .iter()
         .any(|m| !replaced.contains(&m.uuid) && serving(m));
     if !replaced_serving.is_empty() && !carrying {
-        return Ok(Some(format!(
-            "a member of pool {pool} to be up before the members it replaces go"
+        return Ok(Some(Pending::new(
+            what,
+            "one of them before the members they replace go",
         )));
     }
     Ok(None)
@@ -331,13 +365,19 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Checks a barrier: `None` when it holds, else why not.
-    async fn barrier(&self, action: &Action, what: &str) -> Result<Option<String>, ApplyError> {
+    /// Checks a barrier of the pool named `port`: `None` when it holds, else what it waits
+    /// for.
+    async fn barrier(
+        &self,
+        action: &Action,
+        what: &str,
+        port: &str,
+    ) -> Result<Option<Pending>, ApplyError> {
         match action {
             Action::WaitLbReady => {
                 let lb = get_lb(&self.client, self.lb(what)?).await?;
                 Ok((lb.status == LoadBalancerStatus::Changing)
-                    .then(|| "the load balancer is being provisioned".to_string()))
+                    .then(|| Pending::new("the load balancer to be provisioned", "")))
             }
             Action::WaitMembersUp {
                 pool,
@@ -345,7 +385,8 @@ impl Run<'_> {
                 replacing,
             } => {
                 let pool = self.pool(what, pool)?;
-                members_ready(&self.client, self.lb(what)?, pool, members, replacing).await
+                let lb = self.lb(what)?;
+                members_ready(&self.client, lb, (pool, port), members, replacing).await
             }
             _ => Ok(None),
         }
@@ -593,8 +634,9 @@ pub async fn execute(
         }
         let what = describe::action(&step.action);
         let started = Instant::now();
+        let port = step.port.as_deref().unwrap_or("");
         let result = if step.action.is_barrier() {
-            match run.barrier(&step.action, &what).await {
+            match run.barrier(&step.action, &what, port).await {
                 Ok(None) => Ok("held"),
                 Ok(Some(why)) => {
                     if matches!(step.action, Action::WaitLbReady) {
@@ -610,7 +652,6 @@ pub async fn execute(
             run.step(&step.action, &what).await.map(|()| "done")
         };
         let lb = run.lb.map(|u| u.to_string()).unwrap_or_default();
-        let port = step.port.as_deref().unwrap_or("");
         match result {
             Ok(outcome) => tracing::info!(
                 lb = %lb,

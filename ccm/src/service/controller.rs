@@ -117,6 +117,7 @@ pub struct Waiting {
     /// The desired state it works towards (a different one is a new change).
     pub desired: DesiredLb,
     pub since: Instant,
+    /// What it waits for (announced once).
     pub reason: String,
     /// A Warning said it is held.
     pub warned: bool,

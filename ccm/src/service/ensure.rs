@@ -3,7 +3,7 @@
 //! then annotations, status and Events. The preview runs the same steps up to the plan.
 
 use super::annotations::{self, IpMode, ServiceConfig};
-use super::apply;
+use super::apply::{self, Pending};
 use super::controller::{
     FINALIZER, ServiceContext, ServiceError, Waiting, claimants, floating_ip_conflict, service_key,
 };
@@ -351,9 +351,25 @@ async fn report_plan(svc: &Service, ctx: &ServiceContext, p: &Plan) {
     }
 }
 
-/// Records that the Service's change waits, and says so once per reason; a wait longer
-/// than the members timeout gets one Warning.
-async fn note_waiting(svc: &Service, ctx: &ServiceContext, desired: &DesiredLb, reason: &str) {
+/// Records that the Service's change waits, and says so once per thing it waits for (not
+/// per member that comes up); a wait longer than the members timeout gets one Warning.
+async fn note_waiting(
+    svc: &Service,
+    ctx: &ServiceContext,
+    desired: &DesiredLb,
+    pending: &[Pending],
+) {
+    let what = pending
+        .iter()
+        .map(|p| p.what.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let reason = pending
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let reason = reason.as_str();
     let key = service_key(svc);
     let (announce, warn) = {
         let mut waiting = ctx.waiting.lock();
@@ -371,8 +387,8 @@ async fn note_waiting(svc: &Service, ctx: &ServiceContext, desired: &DesiredLb, 
                 warned: false,
             };
         }
-        let announce = w.reason != reason;
-        w.reason = reason.to_string();
+        let announce = w.reason != what;
+        w.reason = what;
         let warn = !w.warned && w.since.elapsed() >= ctx.apply.members_timeout;
         if warn {
             w.warned = true;
@@ -519,8 +535,11 @@ async fn one_pass(
             });
         };
         if actual.as_ref().is_some_and(ActualLb::changing) {
-            let reason = "the load balancer to apply its configuration";
-            note_waiting(svc, ctx, desired, reason).await;
+            let applying = Pending {
+                what: "the load balancer to apply its configuration".into(),
+                detail: String::new(),
+            };
+            note_waiting(svc, ctx, desired, &[applying]).await;
             return Ok(Pass::Pending);
         }
         return Ok(Pass::Done(Box::new(lb)));
@@ -551,7 +570,7 @@ async fn one_pass(
     ctx.metrics
         .reconcile_api_calls(super::controller::CONTROLLER, outcome.reads, outcome.writes);
     if !outcome.pending.is_empty() {
-        note_waiting(svc, ctx, desired, &outcome.pending.join("; ")).await;
+        note_waiting(svc, ctx, desired, &outcome.pending).await;
         return Ok(Pass::Pending);
     }
     Ok(Pass::Applied(p))
@@ -661,4 +680,35 @@ pub async fn preview(
     let (_, _, mut p) = plan_for(&found, &snapshot, &mapped.desired, &owner)?;
     p.notes.extend(mapped.notes);
     Ok(Some(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_allowed_subnet_the_account_lacks_is_refused_naming_the_annotation() {
+        let known = Uuid::from_u128(7);
+        let svc: Service = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "default", "uid": "u1", "annotations": {
+                annotations::LOADBALANCER_LISTENER_ALLOWED_SUBNETS:
+                    format!("[\"{known}\", \"{}\"]", Uuid::from_u128(8)),
+            }},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80, "nodePort": 30080}]},
+        }))
+        .expect("service");
+        let cfg = annotations::parse_service(&svc)
+            .expect("valid")
+            .expect("handled");
+        let e = check_subnets(&cfg, &[known]).expect_err("refused");
+        let text = e.to_string();
+        assert!(
+            text.contains(annotations::LOADBALANCER_LISTENER_ALLOWED_SUBNETS),
+            "{text}"
+        );
+        assert!(text.contains(&Uuid::from_u128(8).to_string()), "{text}");
+        assert!(!text.contains(&format!("{known},")), "{text}");
+        assert!(check_subnets(&cfg, &[known, Uuid::from_u128(8)]).is_ok());
+    }
 }

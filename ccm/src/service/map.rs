@@ -498,6 +498,71 @@ mod tests {
     }
 
     #[test]
+    fn each_pool_gets_a_check_its_protocol_can_answer() {
+        let (nodes, servers) = cluster();
+        let svc = serde_json::from_value(json!({
+            "metadata": {"name": "syslog", "namespace": "default", "uid": "u1"},
+            "spec": {"type": "LoadBalancer", "ports": [
+                {"name": "syslog", "protocol": "UDP", "port": 514, "nodePort": 30514},
+                {"name": "tls", "protocol": "TCP", "port": 6514, "nodePort": 30615}]},
+        }))
+        .expect("service");
+        let cfg = parse_service(&svc).expect("valid").expect("handled");
+        let d = desired(&cfg, &nodes, &servers).expect("mapped").desired;
+        assert_eq!(d.pools[0].monitor.kind, HealthMonitorType::UdpConnect);
+        assert_eq!(d.pools[1].monitor.kind, HealthMonitorType::Tcp);
+        // `ping` works for both; an explicit TCP type stays on TCP pools only.
+        for (explicit, udp) in [("ping", "ping"), ("tls-hello", "udp-connect")] {
+            let mut svc = svc.clone();
+            svc.metadata.annotations = Some(
+                [(
+                    "k8s.cloudscale.ch/loadbalancer-health-monitor-type".to_string(),
+                    explicit.to_string(),
+                )]
+                .into(),
+            );
+            let cfg = parse_service(&svc).expect("valid").expect("handled");
+            let d = desired(&cfg, &nodes, &servers).expect("mapped").desired;
+            assert_eq!(d.pools[0].monitor.kind.as_str(), udp);
+            assert_eq!(d.pools[1].monitor.kind.as_str(), explicit);
+        }
+    }
+
+    #[test]
+    fn source_ranges_restrict_the_listeners_unless_the_annotation_says_otherwise() {
+        let (nodes, servers) = cluster();
+        let ranges = json!({"loadBalancerSourceRanges": ["10.0.0.0/8"]});
+        let m = desired(&config(json!({}), ranges.clone()), &nodes, &servers).expect("mapped");
+        assert_eq!(m.desired.pools[0].listener.allowed_cidrs, ["10.0.0.0/8"]);
+        assert!(m.notes.is_empty());
+        let both =
+            json!({"k8s.cloudscale.ch/loadbalancer-listener-allowed-cidrs": r#"["192.0.2.0/24"]"#});
+        let m = desired(&config(both, ranges), &nodes, &servers).expect("mapped");
+        assert_eq!(m.desired.pools[0].listener.allowed_cidrs, ["192.0.2.0/24"]);
+        assert_eq!(m.notes.len(), 1);
+        assert!(m.notes[0].message.contains("the annotation applies"));
+    }
+
+    #[test]
+    fn settings_that_are_not_applied_are_noted() {
+        let (nodes, servers) = cluster();
+        let cfg = config(
+            json!({"k8s.cloudscale.ch/loadbalancer-health-monitor-http": r#"{"url_path": "/x"}"#}),
+            json!({"loadBalancerIP": "45.132.236.99"}),
+        );
+        let m = desired(&cfg, &nodes, &servers).expect("mapped");
+        let fields: Vec<&str> = m.notes.iter().map(|n| n.field).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.loadBalancerIP",
+                "k8s.cloudscale.ch/loadbalancer-health-monitor-http"
+            ]
+        );
+        assert!(m.desired.pools.iter().all(|p| p.monitor.http.is_none()));
+    }
+
+    #[test]
     fn ipv6_member_names_are_bracketed() {
         assert_eq!(
             member_name("fd00::1".parse().expect("ip"), 30080),

@@ -13,5 +13,6 @@ pub mod map;
 pub mod model;
 pub mod ownership;
 pub mod plan;
+pub mod reference;
 pub mod shared;
 pub mod sim;

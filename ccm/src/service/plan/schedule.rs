@@ -237,6 +237,12 @@ pub(super) fn order(mut ops: Vec<Op>) -> Vec<Step> {
             }
         }
     }
+    // `link` leaves no cycle; should one remain, its ops still run (last), so nothing of the
+    // plan is dropped unnoticed: the API's refusal would say what went wrong.
+    if order.len() < n {
+        let placed: std::collections::HashSet<usize> = order.iter().copied().collect();
+        order.extend((0..n).filter(|i| !placed.contains(i)));
+    }
     // Groups: a barrier starts one; an op joins the groups of everything it follows.
     let mut parent: Vec<usize> = (0..n).collect();
     let mut group: Vec<Option<usize>> = vec![None; n];
