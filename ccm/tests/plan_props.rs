@@ -366,6 +366,38 @@ proptest! {
     }
 
     #[test]
+    fn an_interrupted_plan_is_finished_by_the_next(
+        (before, after, edits) in arb_change(),
+        cut in 0.0f64..1.0,
+    ) {
+        // The CCM stopped (crash, failed request, a barrier that did not hold) after some
+        // steps; the next plan starts from there and must still never misroute and converge.
+        let from = converged(&before.desired(), &owner());
+        let d = after.desired();
+        let first = plan_of(&d, Some(&from));
+        let k = (first.steps.len() as f64 * cut) as usize;
+        let mut sim = Sim::new(Some(&from), MemberRule::Strict);
+        let initial = sim.routes();
+        let wrong_at_start = wrong_routes(&initial, &d, &initial);
+        let partial = Plan { steps: first.steps[..k].to_vec(), ..Plan::default() };
+        let run = sim.run(&d, &partial, |_| ());
+        prop_assert!(run.is_ok(), "{:?}", run);
+        let halfway = sim.lb.clone().expect("a load balancer");
+        let second = plan_of(&d, Some(&halfway));
+        let mut misrouted = Vec::new();
+        let run = sim.run(&d, &second, |s| {
+            let wrong = wrong_routes(&initial, &d, &s.routes());
+            if let Some(w) = wrong.iter().find(|w| !wrong_at_start.contains(w)) {
+                misrouted.push(w.clone());
+            }
+        });
+        prop_assert!(run.is_ok(), "{:?}\nedits: {:?}\nafter {} steps of\n{}\nthen\n{}", run, edits, k, first.describe(), second.describe());
+        prop_assert!(misrouted.is_empty(), "misrouted {:?}\nedits: {:?}\nthen\n{}", misrouted, edits, second.describe());
+        let again = plan_of(&d, sim.lb.as_ref());
+        prop_assert!(again.is_converged(), "{}", again.describe());
+    }
+
+    #[test]
     fn a_new_service_is_built_in_one_pass(s in arb_svc()) {
         let d = s.desired();
         let p = plan_of(&d, None);
