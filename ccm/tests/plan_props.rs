@@ -15,7 +15,7 @@ use ccm::service::annotations::parse_service;
 use ccm::service::map::{self, NodeView, ServerView};
 use ccm::service::model::*;
 use ccm::service::plan::{Account, Impact, Ownership, Plan, converged, plan};
-use ccm::service::sim::{MemberRule, Sim, wrong_routes};
+use ccm::service::sim::{MemberRule, Sim};
 use k8s_openapi::api::core::v1::Service;
 use proptest::prelude::*;
 use serde_json::json;
@@ -327,15 +327,9 @@ fn check(before: &ActualLb, after: &DesiredLb, rule: MemberRule) -> Result<Plan,
     prop_assert!(p.refusals.is_empty(), "{}", p.describe());
     let mut sim = Sim::new(Some(before), rule);
     let initial = sim.routes();
-    let wrong_at_start = wrong_routes(&initial, after, &initial);
-    let mut misrouted = Vec::new();
-    let run = sim.run(after, &p, |s| {
-        let wrong = wrong_routes(&initial, after, &s.routes());
-        if let Some(w) = wrong.iter().find(|w| !wrong_at_start.contains(w)) {
-            misrouted.push(w.clone());
-        }
-    });
+    let run = sim.run_routed(&initial, after, &p);
     prop_assert!(run.is_ok(), "{:?}\n{}", run, p.describe());
+    let misrouted = run.unwrap_or_default();
     prop_assert!(
         misrouted.is_empty(),
         "a listener was routed to another port's backend: {:?}\n{}",
@@ -378,20 +372,14 @@ proptest! {
         let k = (first.steps.len() as f64 * cut) as usize;
         let mut sim = Sim::new(Some(&from), MemberRule::Strict);
         let initial = sim.routes();
-        let wrong_at_start = wrong_routes(&initial, &d, &initial);
         let partial = Plan { steps: first.steps[..k].to_vec(), ..Plan::default() };
         let run = sim.run(&d, &partial, |_| ());
         prop_assert!(run.is_ok(), "{:?}", run);
         let halfway = sim.lb.clone().expect("a load balancer");
         let second = plan_of(&d, Some(&halfway));
-        let mut misrouted = Vec::new();
-        let run = sim.run(&d, &second, |s| {
-            let wrong = wrong_routes(&initial, &d, &s.routes());
-            if let Some(w) = wrong.iter().find(|w| !wrong_at_start.contains(w)) {
-                misrouted.push(w.clone());
-            }
-        });
+        let run = sim.run_routed(&initial, &d, &second);
         prop_assert!(run.is_ok(), "{:?}\nedits: {:?}\nafter {} steps of\n{}\nthen\n{}", run, edits, k, first.describe(), second.describe());
+        let misrouted = run.unwrap_or_default();
         prop_assert!(misrouted.is_empty(), "misrouted {:?}\nedits: {:?}\nthen\n{}", misrouted, edits, second.describe());
         let again = plan_of(&d, sim.lb.as_ref());
         prop_assert!(again.is_converged(), "{}", again.describe());

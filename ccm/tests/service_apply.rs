@@ -118,17 +118,18 @@ fn seeker<'a>(name: &'a str, uuid: Option<Uuid>) -> Seeker<'a> {
     }
 }
 
-/// The Service's load balancer as fetch finds it (this test's Service only).
+/// This test's Service looking for its load balancer (no other Service claims any).
+fn lookup(name: &str, uuid: Option<Uuid>) -> Lookup<'_> {
+    Lookup {
+        seeker: seeker(name, uuid),
+        cluster: CLUSTER,
+        others: &[],
+    }
+}
+
+/// The Service's load balancer as fetch finds it.
 async fn find(c: &Client, name: &str, uuid: Option<Uuid>) -> Result<Found, ApplyError> {
-    fetch::fetch(
-        c,
-        &Lookup {
-            seeker: seeker(name, uuid),
-            cluster: CLUSTER,
-            others: &[],
-        },
-    )
-    .await
+    fetch::fetch(c, &lookup(name, uuid)).await
 }
 
 /// The load balancer and its state; panics unless it is the Service's own.
@@ -142,17 +143,9 @@ async fn mine(c: &Client, name: &str, uuid: Option<Uuid>) -> (LoadBalancer, Actu
 /// Plans against the fetched state.
 async fn plan_now(c: &Client, d: &DesiredLb, uuid: Option<Uuid>) -> (Option<ActualLb>, Plan) {
     let snapshot = Snapshot::fetch(c).await.expect("snapshot");
-    let actual = match fetch::fetch_in(
-        c,
-        &snapshot,
-        &Lookup {
-            seeker: seeker(&d.name, uuid),
-            cluster: CLUSTER,
-            others: &[],
-        },
-    )
-    .await
-    .expect("fetch")
+    let actual = match fetch::fetch_in(c, &snapshot, &lookup(&d.name, uuid))
+        .await
+        .expect("fetch")
     {
         Found::Mine { actual, .. } => Some(*actual),
         Found::Absent => None,

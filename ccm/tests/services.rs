@@ -245,51 +245,18 @@ async fn plan_previews_a_proposed_change_without_writing() {
     bed.create(&web(json!({}))).await;
     let ready = bed.wait_ingress("web").await;
     assert_eq!(ingress_ips(&ready).len(), 2, "two VIPs");
-    let proposed = std::env::temp_dir().join(format!("proposed-{}.yaml", uuid::Uuid::new_v4()));
-    std::fs::write(
-        &proposed,
-        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  annotations:\n    k8s.cloudscale.ch/loadbalancer-pool-algorithm: least_connections\nspec:\n  type: LoadBalancer\n  ports:\n  - {name: http, port: 80, protocol: TCP, nodePort: 30000}\n  - {name: https, port: 443, protocol: TCP, nodePort: 30001}\n",
-    )
-    .expect("write");
     // Node ports of the live Service, so only the algorithm differs.
     let live = bed.services().get("web").await.expect("live");
     let ports = live.spec.and_then(|s| s.ports).expect("ports");
-    let text = std::fs::read_to_string(&proposed)
-        .expect("read")
-        .replace(
-            "nodePort: 30000",
-            &format!("nodePort: {}", ports[0].node_port.unwrap_or_default()),
-        )
-        .replace(
-            "nodePort: 30001",
-            &format!("nodePort: {}", ports[1].node_port.unwrap_or_default()),
-        );
-    std::fs::write(&proposed, text).expect("write");
+    let np = |i: usize| ports[i].node_port.unwrap_or_default();
+    let yaml = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  annotations:\n    k8s.cloudscale.ch/loadbalancer-pool-algorithm: least_connections\nspec:\n  type: LoadBalancer\n  ports:\n  - {{name: http, port: 80, protocol: TCP, nodePort: {}}}\n  - {{name: https, port: 443, protocol: TCP, nodePort: {}}}\n",
+        np(0),
+        np(1)
+    );
     let log = format!("{}/_fake/requests", bed.tb.cloud.base_url());
     bed.http.delete(&log).send().await.expect("clear log");
-    let out =
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_cloudscale-cloud-controller-manager"))
-            .args([
-                "plan",
-                "--service",
-                "default/web",
-                "-f",
-                &proposed.display().to_string(),
-                "--kubeconfig",
-                &bed.kubeconfig.display().to_string(),
-            ])
-            .env("CLOUDSCALE_ACCESS_TOKEN", bed.tb.cloud.token())
-            .env("CLOUDSCALE_API_URL", bed.tb.cloud.base_url())
-            .env("RUST_LOG", "warn")
-            .output()
-            .await
-            .expect("plan");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = preview_file(&bed, "web", &yaml).await;
     assert!(stdout.contains("impact listener-recreate"), "{stdout}");
     assert!(stdout.contains("create pool tcp/http"), "{stdout}");
     let requests: Vec<Value> = bed
@@ -306,7 +273,6 @@ async fn plan_previews_a_proposed_change_without_writing() {
         requests.iter().all(|r| r["method"] == "GET"),
         "the preview wrote: {requests:?}"
     );
-    let _ = std::fs::remove_file(&proposed);
 }
 
 /// Runs `plan --service default/<name> -f <yaml>` against the bed; returns stdout.

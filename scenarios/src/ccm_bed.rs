@@ -713,16 +713,7 @@ impl Snap {
 
 /// The Service's status ingress entries as JSON.
 pub fn ingress(svc: &Service) -> Vec<Value> {
-    svc.status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|l| l.ingress.as_ref())
-        .map(|i| {
-            i.iter()
-                .map(|e| serde_json::to_value(e).unwrap_or_default())
-                .collect()
-        })
-        .unwrap_or_default()
+    ccm::service::ensure::ingress_of(svc)
 }
 
 /// The longest downtime (virtual s) of any VIP on `port` in oracle `entries`; panics when

@@ -4,7 +4,7 @@
 //! before it. Reconciles never wait: a change that waits for new members to come up asks to
 //! be looked at again after `--load-balancer-poll-interval`.
 
-use super::annotations::{self, ServiceConfig};
+use super::annotations;
 use super::apply::{self, ApplyOptions};
 use super::ensure::{self, Progress};
 use super::map;
@@ -283,11 +283,6 @@ pub async fn run(
 
 /// What the controller would do for `cfg`'s Service, as a preview: see [`ensure::preview`].
 pub use ensure::preview;
-
-/// The parsed configuration of a Service, for callers that need it without reconciling.
-pub fn config(svc: &Service) -> Result<Option<ServiceConfig>, ServiceError> {
-    annotations::parse_service(svc).map_err(|e| ServiceError::Config(e.to_string()))
-}
 
 #[cfg(test)]
 mod tests {

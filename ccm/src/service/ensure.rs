@@ -237,7 +237,8 @@ pub async fn cleanup(
     Ok(())
 }
 
-fn ingress_of(svc: &Service) -> Vec<serde_json::Value> {
+/// The Service's status ingress entries as JSON (empty when it has none).
+pub fn ingress_of(svc: &Service) -> Vec<serde_json::Value> {
     svc.status
         .as_ref()
         .and_then(|s| s.load_balancer.as_ref())

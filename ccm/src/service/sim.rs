@@ -93,6 +93,27 @@ impl Sim {
         out
     }
 
+    /// Carries out `plan` and returns every route some step added that sends a port where
+    /// it must not go ([`wrong_routes`] against `initial`, the routes before the change
+    /// started; routes wrong already then do not count).
+    pub fn run_routed(
+        &mut self,
+        initial: &[Route],
+        desired: &DesiredLb,
+        plan: &Plan,
+    ) -> Result<Vec<Route>, Refused> {
+        let wrong_at_start = wrong_routes(initial, desired, initial);
+        let mut misrouted = Vec::new();
+        self.run(desired, plan, |s| {
+            for w in wrong_routes(initial, desired, &s.routes()) {
+                if !wrong_at_start.contains(&w) && !misrouted.contains(&w) {
+                    misrouted.push(w);
+                }
+            }
+        })?;
+        Ok(misrouted)
+    }
+
     /// Carries out `plan`, calling `after_each` with the state after every step.
     pub fn run(
         &mut self,

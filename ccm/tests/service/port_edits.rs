@@ -122,15 +122,18 @@ async fn assert_no_refused_request(bed: &Bed) {
     assert!(refused.is_empty(), "refused by the API: {refused:#?}");
 }
 
+/// Creates the Service `name` with `ports`, waits until it is converged; its load balancer.
+async fn converged_service(bed: &Bed, name: &str, ports: Value) -> String {
+    let n = ports.as_array().map_or(0, Vec::len);
+    bed.create_converged(&lb_service(name, ports, json!({})), n)
+        .await;
+    bed.lb_uuid_of(name).await
+}
+
 async fn two_port_service(bed: &Bed) -> String {
-    let svc = lb_service(
-        "web",
-        json!([{"name": "web", "port": 80, "targetPort": 8080},
-               {"name": "https", "port": 8443, "targetPort": 8443}]),
-        json!({}),
-    );
-    bed.create_converged(&svc, 2).await;
-    bed.lb_uuid_of("web").await
+    let ports = json!([{"name": "web", "port": 80, "targetPort": 8080},
+                       {"name": "https", "port": 8443, "targetPort": 8443}]);
+    converged_service(bed, "web", ports).await
 }
 
 /// A bed with the two-port Service converged: its load balancer, node ports and the
@@ -224,14 +227,9 @@ async fn swapping_two_port_names_renames_the_pools_and_routes_nothing_anew() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cutting_over_to_a_removed_ports_number_completes() {
     let bed = Bed::start_default().await;
-    let svc = lb_service(
-        "cut",
-        json!([{"name": "old", "port": 80, "targetPort": 8080},
-               {"name": "new", "port": 8080, "targetPort": 8081}]),
-        json!({}),
-    );
-    bed.create_converged(&svc, 2).await;
-    let lb = bed.lb_uuid_of("cut").await;
+    let ports = json!([{"name": "old", "port": 80, "targetPort": 8080},
+                       {"name": "new", "port": 8080, "targetPort": 8081}]);
+    let lb = converged_service(&bed, "cut", ports).await;
     let before = node_ports(&bed, "cut").await;
     bed.clear_request_log().await;
     let ports = ports_edited(&bed, "cut", |name, _| {
@@ -327,13 +325,8 @@ async fn switch_traffic_policy(rule: Strictness) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adding_a_tcp_port_to_a_udp_service_keeps_the_udp_check() {
     let bed = Bed::start_default().await;
-    let svc = lb_service(
-        "syslog",
-        json!([{"name": "syslog", "port": 514, "protocol": "UDP", "targetPort": 514}]),
-        json!({}),
-    );
-    bed.create_converged(&svc, 1).await;
-    let lb = bed.lb_uuid_of("syslog").await;
+    let ports = json!([{"name": "syslog", "port": 514, "protocol": "UDP", "targetPort": 514}]);
+    let lb = converged_service(&bed, "syslog", ports).await;
     let t0 = bed.now();
     let mut ports = ports_edited(&bed, "syslog", |n, p| Some((n.to_string(), p))).await;
     if let Some(list) = ports.as_array_mut() {

@@ -256,7 +256,11 @@ impl<'a> Build<'a> {
             return;
         };
         let changes = ListenerChanges::between(&l.listener, &d.listener);
-        let (moves, cidrs) = (changes.moves(), changes.allowed_cidrs.is_some());
+        let (moves, cidrs, empty) = (
+            changes.moves(),
+            changes.allowed_cidrs.is_some(),
+            changes.is_empty(),
+        );
         let update = Action::UpdateListener {
             uuid: l.uuid,
             from: l.listener.clone(),
@@ -282,7 +286,7 @@ impl<'a> Build<'a> {
                 desired: d.listener.clone(),
             });
             self.ops.push(op);
-        } else if !matches!(&update, Action::UpdateListener { changes, .. } if changes.is_empty()) {
+        } else if !empty {
             let impact = if cidrs { Impact::Minimal } else { Impact::None };
             self.front.push(make(update, impact, t.name()));
         }
@@ -565,21 +569,9 @@ struct Members {
 fn sync_monitor(d: &DesiredPool, a: &ActualPool, front: &mut Vec<Step>) -> bool {
     let port = d.name.as_str();
     let mut monitors = a.monitors.iter();
-    let mut reset = false;
-    match monitors.next() {
-        None => {
-            reset = true;
-            front.push(make(
-                Action::CreateMonitor {
-                    pool: PoolRef::Existing(a.uuid),
-                    monitor: d.monitor.clone(),
-                },
-                Impact::Minimal,
-                port,
-            ));
-        }
+    let reset = match monitors.next() {
+        None => true,
         Some(m) if m.monitor.identity() != d.monitor.identity() => {
-            reset = true;
             front.push(make(
                 Action::DeleteMonitor {
                     uuid: m.uuid,
@@ -588,14 +580,7 @@ fn sync_monitor(d: &DesiredPool, a: &ActualPool, front: &mut Vec<Step>) -> bool 
                 Impact::Minimal,
                 port,
             ));
-            front.push(make(
-                Action::CreateMonitor {
-                    pool: PoolRef::Existing(a.uuid),
-                    monitor: d.monitor.clone(),
-                },
-                Impact::Minimal,
-                port,
-            ));
+            true
         }
         Some(m) => {
             let changes = MonitorChanges::between(&m.monitor, &d.monitor);
@@ -610,7 +595,18 @@ fn sync_monitor(d: &DesiredPool, a: &ActualPool, front: &mut Vec<Step>) -> bool 
                     port,
                 ));
             }
+            false
         }
+    };
+    if reset {
+        front.push(make(
+            Action::CreateMonitor {
+                pool: PoolRef::Existing(a.uuid),
+                monitor: d.monitor.clone(),
+            },
+            Impact::Minimal,
+            port,
+        ));
     }
     for extra in monitors {
         front.push(make(

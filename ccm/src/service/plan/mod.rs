@@ -59,16 +59,6 @@ pub enum Impact {
 }
 
 impl Impact {
-    pub const ALL: [Impact; 7] = [
-        Impact::None,
-        Impact::Minimal,
-        Impact::ListenerRecreate,
-        Impact::MemberRecreate,
-        Impact::PoolRecreate,
-        Impact::Outage,
-        Impact::Refused,
-    ];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Impact::None => "none",
@@ -376,11 +366,6 @@ impl Plan {
     /// Nothing to do (refusals may remain).
     pub fn is_converged(&self) -> bool {
         self.steps.is_empty()
-    }
-
-    /// API writes in the plan.
-    pub fn writes(&self) -> usize {
-        self.steps.iter().filter(|s| s.action.is_write()).count()
     }
 
     /// A one-line-per-step description in plain words, for Events and the `plan` preview.

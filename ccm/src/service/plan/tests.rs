@@ -1,6 +1,6 @@
 use super::*;
 use crate::service::fixtures::Sample;
-use crate::service::sim::{MemberRule, Sim, wrong_routes};
+use crate::service::sim::{MemberRule, Sim};
 use std::net::IpAddr;
 
 fn sample() -> Sample {
@@ -48,15 +48,9 @@ fn apply(before: &ActualLb, after: &DesiredLb, rule: MemberRule) -> (Plan, Actua
     let p = plan_of(after, Some(before));
     let mut sim = Sim::new(Some(before), rule);
     let initial = sim.routes();
-    let wrong_at_start = wrong_routes(&initial, after, &initial);
-    let mut violations = Vec::new();
-    sim.run(after, &p, |s| {
-        let wrong = wrong_routes(&initial, after, &s.routes());
-        if wrong.iter().any(|w| !wrong_at_start.contains(w)) {
-            violations.push(wrong);
-        }
-    })
-    .unwrap_or_else(|e| panic!("{e}\n{}", p.describe()));
+    let violations = sim
+        .run_routed(&initial, after, &p)
+        .unwrap_or_else(|e| panic!("{e}\n{}", p.describe()));
     assert!(
         violations.is_empty(),
         "misrouted: {violations:?}\n{}",
