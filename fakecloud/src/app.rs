@@ -247,7 +247,8 @@ pub fn router(app: App) -> Router {
 }
 
 /// Answers `/v1/servers/` like `/v1/servers`: clients never send a trailing slash, but a
-/// fake must never redirect (the reference §1.1), so it serves the path as sent.
+/// fake must never redirect (clients do not follow redirects on writes), so it serves the path
+/// as sent.
 fn strip_trailing_slash(mut req: Request) -> Request {
     let path = req.uri().path();
     if path.len() > 1 && path.ends_with('/') {

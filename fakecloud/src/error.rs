@@ -1,5 +1,5 @@
 //! API errors, rendered the way cloudscale.ch renders them: a flat JSON object whose values
-//! are all strings (the Go SDK cannot decode anything else, see the reference §1.6).
+//! are all strings (the Go SDK cannot decode anything else).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -1,6 +1,6 @@
-//! Conformance suite for fakecloud, one test per numbered check of section 16 of
-//! `cloudscale-api.md` (`check_NN_*`), plus `extra_*` tests for behaviour the
-//! reference states explicitly but the numbered checks do not cover.
+//! Conformance suite for fakecloud, one test per numbered check (`check_NN_*`) of the API
+//! behaviour the official clients rely on (fakecloud/README.md, "Behaviour"), plus `extra_*`
+//! tests for documented behaviour the numbered checks do not cover.
 //!
 //! Every test starts its own in-process fake with a manual clock and talks to it
 //! over real HTTP. Time only moves through `FakeCloud::advance`.

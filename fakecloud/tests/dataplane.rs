@@ -3,7 +3,7 @@
 //!
 //! - one test per rule of MODEL.md §3 (lifecycle, member health, backends, the availability
 //!   oracle, floating IPs, servers);
-//! - the reference CCM's call sequences of `shared/reference/ccm-behaviour.md` §5.11, replayed
+//! - the Go reference CCM's call sequences for each kind of Service change, replayed
 //!   with its pauses (0.5 s after each DELETE, 5 s between DELETE and POST of one kind in one
 //!   pool, 5-7.5 s between passes and waiting while the load balancer is `changing`), against
 //!   the documented downtime bounds with the default calibration (MODEL.md §4);
@@ -411,7 +411,7 @@ impl Fake {
         v["uuid"].as_str().expect("monitor uuid").to_string()
     }
 
-    // ---- the reference CCM's pacing (ccm-behaviour.md §5.6-5.8) -----------------------------
+    // ---- the reference CCM's pacing (pauses and passes, as listed at the top) ----------------
 
     /// A DELETE followed by the CCM's 0.5 s pause.
     async fn ccm_delete(&self, path: &str) {
@@ -1631,7 +1631,7 @@ async fn member_monitor_status_agrees_with_the_oracle_at_the_check_instant() {
 }
 
 // =========================================================================================
-// The reference CCM's sequences (ccm-behaviour.md §5.11) with the default calibration
+// The reference CCM's sequences, one per kind of change, with the default calibration
 // =========================================================================================
 
 /// One Service port as the CCM builds it: pool, one member per node on the node port,

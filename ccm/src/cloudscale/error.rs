@@ -1,6 +1,6 @@
 //! Errors of the cloudscale.ch API client. None of them ever carries the token: the
 //! `Authorization` header is never formatted, and error bodies from the API are scrubbed of
-//! the token before they are kept (cloudscale-api.md 1.6: bodies are flat string maps).
+//! the token before they are kept (the API's error bodies are flat maps of strings).
 
 use crate::secret::TokenError;
 use std::collections::BTreeMap;

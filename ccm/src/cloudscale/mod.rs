@@ -1,4 +1,4 @@
-//! Typed client of the cloudscale.ch API v1 (shared/reference/cloudscale-api.md).
+//! Typed client of the cloudscale.ch API v1 (https://www.cloudscale.ch/en/api/v1).
 //!
 //! * [`Client::new`] takes a [`ClientConfig`]: the API root (`CLOUDSCALE_API_URL` semantics,
 //!   without `/v1`; a trailing slash or `/v1` is accepted), a [`TokenSource`] read on every
@@ -38,7 +38,7 @@ use tokio::time::Instant;
 
 /// The production API root.
 pub const DEFAULT_BASE_URL: &str = "https://api.cloudscale.ch";
-/// `CLOUDSCALE_API_TIMEOUT` default (ccm-behaviour 1.2).
+/// `CLOUDSCALE_API_TIMEOUT` default, as the reference CCM's.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How to build a [`Client`].
@@ -230,7 +230,7 @@ fn parse_retry_after(v: &HeaderValue) -> Option<Duration> {
     Some(Duration::from_millis(u64::try_from(secs).unwrap_or(0)))
 }
 
-/// A non-2xx body as the flat map the API promises (cloudscale-api.md 1.6), tolerating
+/// A non-2xx body as the flat map of strings the API sends, tolerating
 /// anything else, with the token scrubbed out.
 fn error_body(bytes: &[u8], token: &str) -> BTreeMap<String, String> {
     let mut map = BTreeMap::new();

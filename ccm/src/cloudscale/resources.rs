@@ -240,7 +240,7 @@ impl Client {
         }
     }
 
-    /// `DELETE` of an `href` as the API returned it (ccm-behaviour 5.7: "delete anything").
+    /// `DELETE` of an `href` as the API returned it (how the reference CCM deletes anything).
     /// Only its path is used, against the configured base URL. 404 is success.
     pub async fn delete_href(&self, href: &str) -> Result<()> {
         let path = self.path_of_href(href)?;

@@ -1,9 +1,9 @@
-//! Resource and request types of the cloudscale.ch API v1, written from
-//! `shared/reference/cloudscale-api.md` sections 1-13 (not shared with fakecloud).
+//! Resource and request types of the cloudscale.ch API v1, written from the API's public
+//! documentation (https://www.cloudscale.ch/en/api/v1); not shared with fakecloud.
 //!
 //! Responses: unknown fields are ignored, nullable fields are `Option`, collections that may
 //! be absent default to empty. Requests: optional fields are omitted when `None`, and the
-//! fields the CCM must always send (ccm-behaviour.md 5.7) are not optional.
+//! fields the CCM must always send (as the reference CCM does) are not optional.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -390,8 +390,7 @@ pub struct VipAddress {
     pub subnet: Option<SubnetStub>,
 }
 
-/// `POST /v1/load-balancers` (ccm-behaviour 5.7: name, flavor, vip_addresses always, zone
-/// when set).
+/// `POST /v1/load-balancers`: name, flavor, vip_addresses always, zone when set.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct CreateLoadBalancer {
     pub name: String,

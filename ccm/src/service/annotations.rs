@@ -2,13 +2,14 @@
 //! a typed and validated [`ServiceConfig`] out. Pure: no I/O, no clock, no logging.
 //!
 //! Annotation keys, value formats and defaults are byte-identical to the Go reference CCM
-//! (ccm-behaviour.md 3.1-3.5), so operators can migrate without touching their Services. What
-//! differs is validation: every value the cloudscale.ch API (or Kubernetes, for the status)
-//! would reject is refused here, before the planner deletes anything (gap 2), and every
-//! problem is reported at once, naming the annotation or spec field at fault and the bad value
-//! (gap 25).
+//! (github.com/cloudscale-ch/cloudscale-cloud-controller-manager), so operators can migrate
+//! without touching their Services. What differs is validation: every value the
+//! cloudscale.ch API (or Kubernetes, for the status) would reject is refused here, before the
+//! planner deletes anything (the reference sent them and failed half-way), and every problem
+//! is reported at once, naming the annotation or spec field at fault and the bad value (the
+//! reference's messages named the delay annotation for any int or list error).
 //!
-//! Empty strings follow 3.1: a key present with an empty value is not absent. List parsers
+//! Empty strings, as in the reference: a key present with an empty value is not absent. List parsers
 //! read it as an empty list, JSON object parsers and int parsers reject it, optional strings
 //! (zone, force-hostname, uuid) read it as unset.
 
@@ -22,7 +23,7 @@ use std::ops::RangeInclusive;
 use uuid::Uuid;
 
 // ---------------------------------------------------------------------------------------------
-// Keys (ccm-behaviour 3.2, numbered as there)
+// Keys, numbered in the order of the README's annotation table
 // ---------------------------------------------------------------------------------------------
 
 /// 1. UUID of the load balancer; written by the CCM after every successful ensure.
@@ -85,7 +86,7 @@ pub const LOADBALANCER_LISTENER_ALLOWED_SUBNETS: &str =
 /// 24. Kubernetes label selector over Node labels; default empty (all nodes).
 pub const LOADBALANCER_NODE_SELECTOR: &str = "k8s.cloudscale.ch/loadbalancer-node-selector";
 
-/// Every annotation the CCM reads, in the order of ccm-behaviour 3.2.
+/// Every annotation the CCM reads, in the order of the README's annotation table.
 pub const ALL_ANNOTATIONS: [&str; 24] = [
     LOADBALANCER_UUID,
     LOADBALANCER_CONFIG_VERSION,
@@ -113,7 +114,7 @@ pub const ALL_ANNOTATIONS: [&str; 24] = [
     LOADBALANCER_NODE_SELECTOR,
 ];
 
-/// The annotations the CCM writes after every successful ensure (ccm-behaviour 3.3).
+/// The annotations the CCM writes after every successful ensure.
 pub const CCM_WRITTEN_ANNOTATIONS: [&str; 3] = [
     LOADBALANCER_UUID,
     LOADBALANCER_CONFIG_VERSION,
@@ -142,7 +143,8 @@ pub const DEFAULT_TIMEOUT_MEMBER_DATA_MS: i64 = 50_000;
 /// Range of the four health monitor numbers and the three listener timeouts. The API
 /// (as modelled by fakecloud) refuses values below 1 ("greater than or equal to 1") and the
 /// client sends them as `u32`. Zeros are therefore refused here, with the key named, instead
-/// of being silently omitted (the reference's gap 3) or failing mid-pass.
+/// of being silently omitted (the reference omitted zero fields and PATCHed forever) or failing
+/// mid-pass.
 pub const API_NUMBER_RANGE: RangeInclusive<i64> = 1..=u32::MAX as i64;
 
 /// Prefix of every annotation key of this CCM.
@@ -331,7 +333,7 @@ pub struct ServiceConfig {
     /// [`LOADBALANCER_VIP_ADDRESSES`]: `None` when the annotation is absent (nothing
     /// requested: a new LB gets the API's default VIPs), `Some(list)` when set, including an
     /// explicit `[]`. On an existing LB an explicit value that differs from the LB's VIPs, `[]`
-    /// included, is a change the planner refuses (the reference silently ignored it, gap 6).
+    /// included, is a change the planner refuses (the reference silently ignored an empty list).
     pub vip_addresses: Option<Vec<VipRequest>>,
     /// [`LOADBALANCER_FLOATING_IPS`], normalised to the API's `network` form (`/32`,
     /// `/128`, canonical IPv6), duplicates removed, order kept.
@@ -362,7 +364,7 @@ pub struct ServiceConfig {
     /// `spec.healthCheckNodePort` when set and > 0.
     pub health_check_node_port: Option<u16>,
     /// `spec.loadBalancerSourceRanges`, in network form (host bits cleared, like Kubernetes
-    /// does). The reference ignores the field (gap 15); it is parsed here so the map step can
+    /// does). The reference ignores the field; it is parsed here so the map step can
     /// decide how to combine it with `allowed_cidrs`, which it does not replace.
     pub source_ranges: Vec<IpNet>,
     /// `spec.loadBalancerIP` when set and not blank (not supported: reported, ignored).
@@ -383,7 +385,7 @@ pub struct MonitorConfig {
     /// `externalTrafficPolicy: Local`).
     pub kind: MonitorType,
     /// Whether the type annotation was set. When it was not, the map step may pick a
-    /// protocol-aware type (e.g. `udp-connect` for UDP-only Services, gap 16) without
+    /// protocol-aware type (e.g. `udp-connect` for UDP pools) without
     /// overriding an operator's explicit choice.
     pub kind_explicit: bool,
     pub delay_s: i64,
@@ -436,7 +438,7 @@ impl Default for HttpOptions {
 
 impl HttpOptions {
     /// The options used for `externalTrafficPolicy: Local` when the HTTP annotation is not
-    /// set (ccm-behaviour 4.6): kube-proxy's health check endpoint.
+    /// set: kube-proxy's health check endpoint (`/livez` over HTTP 1.0, as the reference uses).
     pub fn livez() -> Self {
         Self {
             url_path: "/livez".to_string(),
@@ -1340,7 +1342,7 @@ fn expected_codes(v: &Value) -> Option<Vec<String>> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Spec fields (ccm-behaviour 3.5)
+// Spec fields
 // ---------------------------------------------------------------------------------------------
 
 fn spec_error(

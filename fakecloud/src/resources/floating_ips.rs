@@ -350,7 +350,7 @@ async fn update(
                 .unwrap_or(Value::Null),
         );
         body.immutable("network", &json!(fip.network.to_string()));
-        // `null` is refused: the API cannot unassign (the reference §8).
+        // `null` is refused: the API cannot unassign (the API has no unassignment).
         let server = existing_ref(&mut body, "server", false, |s| st.servers.contains_key(&s));
         let lb = existing_ref(&mut body, "load_balancer", false, |l| {
             st.load_balancers.contains_key(&l)

@@ -604,7 +604,7 @@ async fn create_lb(
         body.finish()?;
         let mut vip_addresses = Vec::new();
         if vips.is_empty() {
-            // Two public VIPs, IPv4 first (the reference §9.2).
+            // Two public VIPs, IPv4 first, as the API assigns them.
             for (version, range) in [(4u8, ranges::VIP_V4), (6, ranges::VIP_V6)] {
                 let taken: Vec<IpAddr> = vip_addresses.iter().map(|v: &Vip| v.address).collect();
                 let address = st

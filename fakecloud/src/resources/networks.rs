@@ -361,7 +361,7 @@ async fn delete_network(AxState(app): AxState<App>, Path(id): Path<String>) -> A
                 return Err(ApiError::detail(msg));
             }
         }
-        // Deleting a network deletes its subnets (the reference §6, check 35).
+        // Deleting a network deletes its subnets (conformance check 35).
         for s in subnets {
             st.subnets.shift_remove(&s);
         }

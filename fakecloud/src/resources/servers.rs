@@ -960,7 +960,7 @@ async fn delete(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult
         let server = st.servers.shift_remove(&id).ok_or(ApiError::NotFound)?;
         st.dataplane
             .record_host(id, &server.name, server.addresses(), now, &[(now, false)]);
-        // Floating IPs stay, unassigned (the reference §8).
+        // Floating IPs stay, unassigned (they outlive their target).
         for fip in st.floating_ips.values_mut() {
             if fip.server == Some(id) {
                 fip.server = None;
