@@ -1694,13 +1694,13 @@ async fn converged_service(
     (lb, out, t)
 }
 
-/// The fields the CCM always sends when creating a listener (§5.7).
+/// The fields the reference CCM always sends when creating a listener.
 fn ccm_listener_extra() -> Value {
     json!({"allowed_cidrs": [], "timeout_client_data_ms": 50000,
            "timeout_member_connect_ms": 5000, "timeout_member_data_ms": 50000})
 }
 
-/// The fields the CCM always sends when creating a monitor (§5.7).
+/// The fields the reference CCM always sends when creating a monitor.
 fn ccm_monitor_extra() -> Value {
     json!({"delay_s": 2, "timeout_s": 1, "up_threshold": 2, "down_threshold": 3, "http": {}})
 }
