@@ -1,7 +1,8 @@
 //! The process: configuration checks, clients, the health server, leader election and the
 //! controllers, until SIGTERM. In the library so tests can run a whole CCM in-process.
 
-use crate::cloudscale::{self, Client, ClientConfig, RateLimit, RetryPolicy};
+use crate::ambient::Ambient;
+use crate::cloudscale::{self, Client, ClientConfig, RateLimit, RetryPolicy, Transport};
 use crate::health::{self, Readiness};
 use crate::leader::{LeaderElectionConfig, LeaderElector};
 use crate::metrics::Metrics;
@@ -81,9 +82,21 @@ async fn kube_client(opts: &Options) -> Result<kube::Client, AppError> {
 
 /// A running CCM's handles (for tests and `main`).
 pub struct Running {
-    pub health_addr: SocketAddr,
+    /// Where health and metrics are served (`None` when [`Wiring::serve_health`] is off).
+    pub health_addr: Option<SocketAddr>,
     pub metrics: Arc<Metrics>,
     pub readiness: Arc<Readiness>,
+}
+
+/// What a CCM is built from besides its flags: how it reaches Kubernetes and the cloud,
+/// its clock and randomness, and whether it serves health and metrics on a socket.
+/// Production gets these from [`run`]; a simulation passes in-process ones to [`run_wired`].
+pub struct Wiring {
+    pub kube: kube::Client,
+    /// `None`: reqwest to the API URL.
+    pub cloud_transport: Option<Arc<dyn Transport>>,
+    pub ambient: Ambient,
+    pub serve_health: bool,
 }
 
 /// Checks the configuration, builds the clients, starts the health server and runs the
@@ -92,6 +105,31 @@ pub struct Running {
 pub async fn run(
     opts: Options,
     env: Environment,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    started: impl FnOnce(&Running),
+) -> Result<(), AppError> {
+    opts.validate().map_err(AppError::Config)?;
+    // The token is checked before anything else is reached (run_wired reads it again).
+    TokenSource::from_env_or_file(
+        opts.token_file.as_deref().map(Path::new),
+        env.access_token.clone(),
+    )?;
+    cloudscale::install_crypto_provider();
+    let kube = kube_client(&opts).await?;
+    let wiring = Wiring {
+        kube,
+        cloud_transport: None,
+        ambient: Ambient::system(),
+        serve_health: true,
+    };
+    run_wired(opts, env, wiring, shutdown, started).await
+}
+
+/// [`run`] with the clients, clock and randomness given.
+pub async fn run_wired(
+    opts: Options,
+    env: Environment,
+    wiring: Wiring,
     shutdown: impl Future<Output = ()> + Send + 'static,
     started: impl FnOnce(&Running),
 ) -> Result<(), AppError> {
@@ -105,8 +143,12 @@ pub async fn run(
     if !timeout_ok {
         tracing::warn!(value = ?env.api_timeout, "CLOUDSCALE_API_TIMEOUT is not a positive number of seconds; using 20");
     }
-    cloudscale::install_crypto_provider();
-    let kube = kube_client(&opts).await?;
+    let Wiring {
+        kube,
+        cloud_transport,
+        ambient,
+        serve_health,
+    } = wiring;
     let metrics = Arc::new(Metrics::new());
     let readiness = Arc::new(Readiness::default());
 
@@ -114,18 +156,23 @@ pub async fn run(
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let health_addr = SocketAddr::new(opts.bind_address, opts.secure_port);
-    let health_addr = health::serve(
-        health_addr,
-        metrics.clone(),
-        readiness.clone(),
-        stopped(stop_rx.clone()),
-    )
-    .await
-    .map_err(|e| AppError::Health {
-        addr: health_addr,
-        reason: e.to_string(),
-    })?;
+    let health_addr = if serve_health {
+        let addr = SocketAddr::new(opts.bind_address, opts.secure_port);
+        let bound = health::serve(
+            addr,
+            metrics.clone(),
+            readiness.clone(),
+            stopped(stop_rx.clone()),
+        )
+        .await
+        .map_err(|e| AppError::Health {
+            addr,
+            reason: e.to_string(),
+        })?;
+        Some(bound)
+    } else {
+        None
+    };
     started(&Running {
         health_addr,
         metrics: metrics.clone(),
@@ -145,19 +192,21 @@ pub async fn run(
             ..RetryPolicy::default()
         },
         user_agent: format!("{}/{}", crate::COMPONENT, env!("CARGO_PKG_VERSION")),
+        transport: cloud_transport,
+        ambient: ambient.clone(),
         ..ClientConfig::new(api_url.clone(), token.clone())
     })?;
     tracing::info!(
         api_url = %api_url,
         timeout_s = timeout.as_secs(),
         token = if opts.token_file.is_some() { "from --token-file" } else { "from CLOUDSCALE_ACCESS_TOKEN" },
-        health = %health_addr,
+        health = ?health_addr,
         leader_elect = opts.leader_elect,
         "starting"
     );
 
-    let identity = crate::leader::default_identity();
-    let events = Events::new(kube.clone(), Some(identity.clone()));
+    let identity = crate::leader::default_identity(&ambient);
+    let events = Events::new(kube.clone(), Some(identity.clone()), ambient.clone());
     let directory = Arc::new(cloud.clone());
     let node_ctx = Arc::new(NodeContext {
         client: kube.clone(),
@@ -167,6 +216,7 @@ pub async fn run(
         refresh: opts.node_status_update_frequency,
         retry: Duration::from_secs(5),
         last_sync: Default::default(),
+        ambient: ambient.clone(),
     });
     let lifecycle_ctx = Arc::new(LifecycleContext {
         client: kube.clone(),
@@ -182,7 +232,7 @@ pub async fn run(
     let service_ctx = Arc::new(ServiceContext {
         kube: kube.clone(),
         cloud: cloud.clone(),
-        events: Events::new(kube.clone(), Some(identity.clone())),
+        events: Events::new(kube.clone(), Some(identity.clone()), ambient.clone()),
         metrics: metrics.clone(),
         cluster_name: opts.cluster_name.clone(),
         apply: ApplyOptions {
@@ -199,6 +249,7 @@ pub async fn run(
         failures: Default::default(),
         waiting: Default::default(),
         services: Default::default(),
+        ambient: ambient.clone(),
     });
     let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);
 
@@ -271,6 +322,7 @@ pub async fn run(
                 lease_duration: opts.leader_elect_lease_duration,
                 renew_deadline: opts.leader_elect_renew_deadline,
                 retry_period: opts.leader_elect_retry_period,
+                ambient: ambient.clone(),
             },
         )
         .map_err(|e| AppError::Config(e.to_string()))?;
@@ -300,6 +352,7 @@ pub async fn run(
         metrics.set_leader(true);
         let work = leading();
         tokio::select! {
+            biased;
             () = work => {}
             () = stopped(stop_rx.clone()) => {}
         }

@@ -32,6 +32,7 @@
 //!   after the lease duration (plus the followers' polling period);
 //! - leadership is reported on a watch channel ([`LeaderStatus`]), for metrics and readiness.
 
+use crate::ambient::Ambient;
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
@@ -81,6 +82,8 @@ pub struct LeaderElectionConfig {
     pub renew_deadline: Duration,
     /// Interval between acquisition attempts and between renewals.
     pub retry_period: Duration,
+    /// Wall clock (the Lease's times) and the jitter of acquisition attempts.
+    pub ambient: Ambient,
 }
 
 impl Default for LeaderElectionConfig {
@@ -88,10 +91,11 @@ impl Default for LeaderElectionConfig {
         LeaderElectionConfig {
             lease_name: DEFAULT_LEASE_NAME.to_string(),
             lease_namespace: DEFAULT_LEASE_NAMESPACE.to_string(),
-            identity: default_identity(),
+            identity: default_identity(&Ambient::system()),
             lease_duration: DEFAULT_LEASE_DURATION,
             renew_deadline: DEFAULT_RENEW_DEADLINE,
             retry_period: DEFAULT_RETRY_PERIOD,
+            ambient: Ambient::system(),
         }
     }
 }
@@ -130,8 +134,8 @@ impl LeaderElectionConfig {
 }
 
 /// Upstream's identity: the host name, `_`, a random UUID.
-pub fn default_identity() -> String {
-    format!("{}_{}", hostname(), uuid::Uuid::new_v4())
+pub fn default_identity(ambient: &Ambient) -> String {
+    format!("{}_{}", hostname(), ambient.uuid())
 }
 
 fn hostname() -> String {
@@ -400,6 +404,7 @@ impl LeaderElector {
         let identity = self.config.identity.clone();
         loop {
             let valid_until = tokio::select! {
+                biased;
                 v = self.acquire() => v,
                 () = &mut shutdown => break,
             };
@@ -411,6 +416,7 @@ impl LeaderElector {
             self.status.send_replace(true);
             let work = leading();
             let ended = tokio::select! {
+                biased;
                 () = self.keep_renewing(valid_until) => End::Lost,
                 () = work => End::WorkDone,
                 () = &mut shutdown => End::Shutdown,
@@ -421,6 +427,7 @@ impl LeaderElector {
                 End::Lost => {
                     tracing::warn!(identity = %identity, "leader election: stopped leading");
                     tokio::select! {
+                        biased;
                         () = tokio::time::sleep(self.config.retry_period) => {}
                         () = &mut shutdown => break,
                     }
@@ -458,7 +465,7 @@ impl LeaderElector {
                 Attempt::HeldByOther(_) | Attempt::Conflict | Attempt::Failed => {}
             }
             rereads = 0;
-            let jitter = 1.0 + ACQUIRE_JITTER * rand::random::<f64>();
+            let jitter = 1.0 + ACQUIRE_JITTER * self.config.ambient.unit();
             tokio::time::sleep(self.config.retry_period.mul_f64(jitter)).await;
         }
     }
@@ -525,7 +532,7 @@ impl LeaderElector {
             _ => read_at,
         };
         self.observed = Some((spec.clone(), first_seen));
-        let now = Timestamp::now();
+        let now = self.config.ambient.now();
         let observed_since = now
             .checked_sub(signed(read_at.saturating_duration_since(first_seen)))
             .unwrap_or(now);
@@ -597,24 +604,23 @@ impl LeaderElector {
 
     /// Gives the Lease up if we hold it, bounded by the renew deadline.
     async fn release(&mut self) {
-        let release = async {
-            let lease = self.api.get_opt(&self.config.lease_name).await?;
-            let Some(mut lease) = lease else {
-                return Ok(false);
+        let release =
+            async {
+                let lease = self.api.get_opt(&self.config.lease_name).await?;
+                let Some(mut lease) = lease else {
+                    return Ok(false);
+                };
+                let Some(spec) = lease.spec.as_ref().and_then(|s| {
+                    release_spec(s, &self.config.identity, self.config.ambient.now())
+                }) else {
+                    return Ok(false);
+                };
+                lease.spec = Some(spec);
+                self.api
+                    .replace(&self.config.lease_name, &PostParams::default(), &lease)
+                    .await
+                    .map(|_| true)
             };
-            let Some(spec) = lease
-                .spec
-                .as_ref()
-                .and_then(|s| release_spec(s, &self.config.identity, Timestamp::now()))
-            else {
-                return Ok(false);
-            };
-            lease.spec = Some(spec);
-            self.api
-                .replace(&self.config.lease_name, &PostParams::default(), &lease)
-                .await
-                .map(|_| true)
-        };
         match tokio::time::timeout(self.config.renew_deadline, release).await {
             Ok(Ok(true)) => {
                 tracing::info!(identity = %self.config.identity, "leader election: released the lease")
@@ -976,8 +982,8 @@ mod tests {
 
     #[test]
     fn default_identities_are_unique_and_start_with_the_host_name() {
-        let a = default_identity();
-        let b = default_identity();
+        let a = default_identity(&Ambient::system());
+        let b = default_identity(&Ambient::system());
         assert_ne!(a, b);
         let host = hostname();
         assert!(a.starts_with(&format!("{host}_")), "{a}");

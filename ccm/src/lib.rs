@@ -1,6 +1,7 @@
 //! The cloudscale.ch cloud controller manager: node initialization and lifecycle, and (with
 //! its own issue) load balancers for `Service` type `LoadBalancer`.
 
+pub mod ambient;
 pub mod app;
 pub mod cloudscale;
 pub mod health;
@@ -9,6 +10,7 @@ pub mod metrics;
 pub mod node;
 pub mod options;
 pub mod preview;
+pub mod runner;
 pub mod secret;
 pub mod service;
 

@@ -40,6 +40,7 @@ fn config(identity: &str) -> LeaderElectionConfig {
         lease_duration: LEASE,
         renew_deadline: RENEW,
         retry_period: RETRY,
+        ambient: Default::default(),
     }
 }
 

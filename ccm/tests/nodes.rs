@@ -148,7 +148,7 @@ impl Harness {
     fn start_controllers(&mut self) {
         let kube = self.tb.cluster.client();
         let dir = Arc::new(self.client.clone());
-        let events = Events::new(kube.clone(), Some("test".into()));
+        let events = Events::new(kube.clone(), Some("test".into()), Default::default());
         let (tx1, rx1) = oneshot::channel::<()>();
         let ctx = Arc::new(NodeContext {
             client: kube.clone(),
@@ -158,6 +158,7 @@ impl Harness {
             refresh: Duration::from_millis(300),
             retry: Duration::from_millis(200),
             last_sync: Default::default(),
+            ambient: Default::default(),
         });
         tokio::spawn(controller::run(
             ctx,

@@ -129,6 +129,7 @@ async fn a_ccm_without_leader_election_initializes_nodes_and_serves_health_and_m
         ccm.started()
     })
     .await;
+    let addr = addr.expect("the binary's wiring serves health");
     assert_eq!(get(addr, "/healthz").await, (200, "ok".to_string()));
     eventually("nodes initialized", Duration::from_secs(20), || async {
         all_initialized(&bed).await.then_some(())

@@ -102,6 +102,7 @@ async fn clock(AxState(app): AxState<App>) -> Response {
     let mode = match app.0.clock.mode() {
         crate::clock::ClockMode::Manual => json!({"manual": true}),
         crate::clock::ClockMode::Scaled { scale } => json!({"manual": false, "scale": scale}),
+        crate::clock::ClockMode::Simulated => json!({"manual": false, "simulated": true}),
     };
     ok(json!({"now": format_time(app.now()), "mode": mode}))
 }
@@ -128,8 +129,10 @@ async fn dump(AxState(app): AxState<App>) -> Response {
 }
 
 async fn restore(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult<Response> {
-    let st: State = decode(&bytes)?;
-    *app.0.state.write() = st;
+    let mut st: State = decode(&bytes)?;
+    let mut current = app.0.state.write();
+    st.ids = std::mem::take(&mut current.ids);
+    *current = st;
     Ok(no_content())
 }
 

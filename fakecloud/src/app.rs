@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::error::{ApiError, ApiResult};
 use crate::faults::{Decision, Faults};
 use crate::rules::ApiRules;
-use crate::state::{Ctx, State};
+use crate::state::{Ctx, Ids, State};
 use axum::Router;
 use axum::extract::{FromRequestParts, MatchedPath, OriginalUri, Request, State as AxState};
 use axum::http::{Method, Uri, header, request::Parts};
@@ -58,7 +58,10 @@ pub struct App(pub Arc<Shared>);
 impl App {
     pub fn new(config: Config) -> App {
         App(Arc::new(Shared {
-            state: RwLock::new(State::default()),
+            state: RwLock::new(State {
+                ids: config.id_seed.map(Ids::seeded).unwrap_or_default(),
+                ..State::default()
+            }),
             clock: Clock::new(config.clock),
             rules: RwLock::new(config.rules),
             config,
@@ -115,7 +118,13 @@ impl App {
     /// Clears every resource, the request log, the counters and the fault rules, and puts
     /// the API rules back to the configured ones.
     pub fn reset(&self) {
-        *self.0.state.write() = State::default();
+        let mut st = self.0.state.write();
+        let ids = std::mem::take(&mut st.ids);
+        *st = State {
+            ids,
+            ..State::default()
+        };
+        drop(st);
         *self.0.log.lock() = RequestLog::default();
         self.0.faults.clear();
         self.set_rules(self.0.config.rules);
@@ -313,6 +322,33 @@ async fn serve_one(app: App, router: Router, req: Request) -> Result<Response, D
     match router.oneshot(req).await {
         Ok(response) => Ok(response),
         Err(never) => match never {},
+    }
+}
+
+/// fakecloud without a socket: requests go through the same fault rules, routing and request
+/// log as over HTTP. An injected `drop` or `lose_answer` is an `Err(Dropped)`: the caller
+/// sees what a client sees when the connection closes without an answer.
+#[derive(Clone)]
+pub struct InProcess {
+    app: App,
+    router: Router,
+}
+
+impl InProcess {
+    pub fn new(app: App) -> InProcess {
+        InProcess {
+            router: router(app.clone()),
+            app,
+        }
+    }
+
+    pub fn app(&self) -> &App {
+        &self.app
+    }
+
+    /// Serves one request.
+    pub async fn serve(&self, req: Request) -> Result<Response, Dropped> {
+        serve_one(self.app.clone(), self.router.clone(), req).await
     }
 }
 

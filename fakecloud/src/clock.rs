@@ -19,6 +19,10 @@ pub enum ClockMode {
     Scaled { scale: f64 },
     /// Virtual time only moves when [`Clock::advance`] is called.
     Manual,
+    /// Virtual time follows tokio's clock from [`MANUAL_EPOCH`]: on a runtime whose clock is
+    /// paused (a deterministic simulation) it moves only when every task waits, together
+    /// with every other component of the simulation. [`Clock::advance`] still adds to it.
+    Simulated,
 }
 
 #[derive(Debug)]
@@ -27,6 +31,8 @@ struct Inner {
     /// Virtual time at `anchor_real`.
     anchor_virtual: Time,
     anchor_real: Instant,
+    /// Tokio's clock when the simulated clock started.
+    anchor_tokio: tokio::time::Instant,
 }
 
 /// A clock shared by the whole fake.
@@ -38,7 +44,9 @@ pub struct Clock {
 impl Clock {
     pub fn new(mode: ClockMode) -> Self {
         let start = match mode {
-            ClockMode::Manual => parse_time(MANUAL_EPOCH).unwrap_or_else(Utc::now),
+            ClockMode::Manual | ClockMode::Simulated => {
+                parse_time(MANUAL_EPOCH).unwrap_or_else(Utc::now)
+            }
             ClockMode::Scaled { .. } => Utc::now(),
         };
         Clock {
@@ -46,6 +54,7 @@ impl Clock {
                 mode,
                 anchor_virtual: start,
                 anchor_real: Instant::now(),
+                anchor_tokio: tokio::time::Instant::now(),
             }),
         }
     }
@@ -62,6 +71,10 @@ impl Clock {
             ClockMode::Scaled { scale } => {
                 let real = inner.anchor_real.elapsed().as_secs_f64() * scale;
                 inner.anchor_virtual + delta_from_secs(real)
+            }
+            ClockMode::Simulated => {
+                let elapsed = inner.anchor_tokio.elapsed().as_secs_f64();
+                inner.anchor_virtual + delta_from_secs(elapsed)
             }
         }
     }
@@ -133,6 +146,15 @@ mod tests {
             std::hint::spin_loop();
         }
         assert!(clock.now() - t0 >= TimeDelta::seconds(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_simulated_clock_moves_with_tokios_clock_only() {
+        let clock = Clock::new(ClockMode::Simulated);
+        let t0 = clock.now();
+        assert_eq!(format_time(t0), "2026-01-01T00:00:00.000000Z");
+        tokio::time::sleep(Duration::from_secs(120)).await;
+        assert_eq!(clock.now() - t0, TimeDelta::seconds(120));
     }
 
     #[test]

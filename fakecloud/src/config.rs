@@ -56,6 +56,9 @@ pub struct Config {
     /// Switches for undocumented API behaviour, as at start and after `/_fake/reset`
     /// (`/_fake/rules` changes them at run time).
     pub rules: ApiRules,
+    /// Draw new UUIDs from this seed (the same run hands out the same UUIDs); `None`:
+    /// random ones.
+    pub id_seed: Option<u64>,
 }
 
 impl Default for Config {
@@ -70,6 +73,7 @@ impl Default for Config {
             timing: Timing::default(),
             request_log_capacity: 10_000,
             rules: ApiRules::default(),
+            id_seed: None,
         }
     }
 }

@@ -27,7 +27,7 @@ pub mod rules;
 pub mod seed;
 pub mod state;
 
-pub use app::{App, FakeCloud, router};
+pub use app::{App, FakeCloud, InProcess, router};
 pub use clock::{Clock, ClockMode};
 pub use config::{Config, DEFAULT_TOKEN, Timing};
 pub use error::ApiError;

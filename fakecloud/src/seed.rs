@@ -242,7 +242,7 @@ pub fn apply_seed(
         summary.networks += 1;
         summary.subnets += usize::from(n.subnets.is_none());
         for s in n.subnets.iter().flatten() {
-            let uuid = s.uuid.unwrap_or_else(Uuid::new_v4);
+            let uuid = s.uuid.unwrap_or_else(|| st.ids.new_uuid());
             if s.cidr.trunc() != s.cidr {
                 return Err(bad(
                     "networks",

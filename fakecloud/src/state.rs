@@ -91,6 +91,37 @@ pub struct State {
     pub health_monitors: IndexMap<Uuid, HealthMonitor>,
     #[serde(default)]
     pub dataplane: crate::dataplane::DataPlane,
+    /// Where new UUIDs come from (not part of a dump: a restore keeps the running one).
+    #[serde(skip)]
+    pub ids: Ids,
+}
+
+/// The source of new resource UUIDs: random, or a sequence drawn from a seed so that a run
+/// hands out the same UUIDs each time (`Config::id_seed`).
+#[derive(Debug, Clone, Default)]
+pub struct Ids(Option<u64>);
+
+impl Ids {
+    pub fn seeded(seed: u64) -> Ids {
+        Ids(Some(seed))
+    }
+
+    /// A new version 4 UUID.
+    pub fn new_uuid(&mut self) -> Uuid {
+        let Some(state) = &mut self.0 else {
+            return Uuid::new_v4();
+        };
+        let mut draw = || {
+            // SplitMix64.
+            *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = *state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let bytes = (u128::from(draw()) << 64 | u128::from(draw())).to_be_bytes();
+        uuid::Builder::from_random_bytes(bytes).into_uuid()
+    }
 }
 
 /// A record that knows its own key in the store.

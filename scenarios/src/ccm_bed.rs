@@ -29,7 +29,7 @@ use tokio::task::JoinHandle;
 pub type Route = (String, u16, u16);
 
 /// What a started CCM reports: its health address and metrics.
-type Started = Option<(SocketAddr, Arc<Metrics>)>;
+type Started = Option<(Option<SocketAddr>, Arc<Metrics>)>;
 
 /// A CCM in-process. Dropping it asks it to stop.
 pub struct InProcessCcm {

@@ -4,7 +4,7 @@
 //! when the server is deleted. They talk to the cluster through kube-rs, so they work with
 //! every cluster backend.
 
-use chrono::Utc;
+use ccm::ambient::Ambient;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -32,6 +32,8 @@ pub struct KubeletConfig {
     pub heartbeat: Duration,
     pub lease_duration_s: i32,
     pub kubelet_version: String,
+    /// The clock of status and Lease times (the simulated one in a simulation).
+    pub ambient: Ambient,
 }
 
 impl Default for KubeletConfig {
@@ -40,6 +42,7 @@ impl Default for KubeletConfig {
             heartbeat: Duration::from_secs(2),
             lease_duration_s: 40,
             kubelet_version: "v1.32.0".to_string(),
+            ambient: Ambient::system(),
         }
     }
 }
@@ -77,8 +80,8 @@ pub fn machine(cloud: &fakecloud::App, server: Uuid) -> Option<Machine> {
     })
 }
 
-fn conditions(ready: &str, reason: &str, message: &str) -> Value {
-    let now = Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+fn conditions(ambient: &Ambient, ready: &str, reason: &str, message: &str) -> Value {
+    let now = ambient.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     let pressure = |t: &str, r: &str| {
         json!({"type": t, "status": if ready == "True" { "False" } else { "Unknown" }, "reason": r,
                "message": "", "lastHeartbeatTime": now, "lastTransitionTime": now})
@@ -118,7 +121,7 @@ pub fn node_object(m: &Machine, cfg: &KubeletConfig) -> Value {
         "status": {
             "capacity": capacity,
             "allocatable": capacity,
-            "conditions": conditions("True", "KubeletReady", "kubelet is posting ready status"),
+            "conditions": conditions(&cfg.ambient, "True", "KubeletReady", "kubelet is posting ready status"),
             "addresses": addresses,
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
             "nodeInfo": {"kubeletVersion": cfg.kubelet_version, "kubeProxyVersion": cfg.kubelet_version,
@@ -185,7 +188,11 @@ async fn renew_lease(
     node: &str,
     cfg: &KubeletConfig,
 ) -> Result<(), kube::Error> {
-    let now = Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+    let now = cfg
+        .ambient
+        .now()
+        .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string();
     let lease = json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": node, "namespace": NODE_LEASE_NAMESPACE},
@@ -202,13 +209,14 @@ async fn renew_lease(
 }
 
 async fn set_ready(
+    cfg: &KubeletConfig,
     nodes: &Api<Node>,
     node: &str,
     ready: &str,
     reason: &str,
     message: &str,
 ) -> Result<(), kube::Error> {
-    let patch = json!({"status": {"conditions": conditions(ready, reason, message)}});
+    let patch = json!({"status": {"conditions": conditions(&cfg.ambient, ready, reason, message)}});
     nodes
         .patch_status(node, &PatchParams::default(), &Patch::Strategic(&patch))
         .await
@@ -232,6 +240,7 @@ async fn heartbeat(
                 let mut r = renew_lease(&leases, &node, &cfg).await;
                 if r.is_ok() && reported.as_deref() != Some("True") {
                     r = set_ready(
+                        &cfg,
                         &nodes,
                         &node,
                         "True",
@@ -251,6 +260,7 @@ async fn heartbeat(
                 let mut r = Ok(());
                 if reported.as_deref() != Some("Unknown") {
                     r = set_ready(
+                        &cfg,
                         &nodes,
                         &node,
                         "Unknown",

@@ -6,5 +6,6 @@ pub mod ccm_bed;
 pub mod cluster;
 pub mod kubelet;
 pub mod proxy;
+pub mod sim;
 pub mod testbed;
 pub mod wait;

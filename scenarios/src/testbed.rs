@@ -68,6 +68,56 @@ impl Default for TestbedConfig {
     }
 }
 
+/// The seed of the testbed's private network ([`NETWORK_NAME`], [`SUBNET_CIDR`]).
+pub fn network_seed() -> Result<Seed, TestbedError> {
+    Ok(Seed {
+        networks: vec![SeedNetwork {
+            uuid: None,
+            name: NETWORK_NAME.into(),
+            zone: None,
+            mtu: None,
+            tags: Default::default(),
+            subnets: Some(vec![SeedSubnet {
+                uuid: None,
+                cidr: SUBNET_CIDR
+                    .parse()
+                    .map_err(|_| TestbedError::Seed("bad subnet".into()))?,
+                gateway_address: None,
+                dns_servers: None,
+                tags: Default::default(),
+            }]),
+        }],
+        ..Seed::default()
+    })
+}
+
+/// A node's server: public IPv4 and IPv6, and `private` (or the next free address) on the
+/// testbed's private network.
+pub fn server_spec(
+    name: &str,
+    flavor: &str,
+    private: Option<Ipv4Addr>,
+    uuid: Option<Uuid>,
+) -> SeedServer {
+    SeedServer {
+        uuid,
+        name: name.to_string(),
+        flavor: Some(flavor.to_string()),
+        image: None,
+        zone: None,
+        status: None,
+        tags: Default::default(),
+        public: true,
+        ipv6: true,
+        public_ipv4: None,
+        public_ipv6: None,
+        private: vec![SeedPrivate {
+            network: NETWORK_NAME.to_string(),
+            address: private.map(std::net::IpAddr::V4),
+        }],
+    }
+}
+
 /// Which servers have a simulated kubelet, keyed by server UUID: the one place that decides,
 /// so `Testbed::add_node` and the watcher of new servers never start two for one server.
 #[derive(Default)]
@@ -176,25 +226,7 @@ impl Testbed {
         let cloud = FakeCloud::start(config.cloud.clone())
             .await
             .map_err(TestbedError::Cloud)?;
-        let seed = Seed {
-            networks: vec![SeedNetwork {
-                uuid: None,
-                name: NETWORK_NAME.into(),
-                zone: None,
-                mtu: None,
-                tags: Default::default(),
-                subnets: Some(vec![SeedSubnet {
-                    uuid: None,
-                    cidr: SUBNET_CIDR
-                        .parse()
-                        .map_err(|_| TestbedError::Seed("bad subnet".into()))?,
-                    gateway_address: None,
-                    dns_servers: None,
-                    tags: Default::default(),
-                }]),
-            }],
-            ..Seed::default()
-        };
+        let seed = network_seed()?;
         cloud
             .app()
             .write(|st, now| apply_seed(st, now, &config.cloud.default_zone, &seed))
@@ -282,23 +314,7 @@ impl Testbed {
         private: Option<Ipv4Addr>,
         uuid: Option<Uuid>,
     ) -> Result<Uuid, TestbedError> {
-        let spec = SeedServer {
-            uuid,
-            name: name.to_string(),
-            flavor: Some(self.config.flavor.clone()),
-            image: None,
-            zone: None,
-            status: None,
-            tags: Default::default(),
-            public: true,
-            ipv6: true,
-            public_ipv4: None,
-            public_ipv6: None,
-            private: vec![SeedPrivate {
-                network: NETWORK_NAME.to_string(),
-                address: private.map(std::net::IpAddr::V4),
-            }],
-        };
+        let spec = server_spec(name, &self.config.flavor, private, uuid);
         let zone = self.config.cloud.default_zone.clone();
         self.cloud
             .app()

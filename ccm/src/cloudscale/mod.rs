@@ -17,17 +17,22 @@
 mod error;
 mod resources;
 mod retry;
+mod transport;
 mod types;
 
 pub use error::{ClientError, Result};
 pub use resources::{Idempotency, REQUEST_ID_TAG};
 pub use retry::{RateLimit, RetryPolicy, doubling};
+pub use transport::{
+    Request as TransportRequest, Reqwest, Response as TransportResponse, Transport, TransportError,
+};
 pub use types::*;
 
+use crate::ambient::Ambient;
 use crate::metrics::Metrics;
 use crate::secret::TokenSource;
 use reqwest::Method;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, USER_AGENT};
 use retry::TokenBucket;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
@@ -55,6 +60,10 @@ pub struct ClientConfig {
     /// `None`: no client-side limit.
     pub rate_limit: Option<RateLimit>,
     pub metrics: Option<Arc<Metrics>>,
+    /// How requests travel; `None`: reqwest over HTTPS (or HTTP) to `base_url`.
+    pub transport: Option<Arc<dyn Transport>>,
+    /// Wall clock (`Retry-After` dates) and retry jitter.
+    pub ambient: Ambient,
 }
 
 impl ClientConfig {
@@ -68,6 +77,8 @@ impl ClientConfig {
             retry: RetryPolicy::default(),
             rate_limit: Some(RateLimit::default()),
             metrics: None,
+            transport: None,
+            ambient: Ambient::system(),
         }
     }
 }
@@ -104,7 +115,9 @@ struct Counters {
 
 #[derive(Debug)]
 struct Inner {
-    http: reqwest::Client,
+    transport: Arc<dyn Transport>,
+    user_agent: HeaderValue,
+    ambient: Ambient,
     /// Normalised root: scheme, host, optional prefix; no trailing slash, no `/v1`.
     base: String,
     token: Arc<TokenSource>,
@@ -203,31 +216,16 @@ fn segment(id: &str) -> Result<String> {
     Ok(types::encode_segment(id))
 }
 
-/// An error message from a reqwest error and its sources (without the URL).
-fn transport_message(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut msg = e.to_string();
-    let mut src = std::error::Error::source(&e);
-    while let Some(s) = src {
-        let text = s.to_string();
-        if !msg.contains(&text) {
-            msg.push_str(": ");
-            msg.push_str(&text);
-        }
-        src = s.source();
-    }
-    msg
-}
-
 /// `Retry-After` in seconds (HTTP dates are accepted too).
-fn parse_retry_after(v: &HeaderValue) -> Option<Duration> {
+fn parse_retry_after(v: &HeaderValue, ambient: &Ambient) -> Option<Duration> {
     let s = v.to_str().ok()?.trim();
     if let Ok(secs) = s.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
     let when = chrono::DateTime::parse_from_rfc2822(s).ok()?;
-    let secs = (when.with_timezone(&chrono::Utc) - chrono::Utc::now()).num_milliseconds();
-    Some(Duration::from_millis(u64::try_from(secs).unwrap_or(0)))
+    let now = ambient.now().as_millisecond();
+    let millis = when.timestamp_millis() - now;
+    Some(Duration::from_millis(u64::try_from(millis).unwrap_or(0)))
 }
 
 /// A non-2xx body as the flat map of strings the API sends, tolerating
@@ -278,21 +276,23 @@ impl Client {
         if config.timeout.is_zero() {
             return Err(ClientError::Config("the timeout must not be zero".into()));
         }
-        let http = reqwest::Client::builder()
-            .timeout(config.timeout)
-            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
-            .user_agent(config.user_agent.as_str())
-            .redirect(reqwest::redirect::Policy::none())
-            .retry(reqwest::retry::never())
-            .build()
-            .map_err(|e| ClientError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let transport: Arc<dyn Transport> = match config.transport {
+            Some(t) => t,
+            None => Arc::new(
+                Reqwest::new(config.timeout, &config.user_agent).map_err(ClientError::Config)?,
+            ),
+        };
+        let user_agent = HeaderValue::try_from(config.user_agent.as_str())
+            .map_err(|_| ClientError::Config("the user agent is not a valid header".into()))?;
         let retry = RetryPolicy {
             max_attempts: config.retry.max_attempts.max(1),
             ..config.retry
         };
         Ok(Client {
             inner: Arc::new(Inner {
-                http,
+                transport,
+                user_agent,
+                ambient: config.ambient,
                 base,
                 token: config.token,
                 timeout: config.timeout,
@@ -355,15 +355,18 @@ impl Client {
         } else {
             self.counters.writes.fetch_add(1, Ordering::Relaxed);
         }
-        let mut rb = self
-            .inner
-            .http
-            .request(method.clone(), format!("{}{path}", self.inner.base))
+        let mut request = http::Request::builder()
+            .method(method.clone())
+            .uri(format!("{}{path}", self.inner.base))
             .header(AUTHORIZATION, auth)
             .header(ACCEPT, "application/json")
-            .header(CONTENT_TYPE, "application/json");
-        if let Some(b) = body {
-            rb = rb.body(b.to_vec());
+            .header(CONTENT_TYPE, "application/json")
+            .header(USER_AGENT, self.inner.user_agent.clone())
+            .body(body.map(<[u8]>::to_vec).unwrap_or_default())
+            .map_err(|e| fail(ClientError::Config(format!("invalid request: {e}"))))?;
+        // Never let a header of ours reach a log in clear.
+        if let Some(v) = request.headers_mut().get_mut(AUTHORIZATION) {
+            v.set_sensitive(true);
         }
         let started = Instant::now();
         let record = |status: &str| {
@@ -376,43 +379,40 @@ impl Client {
                 );
             }
         };
-        let no_answer = |e: reqwest::Error, sent: bool| {
-            let unknown_outcome = sent || !e.is_connect();
-            let error = if e.is_timeout() {
-                ClientError::Timeout {
-                    method: method.to_string(),
-                    endpoint: endpoint.clone(),
-                    after: self.inner.timeout,
-                }
-            } else {
-                ClientError::Transport {
-                    method: method.to_string(),
-                    endpoint: endpoint.clone(),
-                    message: transport_message(e),
-                }
-            };
-            Failure {
-                error,
-                retry_after: None,
-                unknown_outcome,
-            }
-        };
-        let resp = match rb.send().await {
+        // The whole exchange is bounded here, whatever the transport does.
+        let sent = tokio::time::timeout(self.inner.timeout, self.inner.transport.send(request));
+        let resp = match sent.await.unwrap_or(Err(TransportError::Timeout)) {
             Ok(r) => r,
             Err(e) => {
                 record("error");
-                return Err(no_answer(e, false));
+                let unknown_outcome = !matches!(e, TransportError::Connect(_));
+                let error = match e {
+                    TransportError::Timeout => ClientError::Timeout {
+                        method: method.to_string(),
+                        endpoint: endpoint.clone(),
+                        after: self.inner.timeout,
+                    },
+                    TransportError::Connect(message) | TransportError::Lost(message) => {
+                        ClientError::Transport {
+                            method: method.to_string(),
+                            endpoint: endpoint.clone(),
+                            message,
+                        }
+                    }
+                };
+                return Err(Failure {
+                    error,
+                    retry_after: None,
+                    unknown_outcome,
+                });
             }
         };
         let status = resp.status().as_u16();
-        let retry_after = resp.headers().get(RETRY_AFTER).and_then(parse_retry_after);
-        let bytes = match resp.bytes().await {
-            Ok(b) => b.to_vec(),
-            Err(e) => {
-                record("error");
-                return Err(no_answer(e, true));
-            }
-        };
+        let retry_after = resp
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| parse_retry_after(v, &self.inner.ambient));
+        let bytes = resp.into_body();
         record(&status.to_string());
         if (200..300).contains(&status) {
             return Ok(bytes);
@@ -451,7 +451,7 @@ impl Client {
             match self.attempt(&method, path, body).await {
                 Ok(b) => return Ok((b, n)),
                 Err(f) if f.error.is_transient() && n < policy.max_attempts => {
-                    let delay = policy.delay(n, f.retry_after);
+                    let delay = policy.delay(n, f.retry_after, &self.inner.ambient);
                     tracing::debug!(
                         method = %method,
                         endpoint = %endpoint_template(path),

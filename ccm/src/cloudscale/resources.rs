@@ -184,7 +184,7 @@ impl Client {
                 Err(f) => f,
             };
             let transient = failure.error.is_transient();
-            let delay = policy.delay(n, failure.retry_after);
+            let delay = policy.delay(n, failure.retry_after, &self.inner.ambient);
             if transient && failure.unknown_outcome {
                 let Some(lookup) = &lookup else {
                     break Err(failure.error);

@@ -1,8 +1,8 @@
 //! Retry policy (exponential backoff with full jitter, `Retry-After` honoured) and the
 //! client-side rate limit (token bucket).
 
+use crate::ambient::Ambient;
 use parking_lot::Mutex;
-use rand::Rng as _;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -48,7 +48,7 @@ impl RetryPolicy {
     }
 
     /// The pause before retry number `retry` (1-based), given the server's `Retry-After`.
-    pub fn delay(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+    pub fn delay(&self, retry: u32, retry_after: Option<Duration>, ambient: &Ambient) -> Duration {
         if let Some(ra) = retry_after {
             return ra.min(self.max_retry_after);
         }
@@ -57,7 +57,7 @@ impl RetryPolicy {
             return Duration::ZERO;
         }
         let nanos = u64::try_from(ceiling.as_nanos()).unwrap_or(u64::MAX);
-        Duration::from_nanos(rand::rng().random_range(0..=nanos))
+        Duration::from_nanos(ambient.up_to(nanos))
     }
 }
 
@@ -140,17 +140,18 @@ mod tests {
             max_delay: Duration::from_millis(350),
             ..RetryPolicy::default()
         };
+        let a = Ambient::system();
         for _ in 0..100 {
-            assert!(p.delay(1, None) <= Duration::from_millis(100));
-            assert!(p.delay(2, None) <= Duration::from_millis(200));
-            assert!(p.delay(10, None) <= Duration::from_millis(350));
+            assert!(p.delay(1, None, &a) <= Duration::from_millis(100));
+            assert!(p.delay(2, None, &a) <= Duration::from_millis(200));
+            assert!(p.delay(10, None, &a) <= Duration::from_millis(350));
         }
         assert_eq!(
-            p.delay(1, Some(Duration::from_secs(2))),
+            p.delay(1, Some(Duration::from_secs(2)), &a),
             Duration::from_secs(2)
         );
         assert_eq!(
-            p.delay(1, Some(Duration::from_secs(600))),
+            p.delay(1, Some(Duration::from_secs(600)), &a),
             Duration::from_secs(30)
         );
     }

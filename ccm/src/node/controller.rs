@@ -7,19 +7,22 @@ use super::metadata::{
 };
 use super::provider_id::{self, ProviderIdError};
 use super::{DirectoryError, Events, ServerDirectory};
+use crate::ambient::Ambient;
 use crate::metrics::Metrics;
-use futures::StreamExt;
+use crate::runner::{self, Change, Key, Queue};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::watcher;
+use kube::runtime::{reflector, watcher};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 pub const CONTROLLER: &str = "node";
+/// Nodes initialized or refreshed at once (each costs one or two cloud reads).
+const NODE_WORKERS: usize = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum NodeError {
@@ -56,7 +59,9 @@ pub struct NodeContext<D> {
     pub retry: Duration,
     /// When each Node was last synced: our own patches trigger another reconcile at once,
     /// which must not cost another lookup.
-    pub last_sync: parking_lot::Mutex<std::collections::HashMap<String, Instant>>,
+    pub last_sync: parking_lot::Mutex<std::collections::BTreeMap<String, Instant>>,
+    /// Wall clock and randomness (jitter of the watch's backoff).
+    pub ambient: Ambient,
 }
 
 /// The server a Node is: by provider ID if it has one, else by exact name.
@@ -193,15 +198,13 @@ async fn refresh<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Resul
     Ok(())
 }
 
-async fn reconcile<D: ServerDirectory>(
-    node: Arc<Node>,
-    ctx: Arc<NodeContext<D>>,
-) -> Result<Action, NodeError> {
+/// Initializes or refreshes one Node; answers when to look at it again.
+async fn reconcile<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Duration {
     let started = Instant::now();
-    let result = if has_taint(&node, UNINITIALIZED_TAINT) {
-        initialize(&node, &ctx).await
+    let result = if has_taint(node, UNINITIALIZED_TAINT) {
+        initialize(node, ctx).await
     } else {
-        refresh(&node, &ctx).await
+        refresh(node, ctx).await
     };
     if result.is_ok() {
         ctx.last_sync.lock().insert(node.name_any(), Instant::now());
@@ -222,16 +225,13 @@ async fn reconcile<D: ServerDirectory>(
             .publish(&node.object_ref(&()), true, reason, action, e.to_string())
             .await;
     }
-    result.map(|()| Action::requeue(ctx.refresh))
-}
-
-fn error_policy<D: ServerDirectory>(
-    node: Arc<Node>,
-    error: &NodeError,
-    ctx: Arc<NodeContext<D>>,
-) -> Action {
-    tracing::warn!(node = %node.name_any(), error = %error, "node reconcile failed");
-    Action::requeue(ctx.retry)
+    match result {
+        Ok(()) => ctx.refresh,
+        Err(e) => {
+            tracing::warn!(node = %node.name_any(), error = %e, "node reconcile failed");
+            ctx.retry
+        }
+    }
 }
 
 /// Runs the node controller until `shutdown` completes; `synced` is called once its Node
@@ -241,26 +241,47 @@ pub async fn run<D: ServerDirectory>(
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
     synced: impl FnOnce() + Send + 'static,
 ) {
-    let nodes: Api<Node> = Api::all(ctx.client.clone());
-    let controller = Controller::new(nodes, watcher::Config::default());
-    let store = controller.store();
-    tokio::spawn(async move {
-        // `wait_until_ready` is not woken when the store fills (kube-runtime 5), only when
-        // polled again: poll it on a short beat.
-        loop {
-            match tokio::time::timeout(Duration::from_millis(100), store.wait_until_ready()).await {
-                Ok(Ok(())) => {
-                    synced();
-                    return;
+    let (store, writer) = reflector::store::<Node>();
+    let queue = Arc::new(Queue::default());
+    let mut synced = Some(synced);
+    let (ready_tx, mut ready_rx) = tokio::sync::watch::channel(false);
+    let watch = runner::watch(
+        Api::<Node>::all(ctx.client.clone()),
+        watcher::Config::default(),
+        writer,
+        ctx.ambient.clone(),
+        {
+            let queue = queue.clone();
+            move |change| match change {
+                Change::Touched(node) => queue.schedule(Key::of(node.as_ref()), Duration::ZERO),
+                Change::Synced => {
+                    if let Some(f) = synced.take() {
+                        f();
+                    }
+                    ready_tx.send_replace(true);
                 }
-                Ok(Err(_)) => return,
-                Err(_) => continue,
             }
+        },
+    );
+    let work = async {
+        let mut shutdown = std::pin::pin!(shutdown);
+        tokio::select! {
+            biased;
+            () = &mut shutdown => return,
+            ready = ready_rx.wait_for(|r| *r) => if ready.is_err() { return },
         }
-    });
-    controller
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
+        runner::run(queue.clone(), NODE_WORKERS, shutdown, |key: Key| {
+            let (ctx, store) = (ctx.clone(), store.clone());
+            async move {
+                let node = store.get(&key.object_ref())?;
+                Some(reconcile(&node, &ctx).await)
+            }
+        })
         .await;
+    };
+    tokio::select! {
+        biased;
+        () = work => {}
+        () = watch => {}
+    }
 }

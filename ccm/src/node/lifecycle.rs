@@ -12,7 +12,8 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 pub const CONTROLLER: &str = "node-lifecycle";
 
@@ -220,6 +221,7 @@ pub async fn run<D: ServerDirectory>(
         }
     };
     tokio::select! {
+        biased;
         _ = work => {}
         _ = shutdown => {}
     }

@@ -64,7 +64,7 @@ struct EventKey {
 struct Recorded {
     name: String,
     count: i32,
-    last: std::time::Instant,
+    last: tokio::time::Instant,
 }
 
 /// Publishes Events (events.k8s.io/v1) without letting a failure to publish stop the
@@ -73,13 +73,19 @@ struct Recorded {
 pub struct Events {
     client: kube::Client,
     instance: String,
+    ambient: crate::ambient::Ambient,
     recorded: std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<EventKey, Recorded>>>,
 }
 
 impl Events {
-    pub fn new(client: kube::Client, instance: Option<String>) -> Events {
+    pub fn new(
+        client: kube::Client,
+        instance: Option<String>,
+        ambient: crate::ambient::Ambient,
+    ) -> Events {
         Events {
             client,
+            ambient,
             instance: instance.unwrap_or_else(|| crate::COMPONENT.to_string()),
             recorded: Default::default(),
         }
@@ -114,8 +120,8 @@ impl Events {
         use kube::api::{Api, Patch, PatchParams, PostParams};
 
         let note = truncate(note, NOTE_MAX);
-        let now = std::time::Instant::now();
-        let stamp = MicroTime(k8s_openapi::jiff::Timestamp::now());
+        let now = tokio::time::Instant::now();
+        let stamp = MicroTime(self.ambient.now());
         let key = EventKey {
             regarding: (
                 object.uid.clone(),
@@ -166,10 +172,7 @@ impl Events {
         let full = object.name.as_deref().unwrap_or(crate::COMPONENT);
         let cut: String = full.chars().take(253 - 17).collect();
         let base = cut.trim_end_matches(['.', '-']);
-        let name = format!(
-            "{base}.{}",
-            &uuid::Uuid::new_v4().simple().to_string()[..16]
-        );
+        let name = format!("{base}.{}", &self.ambient.uuid().simple().to_string()[..16]);
         let event = Event {
             metadata: ObjectMeta {
                 name: Some(name.clone()),

@@ -10,20 +10,21 @@ use super::ensure::{self, Progress};
 use super::map;
 use super::model::DesiredLb;
 use super::ownership::Claimant;
+use crate::ambient::Ambient;
 use crate::cloudscale::{self, Client as Cloud};
 use crate::metrics::Metrics;
 use crate::node::Events;
-use futures::StreamExt;
+use crate::runner::{self, Change, Key, Queue};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 pub use super::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
 
@@ -136,22 +137,25 @@ pub struct ServiceContext {
     /// `retry.1` (the upstream service controller's 5 s and 5 min by default).
     pub retry: (Duration, Duration),
     /// Consecutive failures per Service (namespace/name), for the backoff.
-    pub failures: parking_lot::Mutex<HashMap<String, u32>>,
+    pub failures: parking_lot::Mutex<BTreeMap<String, u32>>,
     /// Changes that wait for new members, per Service (namespace/name).
-    pub waiting: parking_lot::Mutex<HashMap<String, Waiting>>,
+    pub waiting: parking_lot::Mutex<BTreeMap<String, Waiting>>,
     /// Account-wide reads shared by the Services reconciled within a short window.
     pub shared: super::shared::SharedReads,
     /// The controller's cache of Services (set when the controller starts).
     pub services: parking_lot::RwLock<Option<Store<Service>>>,
+    /// Wall clock and randomness (jitter of the watches' backoff).
+    pub ambient: Ambient,
 }
 
 impl ServiceContext {
-    /// Every Service in the controller's cache (empty before the controller starts).
+    /// Every Service in the controller's cache, by namespace and name (empty before the
+    /// controller starts).
     pub fn services(&self) -> Vec<Arc<Service>> {
         self.services
             .read()
             .as_ref()
-            .map(Store::state)
+            .map(runner::sorted)
             .unwrap_or_default()
     }
 }
@@ -166,14 +170,10 @@ pub fn retry_delay(failures: u32, min: Duration, max: Duration) -> Duration {
     cloudscale::doubling(failures, min, max)
 }
 
-async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceContext>) -> Result<Action, ServiceError> {
+/// Reconciles one Service; answers when to look at it again.
+async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, ServiceError> {
     let started = Instant::now();
-    let store = ctx.services.read().clone();
-    if let Some(store) = store {
-        // Ownership and floating IP checks read the other Services from the cache.
-        let _ = store.wait_until_ready().await;
-    }
-    let result = reconcile_inner(&svc, &ctx).await;
+    let result = reconcile_inner(&svc, ctx).await;
     ctx.metrics.reconcile(
         CONTROLLER,
         if result.is_ok() { "ok" } else { "error" },
@@ -195,7 +195,7 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceContext>) -> Result<Action
         Progress::Done => {
             ctx.failures.lock().remove(&key);
             ctx.waiting.lock().remove(&key);
-            Ok(Action::requeue(ctx.resync))
+            Ok(ctx.resync)
         }
         Progress::Pending => {
             ctx.failures.lock().remove(&key);
@@ -210,7 +210,7 @@ async fn reconcile(svc: Arc<Service>, ctx: Arc<ServiceContext>) -> Result<Action
             } else {
                 ctx.apply.poll
             };
-            Ok(Action::requeue(again))
+            Ok(again)
         }
     }
 }
@@ -236,10 +236,11 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<Progress
     }
 }
 
-fn error_policy(svc: Arc<Service>, error: &ServiceError, ctx: Arc<ServiceContext>) -> Action {
+/// When to try a failed Service again: exponential backoff per Service.
+fn error_policy(svc: &Service, error: &ServiceError, ctx: &ServiceContext) -> Duration {
     let failures = {
         let mut f = ctx.failures.lock();
-        let n = f.entry(service_key(&svc)).or_insert(0);
+        let n = f.entry(service_key(svc)).or_insert(0);
         *n = n.saturating_add(1);
         *n
     };
@@ -251,34 +252,82 @@ fn error_policy(svc: Arc<Service>, error: &ServiceError, ctx: Arc<ServiceContext
         retry_in_ms = delay.as_millis() as u64,
         "service reconcile failed"
     );
-    Action::requeue(delay)
+    delay
 }
 
 /// Runs the service controller until `shutdown` completes; Node changes re-reconcile every
-/// Service.
+/// Service. Services are reconciled once their cache holds the whole list (ownership and
+/// floating IP checks read the other Services from it).
 pub async fn run(
     ctx: Arc<ServiceContext>,
     concurrency: u16,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let services: Api<Service> = Api::all(ctx.kube.clone());
-    let nodes: Api<Node> = Api::all(ctx.kube.clone());
-    let controller = Controller::new(services, watcher::Config::default());
-    let store = controller.store();
+    let (store, writer) = reflector::store::<Service>();
+    let (_nodes, node_writer) = reflector::store::<Node>();
     *ctx.services.write() = Some(store.clone());
-    controller
-        .watches(nodes, watcher::Config::default(), move |_node: Node| {
-            store
-                .state()
-                .iter()
-                .map(|s| ObjectRef::from_obj(s.as_ref()))
-                .collect::<Vec<_>>()
-        })
-        .with_config(kube::runtime::controller::Config::default().concurrency(concurrency))
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
+    let queue = Arc::new(Queue::default());
+    let (synced_tx, mut synced_rx) = tokio::sync::watch::channel(false);
+    let services = runner::watch(
+        Api::<Service>::all(ctx.kube.clone()),
+        watcher::Config::default(),
+        writer,
+        ctx.ambient.clone(),
+        {
+            let queue = queue.clone();
+            move |change| match change {
+                Change::Touched(svc) => queue.schedule(Key::of(svc.as_ref()), Duration::ZERO),
+                Change::Synced => {
+                    synced_tx.send_replace(true);
+                }
+            }
+        },
+    );
+    let nodes = runner::watch(
+        Api::<Node>::all(ctx.kube.clone()),
+        watcher::Config::default(),
+        node_writer,
+        ctx.ambient.clone(),
+        {
+            let (queue, store) = (queue.clone(), store.clone());
+            move |change| {
+                if let Change::Touched(_) = change {
+                    queue.schedule_all(runner::sorted(&store).iter().map(|s| Key::of(s.as_ref())));
+                }
+            }
+        },
+    );
+    let work = async {
+        let mut shutdown = std::pin::pin!(shutdown);
+        tokio::select! {
+            biased;
+            () = &mut shutdown => return,
+            synced = synced_rx.wait_for(|s| *s) => if synced.is_err() { return },
+        }
+        runner::run(
+            queue.clone(),
+            usize::from(concurrency),
+            shutdown,
+            |key: Key| {
+                let (ctx, store) = (ctx.clone(), store.clone());
+                async move {
+                    // Gone from the cache: deleted (its finalizer is ours, so the cleanup
+                    // already ran).
+                    let svc = store.get(&key.object_ref())?;
+                    Some(match reconcile(svc.clone(), &ctx).await {
+                        Ok(again) => again,
+                        Err(e) => error_policy(&svc, &e, &ctx),
+                    })
+                }
+            },
+        )
         .await;
+    };
+    tokio::select! {
+        biased;
+        () = work => {}
+        () = async { tokio::join!(services, nodes); } => {}
+    }
 }
 
 /// What the controller would do for `cfg`'s Service, as a preview: see [`ensure::preview`].

@@ -18,7 +18,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::time::Instant;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 /// Passes of plan-and-apply per reconcile before giving up for now (a plan normally

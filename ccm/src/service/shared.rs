@@ -14,8 +14,9 @@ use crate::cloudscale::{Client, Filter};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::sync::Mutex;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 type Slot<T> = Mutex<Option<(Instant, u64, Arc<T>)>>;

@@ -669,7 +669,7 @@ async fn create_lb(
                 });
             }
         }
-        let uuid = Uuid::new_v4();
+        let uuid = st.ids.new_uuid();
         st.dataplane.lbs.insert(
             uuid,
             LbHistory {
@@ -831,7 +831,7 @@ async fn create_pool(
                 .unwrap_or_else(|| ApiError::detail("invalid request")));
         };
         body.finish()?;
-        let uuid = Uuid::new_v4();
+        let uuid = st.ids.new_uuid();
         st.pools.insert(
             uuid,
             Pool {
@@ -1017,7 +1017,7 @@ async fn create_member(
                 .unwrap_or_else(|| ApiError::detail("invalid request")));
         };
         body.finish()?;
-        let uuid = Uuid::new_v4();
+        let uuid = st.ids.new_uuid();
         st.members.insert(
             uuid,
             Member {
@@ -1222,7 +1222,7 @@ async fn create_listener(
             .ok_or(ApiError::NotFound)?;
         check_listener(&mut body, st, lb, Some(pool), &protocol, port, None);
         body.finish()?;
-        let uuid = Uuid::new_v4();
+        let uuid = st.ids.new_uuid();
         st.listeners.insert(
             uuid,
             Listener {
@@ -1506,7 +1506,7 @@ async fn create_monitor(
             .get(&pool)
             .map(|p| p.load_balancer)
             .ok_or(ApiError::NotFound)?;
-        let uuid = Uuid::new_v4();
+        let uuid = st.ids.new_uuid();
         st.health_monitors.insert(
             uuid,
             HealthMonitor {

@@ -87,7 +87,7 @@ pub struct NewNetwork {
 
 /// Inserts a network (and, if asked, its automatic IPv4 subnet).
 pub fn insert_network(st: &mut State, now: Time, new: NewNetwork) -> ApiResult<Uuid> {
-    let uuid = new.uuid.unwrap_or_else(Uuid::new_v4);
+    let uuid = new.uuid.unwrap_or_else(|| st.ids.new_uuid());
     if st.networks.contains_key(&uuid) {
         return Err(ApiError::field(
             "uuid",
@@ -109,7 +109,7 @@ pub fn insert_network(st: &mut State, now: Time, new: NewNetwork) -> ApiResult<U
         let cidr: IpNet = ranges::AUTO_SUBNET
             .parse()
             .map_err(|_| ApiError::detail("bad built-in subnet"))?;
-        let id = Uuid::new_v4();
+        let id = st.ids.new_uuid();
         st.subnets.insert(
             id,
             Subnet {
@@ -452,7 +452,7 @@ async fn create_subnet(
                 .unwrap_or_else(|| ApiError::detail("invalid request")));
         };
         body.finish()?;
-        let uuid = Uuid::new_v4();
+        let uuid = st.ids.new_uuid();
         st.subnets.insert(
             uuid,
             Subnet {

@@ -94,7 +94,7 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
     };
     body.finish()?;
     let id = app.write(|st, now| {
-        let uuid = Uuid::new_v4();
+        let uuid = st.ids.new_uuid();
         st.server_groups.insert(
             uuid,
             ServerGroup {

@@ -604,7 +604,7 @@ pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -
         None,
     )
     .map_err(|m| ApiError::field("interfaces", m))?;
-    let uuid = new.uuid.unwrap_or_else(Uuid::new_v4);
+    let uuid = new.uuid.unwrap_or_else(|| st.ids.new_uuid());
     if st.servers.contains_key(&uuid) {
         return Err(ApiError::field(
             "uuid",
@@ -612,14 +612,14 @@ pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -
         ));
     }
     let mut volumes = vec![Volume {
-        uuid: Uuid::new_v4(),
+        uuid: st.ids.new_uuid(),
         name: "root".to_string(),
         kind: "ssd".to_string(),
         size_gb: new.volume_size_gb,
     }];
     for (i, (kind, size)) in new.extra_volumes.iter().enumerate() {
         volumes.push(Volume {
-            uuid: Uuid::new_v4(),
+            uuid: st.ids.new_uuid(),
             name: format!("volume-{}", i + 1),
             kind: kind.clone(),
             size_gb: *size,

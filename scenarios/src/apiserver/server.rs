@@ -14,6 +14,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use ccm::ambient::Ambient;
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -34,6 +35,9 @@ pub struct ApiServerConfig {
     pub bookmark_interval: Duration,
     /// Changes kept for watches to resume from (older ones answer 410 Gone).
     pub history_limit: usize,
+    /// Timestamps and UIDs: the machine's clock and random UIDs, or (in a simulation) the
+    /// simulated clock and UIDs drawn from a seed.
+    pub ambient: Ambient,
 }
 
 impl Default for ApiServerConfig {
@@ -42,6 +46,7 @@ impl Default for ApiServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             bookmark_interval: Duration::from_secs(1),
             history_limit: 100_000,
+            ambient: Ambient::system(),
         }
     }
 }
@@ -122,8 +127,8 @@ impl Params {
     }
 }
 
-fn now_rfc3339() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+fn now_rfc3339(ambient: &Ambient) -> String {
+    ambient.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
@@ -150,9 +155,9 @@ fn internal(rt: &ResourceType, obj: &Value) -> Value {
     obj.clone()
 }
 
-fn random_suffix() -> String {
+fn random_suffix(ambient: &Ambient) -> String {
     const CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let id = uuid::Uuid::new_v4();
+    let id = ambient.uuid();
     id.as_bytes()[..5]
         .iter()
         .map(|b| CHARS[*b as usize % CHARS.len()] as char)
@@ -167,6 +172,7 @@ fn has_generation(rt: &ResourceType) -> bool {
 impl Shared {
     pub fn new(config: ApiServerConfig) -> Shared {
         let (changed, _) = watch::channel(0);
+        let ambient = config.ambient.clone();
         let shared = Shared(Arc::new(Inner {
             store: RwLock::new(Store::new(config.history_limit)),
             changed,
@@ -180,8 +186,8 @@ impl Shared {
             for name in INITIAL_NAMESPACES {
                 let obj = json!({
                     "apiVersion": "v1", "kind": "Namespace",
-                    "metadata": {"name": name, "uid": uuid::Uuid::new_v4().to_string(),
-                                 "creationTimestamp": now_rfc3339(),
+                    "metadata": {"name": name, "uid": ambient.uuid().to_string(),
+                                 "creationTimestamp": now_rfc3339(&ambient),
                                  "labels": {"kubernetes.io/metadata.name": name}},
                     "spec": {"finalizers": ["kubernetes"]},
                     "status": {"phase": "Active"},
@@ -200,6 +206,21 @@ impl Shared {
     fn notify(&self) {
         let rv = self.0.store.read().rv;
         self.0.changed.send_replace(rv);
+    }
+
+    /// Tells of every change to the store (the new resourceVersion).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.0.changed.subscribe()
+    }
+
+    /// Every stored object of one type (`services`, `nodes`, `endpointslices`, `events`, ...)
+    /// that parses as `T`, in namespace and name order.
+    pub fn objects<T: serde::de::DeserializeOwned>(&self, storage: &str) -> Vec<T> {
+        let store = self.0.store.read();
+        store
+            .list(storage, None)
+            .filter_map(|(_, v)| serde_json::from_value(v.clone()).ok())
+            .collect()
     }
 
     /// Every request so far.
@@ -354,7 +375,9 @@ impl Shared {
         };
         let name = match (meta_str(&obj, "name"), meta_str(&obj, "generateName")) {
             (Some(n), _) if !n.is_empty() => n.to_string(),
-            (_, Some(g)) if !g.is_empty() => format!("{g}{}", random_suffix()),
+            (_, Some(g)) if !g.is_empty() => {
+                format!("{g}{}", random_suffix(&self.0.config.ambient))
+            }
             _ => {
                 return Err(ApiError::invalid(
                     rt.kind,
@@ -389,8 +412,8 @@ impl Shared {
             });
         }
         let meta = &mut obj["metadata"];
-        meta["uid"] = json!(uuid::Uuid::new_v4().to_string());
-        meta["creationTimestamp"] = json!(now_rfc3339());
+        meta["uid"] = json!(self.0.config.ambient.uuid().to_string());
+        meta["creationTimestamp"] = json!(now_rfc3339(&self.0.config.ambient));
         if let Some(m) = meta.as_object_mut() {
             m.remove("deletionTimestamp");
             m.remove("resourceVersion");
@@ -637,7 +660,8 @@ impl Shared {
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty());
         let result = if t.rt.kind == "Namespace" && t.rt.group.is_empty() {
-            let marked = Self::delete_namespace(&mut store, &name, old);
+            let now = now_rfc3339(&self.0.config.ambient);
+            let marked = Self::delete_namespace(&mut store, &name, old, &now);
             Self::finish_namespace_deletion(&mut store, &name);
             marked
         } else if has_finalizers {
@@ -645,7 +669,8 @@ impl Shared {
                 old
             } else {
                 let mut marked = old;
-                marked["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+                marked["metadata"]["deletionTimestamp"] =
+                    json!(now_rfc3339(&self.0.config.ambient));
                 marked["metadata"]["deletionGracePeriodSeconds"] = json!(0);
                 store.put(t.rt.storage_key(), key, marked, ChangeKind::Modified)
             }
@@ -660,10 +685,10 @@ impl Shared {
 
     /// Marks the namespace terminating and deletes what is in it; objects with finalizers
     /// keep it alive until they are gone.
-    fn delete_namespace(store: &mut Store, name: &str, old: Value) -> Value {
+    fn delete_namespace(store: &mut Store, name: &str, old: Value, now: &str) -> Value {
         let mut marked = old;
         if marked.pointer("/metadata/deletionTimestamp").is_none() {
-            marked["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+            marked["metadata"]["deletionTimestamp"] = json!(now);
         }
         marked["status"]["phase"] = json!("Terminating");
         let marked = store.put(
@@ -689,7 +714,7 @@ impl Shared {
                     store.remove(rt.storage_key(), &key);
                 } else if !already && let Some(mut obj) = store.get(rt.storage_key(), &key).cloned()
                 {
-                    obj["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+                    obj["metadata"]["deletionTimestamp"] = json!(now);
                     store.put(rt.storage_key(), key, obj, ChangeKind::Modified);
                 }
             }
@@ -1258,6 +1283,8 @@ async fn watch_loop(
         }
         last = now_rv;
         tokio::select! {
+            // One order of checks, so a simulated run is the same each time.
+            biased;
             r = changed.changed() => {
                 if r.is_err() {
                     return Ok(());
@@ -1278,6 +1305,11 @@ async fn watch_loop(
 
 // ---- the running server -----------------------------------------------------------------
 
+/// The whole HTTP surface over `shared`, for a socket or for in-process callers.
+pub fn router(shared: Shared) -> axum::Router {
+    axum::Router::new().fallback(handle).with_state(shared)
+}
+
 /// An embedded API server listening on a socket.
 pub struct ApiServer {
     shared: Shared,
@@ -1292,9 +1324,7 @@ impl ApiServer {
         let addr = listener.local_addr()?;
         let shared = Shared::new(config);
         *shared.0.address.lock() = addr.to_string();
-        let app = axum::Router::new()
-            .fallback(handle)
-            .with_state(shared.clone());
+        let app = router(shared.clone());
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, app)

@@ -132,7 +132,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         );
         // Say where it serves once it runs, or why it did not start.
         loop {
-            if let Some((addr, _)) = ccm.started() {
+            if let Some((Some(addr), _)) = ccm.started() {
                 println!(
                     "cloud controller manager: running in-process, health and metrics on http://{addr}"
                 );

@@ -1,0 +1,377 @@
+//! The controllers' runtime: a work queue of object keys and a runner that reconciles them
+//! with bounded concurrency, fed by watches that keep a reflector cache.
+//!
+//! kube-runtime's `Controller` picks among keys that are due at the same time, and among
+//! reconciles that finish together, in hash-map order, which differs from run to run. This
+//! runtime decides in one order only (the time a key is due, then the order it was asked
+//! for), so a simulation replayed from its seed takes the same steps, and a burst of work is
+//! served first come, first served. The rules are the usual ones: a key is never reconciled
+//! twice at once; asking for a key that is running runs it again once it is done; asking for
+//! a key that is already due earlier keeps the earlier time.
+
+use crate::ambient::Ambient;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::utils::{Backoff, WatchStreamExt};
+use kube::runtime::watcher;
+use parking_lot::Mutex;
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// A key of the queue: `namespace/name` (an empty namespace for cluster-scoped objects).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Key {
+    pub fn of<K: kube::Resource>(obj: &K) -> Key {
+        let meta = obj.meta();
+        Key {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+        }
+    }
+
+    /// The same key as kube-runtime's cache uses.
+    pub fn object_ref<K>(&self) -> reflector::ObjectRef<K>
+    where
+        K: kube::Resource,
+        K::DynamicType: Default,
+    {
+        let r = reflector::ObjectRef::new(&self.name);
+        if self.namespace.is_empty() {
+            r
+        } else {
+            r.within(&self.namespace)
+        }
+    }
+}
+
+impl std::fmt::Display for Key {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// (due, order asked, key): the queue in the one order it is served.
+    due: BTreeSet<(Instant, u64, Key)>,
+    /// When each queued key is due.
+    queued: BTreeMap<Key, (Instant, u64)>,
+    running: BTreeSet<Key>,
+    asked: u64,
+}
+
+/// Keys waiting to be reconciled, each at a time.
+#[derive(Debug, Default)]
+pub struct Queue {
+    state: Mutex<State>,
+    wake: Notify,
+}
+
+impl Queue {
+    /// Asks for `key` to be reconciled `after` from now (or earlier, if it already is).
+    pub fn schedule(&self, key: Key, after: Duration) {
+        let at = Instant::now() + after;
+        {
+            let mut s = self.state.lock();
+            if let Some(&(t, n)) = s.queued.get(&key) {
+                if t <= at {
+                    return;
+                }
+                s.due.remove(&(t, n, key.clone()));
+            }
+            s.asked += 1;
+            let n = s.asked;
+            s.due.insert((at, n, key.clone()));
+            s.queued.insert(key, (at, n));
+        }
+        self.wake.notify_one();
+    }
+
+    /// Asks for every key of `keys` now, in their order.
+    pub fn schedule_all(&self, keys: impl IntoIterator<Item = Key>) {
+        for k in keys {
+            self.schedule(k, Duration::ZERO);
+        }
+    }
+
+    /// How many keys wait.
+    pub fn len(&self) -> usize {
+        self.state.lock().queued.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The first key due now that is not running, marked running; else when the next one
+    /// not running is due.
+    fn take(&self) -> Result<Key, Option<Instant>> {
+        let now = Instant::now();
+        let mut s = self.state.lock();
+        let first = s
+            .due
+            .iter()
+            .find(|(_, _, k)| !s.running.contains(k))
+            .cloned();
+        match first {
+            Some((at, n, key)) if at <= now => {
+                s.due.remove(&(at, n, key.clone()));
+                s.queued.remove(&key);
+                s.running.insert(key.clone());
+                Ok(key)
+            }
+            Some((at, _, _)) => Err(Some(at)),
+            None => Err(None),
+        }
+    }
+
+    fn finish(&self, key: &Key) {
+        self.state.lock().running.remove(key);
+        self.wake.notify_one();
+    }
+}
+
+/// Reconciles the keys of `queue`, at most `concurrency` at once, until `shutdown`
+/// completes; then lets the reconciles in flight finish. `reconcile` answers when to look
+/// at the key again (`None`: only when asked).
+pub async fn run<F, Fut>(
+    queue: Arc<Queue>,
+    concurrency: usize,
+    shutdown: impl Future<Output = ()>,
+    reconcile: F,
+) where
+    F: Fn(Key) -> Fut,
+    Fut: Future<Output = Option<Duration>>,
+{
+    let concurrency = concurrency.max(1);
+    let mut running = FuturesUnordered::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let mut next_due = None;
+        while running.len() < concurrency {
+            match queue.take() {
+                Ok(key) => {
+                    let work = reconcile(key.clone());
+                    running.push(async move { (key, work.await) });
+                }
+                Err(at) => {
+                    next_due = at;
+                    break;
+                }
+            }
+        }
+        let free = running.len() < concurrency;
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            Some((key, again)) = running.next(), if !running.is_empty() => {
+                queue.finish(&key);
+                if let Some(after) = again {
+                    queue.schedule(key, after);
+                }
+            }
+            () = queue.wake.notified(), if free => {}
+            () = sleep_until(next_due), if free && next_due.is_some() => {}
+        }
+    }
+    while let Some((key, _)) = running.next().await {
+        queue.finish(&key);
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Backoff of a failing watch: 0.8 s doubling to 30 s, with up to 50 % jitter drawn from
+/// the [`Ambient`] (client-go's watch backoff, reproducible in a simulation).
+#[derive(Debug, Clone)]
+pub struct WatchBackoff {
+    ambient: Ambient,
+    failures: u32,
+}
+
+impl WatchBackoff {
+    pub fn new(ambient: Ambient) -> Self {
+        WatchBackoff {
+            ambient,
+            failures: 0,
+        }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        self.failures = self.failures.saturating_add(1);
+        let base = crate::cloudscale::doubling(
+            self.failures,
+            Duration::from_millis(800),
+            Duration::from_secs(30),
+        );
+        Some(base.mul_f64(1.0 + 0.5 * self.ambient.unit()))
+    }
+}
+
+impl Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.failures = 0;
+    }
+}
+
+/// What a watch tells its controller.
+#[derive(Debug)]
+pub enum Change<K> {
+    /// The object was added, changed or deleted (its last state).
+    Touched(Arc<K>),
+    /// The cache holds the whole list (after the first list and after each re-list).
+    Synced,
+}
+
+/// Watches `api`, keeping `writer`'s cache, and hands every change to `on_change` until the
+/// stream ends (it does not: failures are retried with [`WatchBackoff`]).
+pub async fn watch<K>(
+    api: kube::Api<K>,
+    config: watcher::Config,
+    writer: reflector::store::Writer<K>,
+    ambient: Ambient,
+    mut on_change: impl FnMut(Change<K>),
+) where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+{
+    let kind = K::kind(&K::DynamicType::default()).to_string();
+    let stream = reflector::reflector(
+        writer,
+        watcher::watcher(api, config).backoff(WatchBackoff::new(ambient)),
+    );
+    let mut stream = std::pin::pin!(stream);
+    while let Some(event) = stream.next().await {
+        match event {
+            Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) => {
+                on_change(Change::Touched(Arc::new(o)));
+            }
+            Ok(watcher::Event::InitApply(o)) => on_change(Change::Touched(Arc::new(o))),
+            Ok(watcher::Event::InitDone) => on_change(Change::Synced),
+            Ok(watcher::Event::Init) => {}
+            Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying"),
+        }
+    }
+}
+
+/// A cache's objects, in key order (a reflector's own order differs from run to run).
+pub fn sorted<K>(store: &Store<K>) -> Vec<Arc<K>>
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    let mut all = store.state();
+    all.sort_by_cached_key(|o| Key::of(o.as_ref()));
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> Key {
+        Key {
+            namespace: "default".into(),
+            name: name.into(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn keys_are_served_by_due_time_then_by_the_order_asked() {
+        let q = Queue::default();
+        q.schedule(key("c"), Duration::from_secs(1));
+        q.schedule(key("b"), Duration::ZERO);
+        q.schedule(key("a"), Duration::ZERO);
+        assert_eq!(q.take(), Ok(key("b")));
+        assert_eq!(q.take(), Ok(key("a")));
+        assert!(matches!(q.take(), Err(Some(_))), "c is not due yet");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(q.take(), Ok(key("c")));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_running_key_is_not_taken_again_until_it_is_done() {
+        let q = Queue::default();
+        q.schedule(key("a"), Duration::ZERO);
+        assert_eq!(q.take(), Ok(key("a")));
+        q.schedule(key("a"), Duration::ZERO);
+        q.schedule(key("b"), Duration::ZERO);
+        assert_eq!(q.take(), Ok(key("b")), "a runs: b goes first");
+        assert_eq!(q.take(), Err(None));
+        q.finish(&key("a"));
+        assert_eq!(q.take(), Ok(key("a")), "asked while running: runs again");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_earlier_request_wins_over_a_later_one() {
+        let q = Queue::default();
+        q.schedule(key("a"), Duration::from_secs(300));
+        q.schedule(key("a"), Duration::ZERO);
+        q.schedule(key("a"), Duration::from_secs(60));
+        assert_eq!(q.len(), 1);
+        assert_eq!(q.take(), Ok(key("a")));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_runner_bounds_concurrency_and_requeues() {
+        let q = Arc::new(Queue::default());
+        q.schedule_all(["a", "b", "c"].map(key));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let live = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let task = {
+            let (q, seen, live) = (q.clone(), seen.clone(), live.clone());
+            tokio::spawn(run(
+                q,
+                2,
+                async move {
+                    let _ = stop_rx.await;
+                },
+                move |k| {
+                    let (seen, live) = (seen.clone(), live.clone());
+                    async move {
+                        let n = live.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                        assert!(n <= 2, "at most two at once");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        live.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                        let again = (seen.lock().len() < 3).then_some(Duration::from_secs(10));
+                        seen.lock().push((k.name.clone(), Instant::now()));
+                        again
+                    }
+                },
+            ))
+        };
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        let _ = stop_tx.send(());
+        task.await.expect("runner");
+        let names: Vec<String> = seen.lock().iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(names[..3], ["a", "b", "c"]);
+        assert_eq!(
+            names.len(),
+            6,
+            "the first three asked to come back: {names:?}"
+        );
+    }
+}

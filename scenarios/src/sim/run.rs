@@ -1,0 +1,219 @@
+//! One schedule from start to verdict: build the world, warm up (a steady Service and
+//! another cluster's load balancer), play the steps, stop the faults, let the CCM converge,
+//! watch a quiet window, check the invariants.
+
+use super::check::{self, Context, Violation};
+use super::schedule::{self, Effects, Schedule, Shape};
+use super::world::{World, WorldConfig, runtime};
+use serde_json::json;
+use std::time::Duration;
+
+/// Until the steps begin: the steady Service and the foreign load balancer are provisioned.
+pub const WARM_UP: Duration = Duration::from_secs(150);
+/// After the last step and the end of the faults: the bound within which everything must
+/// have converged. A change waiting for members that never come up is held for
+/// `--load-balancer-members-timeout` (5 min), a failed Service is retried after at most
+/// `--service-sync-max-retry-delay` (5 min), a new load balancer takes 60 s to provision and
+/// each write keeps it reconfiguring 10 s: 14 minutes covers the sum with room.
+pub const CONVERGE: Duration = Duration::from_secs(840);
+/// After convergence: a converged CCM writes nothing in this window (two resync periods).
+pub const QUIET: Duration = Duration::from_secs(125);
+/// The Service no step touches.
+pub const STEADY: &str = "steady";
+
+/// The verdict of one schedule.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub seed: u64,
+    pub steps: usize,
+    pub digest: u64,
+    pub violations: Vec<Violation>,
+    /// Virtual time the run covered.
+    pub simulated: Duration,
+    /// The whole trace (kept only when asked for).
+    pub trace: Option<Vec<String>>,
+}
+
+/// Plays `schedule` in a fresh world on its own paused runtime.
+pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            return Outcome {
+                seed: schedule.seed,
+                steps: schedule.steps.len(),
+                digest: 0,
+                violations: vec![Violation {
+                    invariant: "harness",
+                    detail: format!("cannot build the runtime: {e}"),
+                }],
+                simulated: Duration::ZERO,
+                trace: None,
+            };
+        }
+    };
+    rt.block_on(play(schedule, keep_trace))
+}
+
+async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
+    let harness = |detail: String| Outcome {
+        seed: schedule.seed,
+        steps: schedule.steps.len(),
+        digest: 0,
+        violations: vec![Violation {
+            invariant: "harness",
+            detail,
+        }],
+        simulated: Duration::ZERO,
+        trace: None,
+    };
+    let start = tokio::time::Instant::now();
+    let mut world = match World::start(WorldConfig::new(schedule.seed)).await {
+        Ok(w) => w,
+        Err(e) => return harness(format!("cannot build the world: {e}")),
+    };
+    world.start_ccm(&[]);
+    let foreign = world
+        .outside_with(
+            "POST",
+            "/v1/load-balancers",
+            Some(json!({"name": "other-cluster", "flavor": "lb-standard", "zone": "rma1",
+                        "tags": {ccm::service::controller::TAG_CLUSTER: "other",
+                                 ccm::service::controller::TAG_SERVICE_UID: "00000000-0000-4000-8000-000000000000"}})),
+        )
+        .await;
+    let foreign = match foreign.ok().and_then(|v| v["uuid"].as_str()?.parse().ok()) {
+        Some(u) => u,
+        None => return harness("cannot create the foreign load balancer".into()),
+    };
+    let steady = Shape {
+        ports: vec![schedule::Port {
+            name: "http".into(),
+            port: 80,
+            udp: false,
+        }],
+        local: false,
+        annotations: Vec::new(),
+    };
+    schedule::execute(
+        &mut world,
+        &schedule::Step {
+            at: Duration::ZERO,
+            action: schedule::Action::Create(STEADY.into(), steady),
+        },
+        &mut Effects::default(),
+    )
+    .await;
+    tokio::time::sleep_until(start + WARM_UP).await;
+    let foreign_json = world.cloud.read("", |ctx| {
+        ctx.st.load_balancers.get(&foreign).map(|lb| lb.render(ctx))
+    });
+    let steady_from = world.cloud.now();
+
+    let mut effects = Effects::default();
+    for step in &schedule.steps {
+        supervise_until(&mut world, start + WARM_UP + step.at).await;
+        schedule::execute(&mut world, step, &mut effects).await;
+    }
+    // The faults stop (a crash still armed is called off); a crashed CCM comes back.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    world.trace.note("faults end");
+    world.cloud.faults().clear();
+    for c in &world.ccms {
+        c.kube_faults.gone_on_rewatch(0);
+        c.crash.disarm();
+    }
+    supervise_until(&mut world, tokio::time::Instant::now() + CONVERGE).await;
+    let quiet_from = world.trace.len();
+    tokio::time::sleep(QUIET).await;
+    let quiet_writes: Vec<String> = world.trace.lines()[quiet_from..]
+        .iter()
+        .filter(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            f.get(1) == Some(&"cloud")
+                && f.get(2).is_some_and(|a| a.starts_with("ccm-"))
+                && f.get(3) != Some(&"GET")
+        })
+        .cloned()
+        .collect();
+    let steady_to = world.cloud.now();
+    let cx = Context {
+        foreign: (foreign, foreign_json.unwrap_or_default()),
+        steady: effects
+            .node_events
+            .is_empty()
+            .then(|| (STEADY.to_string(), steady_from, steady_to)),
+        quiet_writes,
+    };
+    let violations = check::check(&world, &cx);
+    final_records(&world);
+    Outcome {
+        seed: schedule.seed,
+        steps: schedule.steps.len(),
+        digest: world.trace.digest(),
+        violations,
+        simulated: start.elapsed(),
+        trace: keep_trace.then(|| world.trace.lines()),
+    }
+}
+
+/// How soon a crashed CCM is started again (as a restarted pod would be).
+const RESTART_AFTER: Duration = Duration::from_secs(10);
+
+/// Lets time pass until `deadline`, starting a new CCM whenever none runs.
+async fn supervise_until(world: &mut World, deadline: tokio::time::Instant) {
+    loop {
+        world.revive();
+        let now = tokio::time::Instant::now();
+        if now >= deadline {
+            return;
+        }
+        tokio::time::sleep_until(deadline.min(now + RESTART_AFTER)).await;
+    }
+}
+
+/// The load balancers' applied operations and the Events, at the end of the trace.
+fn final_records(world: &World) {
+    let ops: Vec<String> = world.cloud.read("", |ctx| {
+        ctx.st
+            .dataplane
+            .lbs
+            .iter()
+            .flat_map(|(id, lb)| {
+                lb.ops.iter().map(move |op| {
+                    format!(
+                        "applied {id} {} {} {}",
+                        fakecloud::clock::format_time(op.requested_at),
+                        fakecloud::clock::format_time(op.effective_at),
+                        op.operation
+                    )
+                })
+            })
+            .collect()
+    });
+    for op in ops {
+        world.trace.note(op);
+    }
+    let events: Vec<k8s_openapi::api::core::v1::Event> = world.api.objects("events");
+    for e in events {
+        world.trace.note(format!(
+            "event {} {} {} {}",
+            e.involved_object.name.unwrap_or_default(),
+            e.type_.unwrap_or_default(),
+            e.reason.unwrap_or_default(),
+            e.message.unwrap_or_default().replace('\n', " ")
+        ));
+    }
+}
+
+/// The shortest prefix of `schedule` that still breaks `invariant`, with its outcome.
+pub fn shrink(schedule: &Schedule, invariant: &str) -> (Schedule, Outcome) {
+    for n in 0..schedule.steps.len() {
+        let prefix = schedule.prefix(n);
+        let out = run(&prefix, true);
+        if out.violations.iter().any(|v| v.invariant == invariant) {
+            return (prefix, out);
+        }
+    }
+    (schedule.clone(), run(schedule, true))
+}

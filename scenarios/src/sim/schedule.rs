@@ -1,0 +1,494 @@
+//! Seeded schedules: from one seed, a workload (Services created, changed, deleted, turned
+//! into ClusterIP; nodes stopped, started, added, deleted) interleaved with faults (cloud API
+//! errors, dropped connections, lost answers, latency; Kubernetes watch cuts, 410 Gone on
+//! re-watch, 409 and 500 on writes; CCM crashes between API calls and restarts; outside
+//! hands deleting load-balancer parts). [`Schedule::generate`] is pure; [`execute`] plays a
+//! schedule on a [`World`].
+
+use super::world::World;
+use fakecloud::{FaultEffect, FaultRule};
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// SplitMix64 draws.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn draw(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n ≥ 1).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.draw() % n.max(1)
+    }
+
+    pub fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// One port of a generated Service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Port {
+    pub name: String,
+    pub port: u16,
+    pub udp: bool,
+}
+
+/// A generated LoadBalancer Service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shape {
+    pub ports: Vec<Port>,
+    pub local: bool,
+    pub annotations: Vec<(String, String)>,
+}
+
+/// What a step does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Create(String, Shape),
+    /// A merge patch of a Service's annotations (a `null` value removes one).
+    Annotate(String, Vec<(String, Option<String>)>),
+    /// Replaces a Service's ports.
+    SetPorts(String, Vec<Port>),
+    SetPolicy(String, bool),
+    Delete(String),
+    ToClusterIp(String),
+    StopServer(String),
+    StartServer(String),
+    DeleteServer(String),
+    AddNode(String),
+    CloudFault {
+        method: Option<&'static str>,
+        path: &'static str,
+        effect: FaultEffect,
+        percent: u64,
+    },
+    ClearCloudFaults,
+    CutWatches,
+    GoneOnRewatch(u64),
+    FailKubeWrites(u16, u64),
+    /// The CCM crashes right before its n-th next cloud request, and a new one starts.
+    CrashCcm(u64),
+    /// Outside hands delete the first pool, listener, member or monitor of a Service's
+    /// load balancer, or the load balancer itself.
+    OutsideDelete(String, &'static str),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub at: Duration,
+    pub action: Action,
+}
+
+/// A workload with faults, drawn from a seed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Schedule {
+    pub seed: u64,
+    pub steps: Vec<Step>,
+}
+
+const ALGORITHMS: &[&str] = &["round_robin", "least_connections", "source_ip"];
+const MONITOR_TYPES: &[&str] = &["tcp", "ping", "tls-hello"];
+const A: &str = "k8s.cloudscale.ch/loadbalancer-";
+/// What outside hands delete.
+const PARTS: [&str; 5] = ["pool", "listener", "member", "monitor", "load balancer"];
+
+fn ports(rng: &mut Rng) -> Vec<Port> {
+    let n = 1 + rng.below(3) as usize;
+    let mut out: Vec<Port> = Vec::new();
+    while out.len() < n {
+        let port = *rng.pick(&[80u16, 443, 53, 8080, 8443, 5000]);
+        let udp = port == 53 && rng.chance(50);
+        if out.iter().any(|p| p.port == port && p.udp == udp) {
+            continue;
+        }
+        out.push(Port {
+            name: format!("p{}", out.len() + rng.below(2) as usize),
+            port,
+            udp,
+        });
+    }
+    // Names must be unique.
+    for (i, p) in out.iter_mut().enumerate() {
+        p.name = format!("{}{i}", p.name);
+    }
+    out
+}
+
+fn shape(rng: &mut Rng) -> Shape {
+    let mut annotations = Vec::new();
+    if rng.chance(40) {
+        annotations.push((
+            format!("{A}pool-algorithm"),
+            rng.pick(ALGORITHMS).to_string(),
+        ));
+    }
+    if rng.chance(30) {
+        annotations.push((
+            format!("{A}health-monitor-delay-s"),
+            (1 + rng.below(5)).to_string(),
+        ));
+    }
+    if rng.chance(20) {
+        annotations.push((
+            format!("{A}timeout-client-data-ms"),
+            (1000 * (1 + rng.below(60))).to_string(),
+        ));
+    }
+    Shape {
+        ports: ports(rng),
+        local: rng.chance(25),
+        annotations,
+    }
+}
+
+fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
+    let n = 1 + rng.below(2);
+    (0..n)
+        .map(|_| match rng.below(7) {
+            0 => (
+                format!("{A}pool-algorithm"),
+                Some(rng.pick(ALGORITHMS).to_string()),
+            ),
+            1 => (
+                format!("{A}health-monitor-type"),
+                Some(rng.pick(MONITOR_TYPES).to_string()),
+            ),
+            2 => (
+                format!("{A}health-monitor-delay-s"),
+                Some((1 + rng.below(5)).to_string()),
+            ),
+            3 => (
+                format!("{A}timeout-member-connect-ms"),
+                Some((1000 * (1 + rng.below(9))).to_string()),
+            ),
+            4 => (
+                format!("{A}listener-allowed-cidrs"),
+                Some(r#"["10.0.0.0/8"]"#.to_string()),
+            ),
+            5 => (
+                format!("{A}name"),
+                Some(format!("renamed-{}", rng.below(9))),
+            ),
+            // A refused change: the zone cannot change in place (and a load balancer
+            // re-created there after outside hands deleted it is valid).
+            _ => (format!("{A}zone"), Some("lpg1".to_string())),
+        })
+        .collect()
+}
+
+fn cloud_fault(rng: &mut Rng) -> Action {
+    let (method, path) = *rng.pick(&[
+        (None, "/v1/**"),
+        (Some("POST"), "/v1/load-balancers/**"),
+        (Some("GET"), "/v1/load-balancers/**"),
+        (Some("DELETE"), "/v1/**"),
+        (Some("PATCH"), "/v1/**"),
+        (Some("GET"), "/v1/servers/**"),
+    ]);
+    let effect = match rng.below(6) {
+        0 => FaultEffect::status(500),
+        1 => FaultEffect::status(*rng.pick(&[502, 503])),
+        2 => FaultEffect::Status {
+            status: 429,
+            body: None,
+            retry_after: Some(1 + rng.below(10)),
+        },
+        3 => FaultEffect::Drop,
+        4 => FaultEffect::LoseAnswer,
+        _ => FaultEffect::Latency {
+            ms: 100 + rng.below(3000),
+        },
+    };
+    Action::CloudFault {
+        method,
+        path,
+        effect,
+        percent: 10 + rng.below(60),
+    }
+}
+
+impl Schedule {
+    /// The schedule of `seed`: 2 to 9 steps, 5 to 60 virtual seconds apart, after a first
+    /// Service (a second one, never touched, is there from the start).
+    pub fn generate(seed: u64) -> Schedule {
+        let mut rng = Rng::new(seed);
+        let mut steps = Vec::new();
+        let mut at = Duration::from_secs(5);
+        let mut services = vec!["svc-0".to_string()];
+        let mut next_service = 1;
+        let mut next_node = 4;
+        let mut nodes: Vec<String> = (1..=3).map(|i| format!("node-{i}")).collect();
+        steps.push(Step {
+            at,
+            action: Action::Create("svc-0".into(), shape(&mut rng)),
+        });
+        let n = 2 + rng.below(8);
+        for _ in 0..n {
+            at += Duration::from_secs(5 + rng.below(56));
+            let svc = rng.pick(&services).clone();
+            let action = match rng.below(20) {
+                0..=1 => {
+                    let name = format!("svc-{next_service}");
+                    next_service += 1;
+                    services.push(name.clone());
+                    Action::Create(name, shape(&mut rng))
+                }
+                2..=4 => Action::Annotate(svc, annotation_change(&mut rng)),
+                5 => Action::SetPorts(svc, ports(&mut rng)),
+                6 => Action::SetPolicy(svc, rng.chance(50)),
+                7 if services.len() > 1 => {
+                    services.retain(|s| *s != svc);
+                    if rng.chance(50) {
+                        Action::Delete(svc)
+                    } else {
+                        Action::ToClusterIp(svc)
+                    }
+                }
+                8 => Action::StopServer(rng.pick(&nodes).clone()),
+                9 => Action::StartServer(rng.pick(&nodes).clone()),
+                10 if nodes.len() > 2 => {
+                    let node = rng.pick(&nodes).clone();
+                    nodes.retain(|n| *n != node);
+                    Action::DeleteServer(node)
+                }
+                11 => {
+                    let name = format!("node-{next_node}");
+                    next_node += 1;
+                    nodes.push(name.clone());
+                    Action::AddNode(name)
+                }
+                12..=14 => cloud_fault(&mut rng),
+                15 => match rng.below(3) {
+                    0 => Action::CutWatches,
+                    1 => Action::GoneOnRewatch(1 + rng.below(2)),
+                    _ => Action::FailKubeWrites(*rng.pick(&[409, 500]), 1 + rng.below(3)),
+                },
+                16..=17 => Action::CrashCcm(1 + rng.below(30)),
+                18 => Action::OutsideDelete(svc, PARTS[rng.below(PARTS.len() as u64) as usize]),
+                _ => Action::ClearCloudFaults,
+            };
+            steps.push(Step { at, action });
+        }
+        Schedule { seed, steps }
+    }
+
+    /// The first `n` steps (for shrinking a failure to its shortest failing prefix).
+    pub fn prefix(&self, n: usize) -> Schedule {
+        Schedule {
+            seed: self.seed,
+            steps: self.steps[..n.min(self.steps.len())].to_vec(),
+        }
+    }
+
+    /// When the last step happens.
+    pub fn end(&self) -> Duration {
+        self.steps.last().map_or(Duration::ZERO, |s| s.at)
+    }
+}
+
+/// The manifest of a generated Service.
+pub fn service(name: &str, shape: &Shape) -> Value {
+    let ports: Vec<Value> = shape.ports.iter().map(port_json).collect();
+    let annotations: serde_json::Map<String, Value> = shape
+        .annotations
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    json!({
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": {
+            "type": "LoadBalancer",
+            "selector": {"app": name},
+            "externalTrafficPolicy": if shape.local { "Local" } else { "Cluster" },
+            "ports": ports,
+        },
+    })
+}
+
+fn port_json(p: &Port) -> Value {
+    json!({"name": p.name, "port": p.port, "targetPort": p.port,
+           "protocol": if p.udp { "UDP" } else { "TCP" }})
+}
+
+/// What executing a step did to the world, for the checks.
+#[derive(Debug, Default, Clone)]
+pub struct Effects {
+    /// Services whose own spec a step changed (with the virtual time of the last change).
+    pub touched: Vec<(String, Duration)>,
+    /// Whether nodes changed (their members may change, and stopped ones serve nothing).
+    pub node_events: Vec<Duration>,
+    /// Virtual times of outside deletions.
+    pub outside: Vec<(String, Duration)>,
+}
+
+/// Plays `step` on `world`; failures of the workload itself (a refused request) are noted in
+/// the trace and are not errors: the schedule goes on.
+pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
+    let now = Duration::from_millis(world.trace.millis() as u64);
+    world.trace.note(format!("step {:?}", step.action));
+    let services: Api<Service> = Api::namespaced(world.kube.clone(), "default");
+    let patch = |v: Value| Patch::Merge(v);
+    let result: Result<(), String> = match &step.action {
+        Action::Create(name, shape) => {
+            effects.touched.push((name.clone(), now));
+            match serde_json::from_value::<Service>(service(name, shape)) {
+                Ok(svc) => services
+                    .create(&PostParams::default(), &svc)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+        }
+        Action::Annotate(name, changes) => {
+            effects.touched.push((name.clone(), now));
+            let map: serde_json::Map<String, Value> = changes
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_ref().map_or(Value::Null, |v| json!(v))))
+                .collect();
+            services
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &patch(json!({"metadata": {"annotations": map}})),
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Action::SetPorts(name, ports) => {
+            effects.touched.push((name.clone(), now));
+            let ports: Vec<Value> = ports.iter().map(port_json).collect();
+            services
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &patch(json!({"spec": {"ports": ports}})),
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Action::SetPolicy(name, local) => {
+            effects.touched.push((name.clone(), now));
+            let policy = if *local { "Local" } else { "Cluster" };
+            services
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &patch(json!({"spec": {"externalTrafficPolicy": policy}})),
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Action::Delete(name) => {
+            effects.touched.push((name.clone(), now));
+            services
+                .delete(name, &DeleteParams::default())
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Action::ToClusterIp(name) => {
+            effects.touched.push((name.clone(), now));
+            services
+                .patch(
+                    name,
+                    &PatchParams::default(),
+                    &patch(json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": null}})),
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Action::StopServer(node) | Action::StartServer(node) | Action::DeleteServer(node) => {
+            effects.node_events.push(now);
+            match world.server_of(node) {
+                Some(uuid) => {
+                    let (method, path) = match &step.action {
+                        Action::StopServer(_) => ("POST", format!("/v1/servers/{uuid}/stop")),
+                        Action::StartServer(_) => ("POST", format!("/v1/servers/{uuid}/start")),
+                        _ => ("DELETE", format!("/v1/servers/{uuid}")),
+                    };
+                    world.outside(method, &path).await.map(|_| ())
+                }
+                None => Err(format!("no server for {node}")),
+            }
+        }
+        Action::AddNode(name) => {
+            effects.node_events.push(now);
+            world
+                .add_node(name)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Action::CloudFault {
+            method,
+            path,
+            effect,
+            percent,
+        } => {
+            let rule = FaultRule::new(*method, path, effect.clone())
+                .probability(*percent as f64 / 100.0, world.seed ^ now.as_millis() as u64);
+            world
+                .cloud
+                .faults()
+                .add(rule)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }
+        Action::ClearCloudFaults => {
+            world.cloud.faults().clear();
+            Ok(())
+        }
+        Action::CutWatches => {
+            for c in &world.ccms {
+                c.kube_faults.cut_watches();
+            }
+            Ok(())
+        }
+        Action::GoneOnRewatch(n) => {
+            for c in &world.ccms {
+                c.kube_faults.gone_on_rewatch(*n);
+            }
+            Ok(())
+        }
+        Action::FailKubeWrites(status, n) => {
+            for c in &world.ccms {
+                c.kube_faults.fail_writes(*status, *n);
+            }
+            Ok(())
+        }
+        Action::CrashCcm(n) => {
+            world.crash_and_restart(*n).await;
+            Ok(())
+        }
+        Action::OutsideDelete(name, what) => {
+            effects.outside.push((name.clone(), now));
+            world.outside_delete(name, what).await
+        }
+    };
+    if let Err(e) = result {
+        world.trace.note(format!("step refused: {e}"));
+    }
+}

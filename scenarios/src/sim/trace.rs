@@ -1,0 +1,122 @@
+//! The trace of a simulated run: every cloud and Kubernetes request with its virtual time and
+//! status, every workload and fault step, and at the end every operation the load balancers
+//! applied and every Event. Two runs of one seed give the same lines, so the same digest.
+
+use parking_lot::Mutex;
+use std::sync::Arc;
+use tokio::time::Instant;
+
+#[derive(Debug)]
+struct Inner {
+    start: Instant,
+    lines: Mutex<Vec<String>>,
+}
+
+/// Shared by every component of one run.
+#[derive(Debug, Clone)]
+pub struct Trace(Arc<Inner>);
+
+impl Trace {
+    /// A trace whose times count from now (the start of the run).
+    pub fn new() -> Trace {
+        Trace(Arc::new(Inner {
+            start: Instant::now(),
+            lines: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Virtual milliseconds since the start of the run.
+    pub fn millis(&self) -> u128 {
+        self.0.start.elapsed().as_millis()
+    }
+
+    fn push(&self, line: String) {
+        self.0.lines.lock().push(line);
+    }
+
+    /// A cloud request and its status (`None`: no answer, the connection was lost).
+    pub fn cloud(&self, actor: &str, method: &str, path: &str, status: Option<u16>) {
+        let status = status.map_or_else(|| "lost".to_string(), |s| s.to_string());
+        self.push(format!(
+            "{} cloud {actor} {method} {path} {status}",
+            self.millis()
+        ));
+    }
+
+    /// A Kubernetes request and its status.
+    pub fn kube(&self, actor: &str, method: &str, path: &str, status: u16) {
+        self.push(format!(
+            "{} kube {actor} {method} {path} {status}",
+            self.millis()
+        ));
+    }
+
+    /// Anything else worth a line (a workload step, a fault, a final record).
+    pub fn note(&self, what: impl std::fmt::Display) {
+        self.push(format!("{} {what}", self.millis()));
+    }
+
+    pub fn lines(&self) -> Vec<String> {
+        self.0.lines.lock().clone()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.lines.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// FNV-1a (64 bit) over the lines, each ended by a newline: the same on every machine.
+    pub fn digest(&self) -> u64 {
+        digest_lines(self.0.lines.lock().iter().map(String::as_str))
+    }
+}
+
+impl Default for Trace {
+    fn default() -> Self {
+        Trace::new()
+    }
+}
+
+/// FNV-1a over lines ended by newlines.
+pub fn digest_lines<'a>(lines: impl IntoIterator<Item = &'a str>) -> u64 {
+    let mut h = Fnv::default();
+    for l in lines {
+        h.write(l.as_bytes());
+        h.write(b"\n");
+    }
+    h.0
+}
+
+/// FNV-1a, 64 bit.
+#[derive(Debug, Clone, Copy)]
+pub struct Fnv(pub u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    pub fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+/// Where two traces part: the index and the two lines (`None` past an end).
+pub fn first_difference(
+    a: &[String],
+    b: &[String],
+) -> Option<(usize, Option<String>, Option<String>)> {
+    let n = a.len().max(b.len());
+    (0..n).find_map(|i| {
+        let (x, y) = (a.get(i), b.get(i));
+        (x != y).then(|| (i, x.cloned(), y.cloned()))
+    })
+}

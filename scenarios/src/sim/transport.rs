@@ -1,0 +1,257 @@
+//! The simulation's transports: clients reach fakecloud and the embedded API server by a
+//! function call instead of a socket, every request is written to the trace with its
+//! virtual time, and faults are injected where a network or a server would fail.
+//!
+//! - Cloud: [`CloudLink`] is a `ccm::cloudscale::Transport` over `fakecloud::InProcess`;
+//!   fakecloud's own fault rules apply as over HTTP (`drop` and `lose_answer` reach the
+//!   client as a lost connection). A CCM can be set to crash at its n-th next cloud request.
+//! - Kubernetes: [`KubeLink`] is the tower service of a `kube::Client` over the API server's
+//!   router, with [`KubeFaults`]: watch streams cut, 410 Gone on re-watch, 409 and 500 on
+//!   writes.
+
+use super::trace::Trace;
+use axum::body::Body;
+use ccm::cloudscale::{Transport, TransportError};
+use futures::future::BoxFuture;
+use http::{Request, Response};
+use parking_lot::Mutex;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use tokio::task::AbortHandle;
+use tower::ServiceExt as _;
+
+/// Kills a CCM at its n-th next cloud request, as a crash between two API calls would.
+#[derive(Debug, Default)]
+pub struct CrashSwitch {
+    /// Requests still allowed; 0: disarmed.
+    left: AtomicU64,
+    task: Mutex<Option<AbortHandle>>,
+}
+
+impl CrashSwitch {
+    /// The CCM task the switch kills.
+    pub fn attach(&self, task: AbortHandle) {
+        *self.task.lock() = Some(task);
+    }
+
+    /// Crash right before the `n`-th next request (n ≥ 1) is sent.
+    pub fn arm(&self, n: u64) {
+        self.left.store(n.max(1), Ordering::SeqCst);
+    }
+
+    /// Calls off an armed crash.
+    pub fn disarm(&self) {
+        self.left.store(0, Ordering::SeqCst);
+    }
+
+    /// Whether this request is the fatal one (then the CCM has been aborted).
+    fn fire(&self) -> bool {
+        let left = self.left.load(Ordering::SeqCst);
+        if left == 0 {
+            return false;
+        }
+        self.left.store(left - 1, Ordering::SeqCst);
+        if left > 1 {
+            return false;
+        }
+        if let Some(t) = self.task.lock().take() {
+            t.abort();
+        }
+        true
+    }
+}
+
+/// A CCM's way to fakecloud.
+pub struct CloudLink {
+    pub cloud: fakecloud::InProcess,
+    pub actor: String,
+    pub trace: Trace,
+    pub crash: Arc<CrashSwitch>,
+}
+
+impl std::fmt::Debug for CloudLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CloudLink")
+            .field("actor", &self.actor)
+            .finish()
+    }
+}
+
+impl Transport for CloudLink {
+    fn send(
+        &self,
+        request: ccm::cloudscale::TransportRequest,
+    ) -> BoxFuture<'static, Result<ccm::cloudscale::TransportResponse, TransportError>> {
+        let (cloud, trace, actor) = (self.cloud.clone(), self.trace.clone(), self.actor.clone());
+        let crashed = self.crash.fire();
+        Box::pin(async move {
+            if crashed {
+                // The process is gone: nothing is sent, nothing answers.
+                return std::future::pending().await;
+            }
+            let method = request.method().to_string();
+            let path = request
+                .uri()
+                .path_and_query()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_default();
+            let request = request.map(Body::from);
+            match cloud.serve(request).await {
+                Ok(response) => {
+                    let status = response.status();
+                    trace.cloud(&actor, &method, &path, Some(status.as_u16()));
+                    let (parts, body) = response.into_parts();
+                    let bytes = axum::body::to_bytes(body, usize::MAX)
+                        .await
+                        .map_err(|e| TransportError::Lost(e.to_string()))?;
+                    Ok(Response::from_parts(parts, bytes.to_vec()))
+                }
+                Err(dropped) => {
+                    trace.cloud(&actor, &method, &path, None);
+                    Err(TransportError::Lost(dropped.to_string()))
+                }
+            }
+        })
+    }
+}
+
+/// Kubernetes API faults of one client (a CCM's).
+#[derive(Debug, Default)]
+pub struct KubeFaults {
+    /// Bumped to end every watch stream open now.
+    cut: Mutex<Option<tokio::sync::watch::Sender<u64>>>,
+    /// The next n watch requests that resume from a resourceVersion answer 410 Gone.
+    gone: AtomicU64,
+    /// The next n writes answer this status (409 or 500).
+    writes: Mutex<Option<(u16, u64)>>,
+}
+
+impl KubeFaults {
+    /// Ends every watch stream open now (as a load balancer or API server restart does).
+    pub fn cut_watches(&self) {
+        let mut cut = self.cut.lock();
+        let tx = cut.get_or_insert_with(|| tokio::sync::watch::channel(0).0);
+        tx.send_modify(|n| *n += 1);
+    }
+
+    pub fn gone_on_rewatch(&self, n: u64) {
+        self.gone.store(n, Ordering::SeqCst);
+    }
+
+    pub fn fail_writes(&self, status: u16, n: u64) {
+        *self.writes.lock() = Some((status, n));
+    }
+
+    fn cut_signal(&self) -> tokio::sync::watch::Receiver<u64> {
+        let mut cut = self.cut.lock();
+        cut.get_or_insert_with(|| tokio::sync::watch::channel(0).0)
+            .subscribe()
+    }
+
+    fn take_gone(&self) -> bool {
+        self.gone
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+
+    fn take_write_fault(&self) -> Option<u16> {
+        let mut w = self.writes.lock();
+        let (status, n) = (*w)?;
+        *w = (n > 1).then_some((status, n - 1));
+        Some(status)
+    }
+}
+
+/// A `kube::Client`'s way to the embedded API server.
+#[derive(Clone)]
+pub struct KubeLink {
+    pub router: axum::Router,
+    pub actor: String,
+    pub trace: Trace,
+    pub faults: Option<Arc<KubeFaults>>,
+}
+
+impl KubeLink {
+    pub fn client(self) -> kube::Client {
+        kube::Client::new(self, "default")
+    }
+}
+
+fn status_answer(code: u16, reason: &str, message: &str) -> Response<Body> {
+    let body = serde_json::json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "code": code,
+    });
+    Response::builder()
+        .status(code)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+impl tower::Service<Request<kube::client::Body>> for KubeLink {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
+        let link = self.clone();
+        Box::pin(async move {
+            let method = req.method().to_string();
+            let path = req
+                .uri()
+                .path_and_query()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_default();
+            let watch = path.contains("watch=true") || path.contains("watch=1");
+            let write = !matches!(method.as_str(), "GET" | "HEAD");
+            if let Some(f) = &link.faults {
+                let injected = if watch && path.contains("resourceVersion=") && f.take_gone() {
+                    Some(status_answer(
+                        410,
+                        "Expired",
+                        "too old resource version (injected)",
+                    ))
+                } else if write && let Some(code) = f.take_write_fault() {
+                    let reason = if code == 409 {
+                        "Conflict"
+                    } else {
+                        "InternalError"
+                    };
+                    Some(status_answer(code, reason, "injected fault"))
+                } else {
+                    None
+                };
+                if let Some(answer) = injected {
+                    link.trace
+                        .kube(&link.actor, &method, &path, answer.status().as_u16());
+                    return Ok(answer);
+                }
+            }
+            let cut = link.faults.as_ref().map(|f| f.cut_signal());
+            let response = match link.router.oneshot(req.map(Body::new)).await {
+                Ok(r) => r,
+                Err(never) => match never {},
+            };
+            link.trace
+                .kube(&link.actor, &method, &path, response.status().as_u16());
+            match cut {
+                Some(mut cut) if watch && response.status().is_success() => {
+                    let (parts, body) = response.into_parts();
+                    let until_cut = async move {
+                        let _ = cut.changed().await;
+                    };
+                    let stream = futures::StreamExt::take_until(body.into_data_stream(), until_cut);
+                    Ok(Response::from_parts(parts, Body::from_stream(stream)))
+                }
+                _ => Ok(response),
+            }
+        })
+    }
+}

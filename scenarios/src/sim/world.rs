@@ -1,0 +1,432 @@
+//! One simulated world: fakecloud, the embedded API server, simulated kubelets, the
+//! kube-proxy view and CCM instances, in one process on one virtual clock. Build it inside
+//! a current-thread tokio runtime whose clock is paused ([`super::runtime`]); then nothing
+//! sleeps in real time and time moves only when every task waits.
+
+use super::trace::Trace;
+use super::transport::{CloudLink, CrashSwitch, KubeFaults, KubeLink};
+use crate::apiserver::{self, ApiServerConfig};
+use crate::kubelet::{Kubelet, KubeletConfig};
+use crate::proxy;
+use crate::testbed::{self, TestbedError};
+use ccm::ambient::Ambient;
+use ccm::app::{self, AppError, Environment, Wiring};
+use ccm::options::Options;
+use clap::Parser;
+use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::jiff::Timestamp;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use uuid::Uuid;
+
+/// Where every clock of the simulation starts.
+pub const EPOCH: &str = "2026-01-01T00:00:00Z";
+/// fakecloud's address as the CCM sees it (nothing listens there: requests are calls).
+pub const CLOUD_URL: &str = "http://fakecloud.sim";
+
+/// How to build a [`World`].
+#[derive(Debug, Clone)]
+pub struct WorldConfig {
+    pub seed: u64,
+    pub nodes: usize,
+    /// Flags every CCM gets (the simulation adds none of its own).
+    pub ccm_flags: Vec<String>,
+    pub kubelet_heartbeat: Duration,
+    pub cloud: fakecloud::Config,
+}
+
+impl WorldConfig {
+    /// Three nodes, production defaults where they do not make a run needlessly long
+    /// (resync 60 s), no leader election.
+    pub fn new(seed: u64) -> WorldConfig {
+        WorldConfig {
+            seed,
+            nodes: 3,
+            ccm_flags: [
+                "--leader-elect=false",
+                "--cluster-name",
+                "sim",
+                "--service-resync-period",
+                "60s",
+            ]
+            .map(String::from)
+            .to_vec(),
+            kubelet_heartbeat: Duration::from_secs(10),
+            cloud: fakecloud::Config::default(),
+        }
+    }
+}
+
+/// A CCM of the world.
+pub struct SimCcm {
+    pub name: String,
+    pub task: JoinHandle<Result<(), AppError>>,
+    stop: Option<oneshot::Sender<()>>,
+    pub crash: Arc<CrashSwitch>,
+    pub kube_faults: Arc<KubeFaults>,
+}
+
+impl SimCcm {
+    /// Whether it still runs (not crashed, not stopped).
+    pub fn is_running(&self) -> bool {
+        !self.task.is_finished()
+    }
+
+    /// Stops it as SIGTERM would.
+    pub fn stop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+
+    /// Kills it at once: no clean shutdown, the lease is not released.
+    pub fn kill(&self) {
+        self.task.abort();
+    }
+}
+
+/// Everything of one simulated run.
+pub struct World {
+    pub seed: u64,
+    pub trace: Trace,
+    pub cloud: fakecloud::App,
+    pub api: apiserver::Shared,
+    /// The client of the workload and the checks (no faults).
+    pub kube: kube::Client,
+    pub token: String,
+    pub ccms: Vec<SimCcm>,
+    kubelets: Vec<Kubelet>,
+    proxy: JoinHandle<()>,
+    router: axum::Router,
+    config: WorldConfig,
+    epoch: Timestamp,
+    next_host: u8,
+    next_ccm: u32,
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        self.proxy.abort();
+        for c in &self.ccms {
+            c.task.abort();
+        }
+    }
+}
+
+/// Part of a seed that is a component's own (so two components never draw alike).
+fn sub_seed(seed: u64, part: u64) -> u64 {
+    seed ^ part.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+impl World {
+    /// Builds the world with `config.nodes` nodes and no CCM.
+    pub async fn start(config: WorldConfig) -> Result<World, TestbedError> {
+        let epoch: Timestamp = EPOCH
+            .parse()
+            .map_err(|_| TestbedError::Seed("bad epoch".into()))?;
+        let seed = config.seed;
+        let trace = Trace::new();
+        let token = format!("sim-secret-{seed:016x}");
+        let cloud = fakecloud::App::new(fakecloud::Config {
+            clock: fakecloud::ClockMode::Simulated,
+            id_seed: Some(sub_seed(seed, 1)),
+            tokens: vec![token.clone()],
+            public_url: Some(CLOUD_URL.to_string()),
+            ..config.cloud.clone()
+        });
+        let network = testbed::network_seed()?;
+        let zone = cloud.config().default_zone.clone();
+        cloud
+            .write(|st, now| fakecloud::apply_seed(st, now, &zone, &network))
+            .map_err(|e| TestbedError::Seed(e.to_string()))?;
+        let api = apiserver::Shared::new(ApiServerConfig {
+            bookmark_interval: Duration::from_secs(60),
+            ambient: Ambient::simulated(epoch, sub_seed(seed, 2)),
+            ..ApiServerConfig::default()
+        });
+        let router = apiserver::server::router(api.clone());
+        let kube = KubeLink {
+            router: router.clone(),
+            actor: "workload".into(),
+            trace: trace.clone(),
+            faults: None,
+        }
+        .client();
+        let proxy = tokio::spawn(proxy_view(api.clone(), cloud.clone()));
+        let mut world = World {
+            seed,
+            trace,
+            cloud,
+            api,
+            kube,
+            token,
+            ccms: Vec::new(),
+            kubelets: Vec::new(),
+            proxy,
+            router,
+            config,
+            epoch,
+            next_host: 10,
+            next_ccm: 0,
+        };
+        for i in 1..=world.config.nodes {
+            world.add_node(&format!("node-{i}")).await?;
+        }
+        Ok(world)
+    }
+
+    /// A client of the API server for `actor`, traced, without faults.
+    pub fn kube_client(&self, actor: &str) -> kube::Client {
+        KubeLink {
+            router: self.router.clone(),
+            actor: actor.into(),
+            trace: self.trace.clone(),
+            faults: None,
+        }
+        .client()
+    }
+
+    /// A new server with a kubelet that registers its Node.
+    pub async fn add_node(&mut self, name: &str) -> Result<Uuid, TestbedError> {
+        self.next_host = self.next_host.saturating_add(1);
+        let address = Ipv4Addr::new(10, 0, 0, self.next_host);
+        let spec = testbed::server_spec(name, "flex-8-4", Some(address), None);
+        let zone = self.cloud.config().default_zone.clone();
+        let uuid = self
+            .cloud
+            .write(|st, now| fakecloud::seed::add_server(st, now, &zone, &spec))
+            .map_err(|e| TestbedError::Seed(e.to_string()))?;
+        let cfg = KubeletConfig {
+            heartbeat: self.config.kubelet_heartbeat,
+            ambient: Ambient::simulated(self.epoch, sub_seed(self.seed, 3)),
+            ..KubeletConfig::default()
+        };
+        let client = self.kube_client(&format!("kubelet/{name}"));
+        let kubelet = Kubelet::start(client, self.cloud.clone(), uuid, cfg).await?;
+        self.kubelets.push(kubelet);
+        Ok(uuid)
+    }
+
+    /// Starts a CCM with the world's flags and `extra` ones; returns its index.
+    pub fn start_ccm(&mut self, extra: &[&str]) -> usize {
+        self.next_ccm += 1;
+        let name = format!("ccm-{}", self.next_ccm);
+        let mut argv = vec!["cloudscale-cloud-controller-manager".to_string()];
+        argv.extend(self.config.ccm_flags.iter().cloned());
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        let opts = Options::parse_from(argv);
+        let crash = Arc::new(CrashSwitch::default());
+        let kube_faults = Arc::new(KubeFaults::default());
+        let transport = CloudLink {
+            cloud: fakecloud::InProcess::new(self.cloud.clone()),
+            actor: name.clone(),
+            trace: self.trace.clone(),
+            crash: crash.clone(),
+        };
+        let kube = KubeLink {
+            router: self.router.clone(),
+            actor: name.clone(),
+            trace: self.trace.clone(),
+            faults: Some(kube_faults.clone()),
+        }
+        .client();
+        let wiring = Wiring {
+            kube,
+            cloud_transport: Some(Arc::new(transport)),
+            ambient: Ambient::simulated(
+                self.epoch,
+                sub_seed(self.seed, 100 + u64::from(self.next_ccm)),
+            ),
+            serve_health: false,
+        };
+        let env = Environment {
+            access_token: Some(self.token.clone()),
+            api_url: Some(CLOUD_URL.to_string()),
+            api_timeout: Some("20".into()),
+        };
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(app::run_wired(
+            opts,
+            env,
+            wiring,
+            async move {
+                let _ = rx.await;
+            },
+            |_| {},
+        ));
+        crash.attach(task.abort_handle());
+        self.ccms.push(SimCcm {
+            name,
+            task,
+            stop: Some(tx),
+            crash,
+            kube_faults,
+        });
+        self.ccms.len() - 1
+    }
+
+    /// The server of the node `name`.
+    pub fn server_of(&self, name: &str) -> Option<Uuid> {
+        self.kubelets
+            .iter()
+            .find(|k| k.node == name)
+            .map(|k| k.server)
+    }
+
+    /// Every node name a kubelet registered, in order.
+    pub fn node_names(&self) -> Vec<String> {
+        self.kubelets.iter().map(|k| k.node.clone()).collect()
+    }
+
+    /// Lets virtual time pass.
+    pub async fn run_for(&self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+
+    /// A request to fakecloud's API by outside hands (an operator, another tool), traced as
+    /// `outside`; the JSON answer, or the status and body of a refusal.
+    pub async fn outside(&self, method: &str, path: &str) -> Result<serde_json::Value, String> {
+        self.outside_with(method, path, None).await
+    }
+
+    /// [`World::outside`] with a JSON body.
+    pub async fn outside_with(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> Result<serde_json::Value, String> {
+        let body = body.map_or_else(axum::body::Body::empty, |b| {
+            axum::body::Body::from(b.to_string())
+        });
+        let request = http::Request::builder()
+            .method(method)
+            .uri(format!("{CLOUD_URL}{path}"))
+            .header(
+                http::header::AUTHORIZATION,
+                format!("Bearer {}", self.token),
+            )
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(body)
+            .map_err(|e| e.to_string())?;
+        let answer = fakecloud::InProcess::new(self.cloud.clone())
+            .serve(request)
+            .await;
+        let Ok(response) = answer else {
+            self.trace.cloud("outside", method, path, None);
+            return Err("connection lost".into());
+        };
+        let status = response.status();
+        self.trace
+            .cloud("outside", method, path, Some(status.as_u16()));
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .map_err(|e| e.to_string())?;
+        let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+        if status.is_success() {
+            Ok(body)
+        } else {
+            Err(format!("{status}: {body}"))
+        }
+    }
+
+    /// The load balancer fakecloud holds for the Service `name` (by its ownership tag).
+    pub fn load_balancer_of(&self, name: &str) -> Option<Uuid> {
+        let uid = self
+            .api
+            .objects::<Service>("services")
+            .into_iter()
+            .find(|s| s.metadata.name.as_deref() == Some(name))?
+            .metadata
+            .uid?;
+        self.cloud.read("", |ctx| {
+            ctx.st
+                .load_balancers
+                .values()
+                .find(|lb| lb.tags.get(ccm::service::controller::TAG_SERVICE_UID) == Some(&uid))
+                .map(|lb| lb.uuid)
+        })
+    }
+
+    /// Outside hands delete part of the Service `name`'s load balancer: its first `pool`,
+    /// `listener`, `member` or `monitor`, or the `load balancer`.
+    pub async fn outside_delete(&self, name: &str, what: &str) -> Result<(), String> {
+        let lb = self
+            .load_balancer_of(name)
+            .ok_or_else(|| format!("{name} has no load balancer"))?;
+        let path = self.cloud.read("", |ctx| {
+            let st = ctx.st;
+            let pool = st.pools.values().find(|p| p.load_balancer == lb);
+            match what {
+                "pool" => pool.map(|p| format!("/v1/load-balancers/pools/{}", p.uuid)),
+                "listener" => st
+                    .listeners
+                    .values()
+                    .find(|l| l.load_balancer == lb)
+                    .map(|l| format!("/v1/load-balancers/listeners/{}", l.uuid)),
+                "member" => pool.and_then(|p| {
+                    st.members
+                        .values()
+                        .find(|m| m.pool == p.uuid)
+                        .map(|m| format!("/v1/load-balancers/pools/{}/members/{}", p.uuid, m.uuid))
+                }),
+                "monitor" => st
+                    .health_monitors
+                    .values()
+                    .find(|m| m.load_balancer == lb)
+                    .map(|m| format!("/v1/load-balancers/health-monitors/{}", m.uuid)),
+                _ => Some(format!("/v1/load-balancers/{lb}")),
+            }
+        });
+        let path = path.ok_or_else(|| format!("{name}'s load balancer has no {what}"))?;
+        self.outside("DELETE", &path).await.map(|_| ())
+    }
+
+    /// Arms the running CCM to crash right before its `n`-th next cloud request (a new one
+    /// takes over once [`World::revive`] sees it gone).
+    pub async fn crash_and_restart(&mut self, n: u64) {
+        if let Some(c) = self.ccms.iter().rev().find(|c| c.is_running()) {
+            c.crash.arm(n);
+        }
+    }
+
+    /// Starts a new CCM when none runs (a crashed one is replaced, as its pod would be).
+    pub fn revive(&mut self) {
+        if !self.ccms.iter().any(SimCcm::is_running) {
+            self.trace.note("restart ccm");
+            self.start_ccm(&[]);
+        }
+    }
+}
+
+/// The kube-proxy view, kept in step with the API server's store on every change (the
+/// socket testbed polls instead; here a poll would only cost requests).
+async fn proxy_view(api: apiserver::Shared, cloud: fakecloud::App) {
+    let mut changes = api.changes();
+    let mut declared = proxy::ProxyView::new();
+    loop {
+        let services: Vec<Service> = api.objects("services");
+        let slices: Vec<EndpointSlice> = api.objects("endpointslices");
+        let nodes: Vec<Node> = api.objects("nodes");
+        let view = proxy::proxy_view(&services, &slices, &nodes);
+        if view != declared {
+            proxy::declare(&cloud, &declared, &view);
+            declared = view;
+        }
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// A current-thread runtime with tokio's clock paused: the simulation's one clock.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+}
