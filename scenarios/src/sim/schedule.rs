@@ -328,6 +328,15 @@ fn port_json(p: &Port) -> Value {
            "protocol": if p.udp { "UDP" } else { "TCP" }})
 }
 
+/// Merge-patches the Service `name`.
+async fn merge(services: &Api<Service>, name: &str, body: Value) -> Result<(), String> {
+    services
+        .patch(name, &PatchParams::default(), &Patch::Merge(body))
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
 /// What executing a step did to the world, for the checks.
 #[derive(Debug, Default, Clone)]
 pub struct Effects {
@@ -345,7 +354,6 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
     let now = Duration::from_millis(world.trace.millis() as u64);
     world.trace.note(format!("step {:?}", step.action));
     let services: Api<Service> = Api::namespaced(world.kube.clone(), "default");
-    let patch = |v: Value| Patch::Merge(v);
     let result: Result<(), String> = match &step.action {
         Action::Create(name, shape) => {
             effects.touched.push((name.clone(), now));
@@ -364,41 +372,22 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.as_ref().map_or(Value::Null, |v| json!(v))))
                 .collect();
-            services
-                .patch(
-                    name,
-                    &PatchParams::default(),
-                    &patch(json!({"metadata": {"annotations": map}})),
-                )
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            merge(&services, name, json!({"metadata": {"annotations": map}})).await
         }
         Action::SetPorts(name, ports) => {
             effects.touched.push((name.clone(), now));
             let ports: Vec<Value> = ports.iter().map(port_json).collect();
-            services
-                .patch(
-                    name,
-                    &PatchParams::default(),
-                    &patch(json!({"spec": {"ports": ports}})),
-                )
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            merge(&services, name, json!({"spec": {"ports": ports}})).await
         }
         Action::SetPolicy(name, local) => {
             effects.touched.push((name.clone(), now));
             let policy = if *local { "Local" } else { "Cluster" };
-            services
-                .patch(
-                    name,
-                    &PatchParams::default(),
-                    &patch(json!({"spec": {"externalTrafficPolicy": policy}})),
-                )
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            merge(
+                &services,
+                name,
+                json!({"spec": {"externalTrafficPolicy": policy}}),
+            )
+            .await
         }
         Action::Delete(name) => {
             effects.touched.push((name.clone(), now));
@@ -410,15 +399,12 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
         }
         Action::ToClusterIp(name) => {
             effects.touched.push((name.clone(), now));
-            services
-                .patch(
-                    name,
-                    &PatchParams::default(),
-                    &patch(json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": null}})),
-                )
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
+            merge(
+                &services,
+                name,
+                json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": null}}),
+            )
+            .await
         }
         Action::StopServer(node) | Action::StartServer(node) | Action::DeleteServer(node) => {
             effects.node_events.push(now);
