@@ -5,7 +5,9 @@
 use super::check::{self, Context, Violation};
 use super::schedule::{self, Effects, Schedule, Shape};
 use super::world::{World, WorldConfig, runtime};
+use parking_lot::Mutex;
 use serde_json::json;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Until the steps begin: the steady Service and the foreign load balancer are provisioned.
@@ -32,6 +34,29 @@ pub struct Outcome {
     pub simulated: Duration,
     /// The whole trace (kept only when asked for).
     pub trace: Option<Vec<String>>,
+    /// The run's API token (to look for in what the run left).
+    pub token: Option<String>,
+}
+
+/// The logs of one run (every component logs through `tracing` on the run's one thread).
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Logs {
+    fn contains(&self, needle: &str) -> bool {
+        let logs = self.0.lock();
+        !needle.is_empty() && logs.windows(needle.len()).any(|w| w == needle.as_bytes())
+    }
 }
 
 /// Plays `schedule` in a fresh world on its own paused runtime.
@@ -49,10 +74,32 @@ pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
                 }],
                 simulated: Duration::ZERO,
                 trace: None,
+                token: None,
             };
         }
     };
-    rt.block_on(play(schedule, keep_trace))
+    // Everything the run logs at INFO and above is kept, to be searched for the token.
+    let logs = Logs::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_ansi(false)
+        .without_time()
+        .with_writer({
+            let logs = logs.clone();
+            move || logs.clone()
+        })
+        .finish();
+    let mut outcome =
+        tracing::subscriber::with_default(subscriber, || rt.block_on(play(schedule, keep_trace)));
+    if let Some(token) = &outcome.token
+        && logs.contains(token)
+    {
+        outcome.violations.push(Violation {
+            invariant: "token-leaked",
+            detail: "the API token appears in the logs".into(),
+        });
+    }
+    outcome
 }
 
 async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
@@ -66,13 +113,15 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
         }],
         simulated: Duration::ZERO,
         trace: None,
+        token: None,
     };
     let start = tokio::time::Instant::now();
-    let mut world = match World::start(WorldConfig::new(schedule.seed)).await {
+    let config = WorldConfig::new(schedule.seed).with_replicas(schedule.replicas);
+    let mut world = match World::start(config).await {
         Ok(w) => w,
         Err(e) => return harness(format!("cannot build the world: {e}")),
     };
-    world.start_ccm(&[]);
+    world.revive();
     let foreign = world
         .outside_with(
             "POST",
@@ -154,6 +203,7 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
         violations,
         simulated: start.elapsed(),
         trace: keep_trace.then(|| world.trace.lines()),
+        token: Some(world.token.clone()),
     }
 }
 

@@ -86,9 +86,19 @@ pub enum Action {
     FailKubeWrites(u16, u64),
     /// The CCM crashes right before its n-th next cloud request, and a new one starts.
     CrashCcm(u64),
+    /// The leader is stopped as by SIGTERM (it releases its lease: under leader election
+    /// another instance takes over in the middle of whatever it was doing).
+    StopLeader,
+    /// A floating IP is created and the Service claims it (replacing any it claimed).
+    ClaimFloatingIp(String, bool),
+    /// The Service claims no floating IP any more.
+    DropFloatingIps(String),
     /// Outside hands delete the first pool, listener, member or monitor of a Service's
     /// load balancer, or the load balancer itself.
     OutsideDelete(String, &'static str),
+    /// Outside hands change the first listener's port, the first monitor's delay or the
+    /// load balancer's name.
+    OutsideChange(String, &'static str),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -101,6 +111,8 @@ pub struct Step {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Schedule {
     pub seed: u64,
+    /// CCM instances (2: under leader election).
+    pub replicas: usize,
     pub steps: Vec<Step>,
 }
 
@@ -109,6 +121,8 @@ const MONITOR_TYPES: &[&str] = &["tcp", "ping", "tls-hello"];
 const A: &str = "k8s.cloudscale.ch/loadbalancer-";
 /// What outside hands delete.
 const PARTS: [&str; 5] = ["pool", "listener", "member", "monitor", "load balancer"];
+/// What outside hands change.
+const CHANGES: [&str; 3] = ["listener port", "monitor delay", "load balancer name"];
 
 fn ports(rng: &mut Rng) -> Vec<Port> {
     let n = 1 + rng.below(3) as usize;
@@ -162,7 +176,7 @@ fn shape(rng: &mut Rng) -> Shape {
 fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
     let n = 1 + rng.below(2);
     (0..n)
-        .map(|_| match rng.below(7) {
+        .map(|_| match rng.below(9) {
             0 => (
                 format!("{A}pool-algorithm"),
                 Some(rng.pick(ALGORITHMS).to_string()),
@@ -179,6 +193,11 @@ fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
                 format!("{A}timeout-member-connect-ms"),
                 Some((1000 * (1 + rng.below(9))).to_string()),
             ),
+            7 => (
+                format!("{A}node-selector"),
+                Some(format!("kubernetes.io/hostname!=node-{}", 1 + rng.below(4))),
+            ),
+            8 => (format!("{A}node-selector"), None),
             4 => (
                 format!("{A}listener-allowed-cidrs"),
                 Some(r#"["10.0.0.0/8"]"#.to_string()),
@@ -189,7 +208,8 @@ fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
             ),
             // A refused change: the zone cannot change in place (and a load balancer
             // re-created there after outside hands deleted it is valid).
-            _ => (format!("{A}zone"), Some("lpg1".to_string())),
+            6 => (format!("{A}zone"), Some("lpg1".to_string())),
+            _ => (format!("{A}name"), None),
         })
         .collect()
 }
@@ -230,6 +250,7 @@ impl Schedule {
     /// Service (a second one, never touched, is there from the start).
     pub fn generate(seed: u64) -> Schedule {
         let mut rng = Rng::new(seed);
+        let replicas = if rng.chance(25) { 2 } else { 1 };
         let mut steps = Vec::new();
         let mut at = Duration::from_secs(5);
         let mut services = vec!["svc-0".to_string()];
@@ -244,7 +265,7 @@ impl Schedule {
         for _ in 0..n {
             at += Duration::from_secs(5 + rng.below(56));
             let svc = rng.pick(&services).clone();
-            let action = match rng.below(20) {
+            let action = match rng.below(25) {
                 0..=1 => {
                     let name = format!("svc-{next_service}");
                     next_service += 1;
@@ -283,17 +304,27 @@ impl Schedule {
                 },
                 16..=17 => Action::CrashCcm(1 + rng.below(30)),
                 18 => Action::OutsideDelete(svc, PARTS[rng.below(PARTS.len() as u64) as usize]),
-                _ => Action::ClearCloudFaults,
+                19 => Action::ClearCloudFaults,
+                20 => Action::StopLeader,
+                21 => Action::ClaimFloatingIp(svc, rng.chance(30)),
+                22 => Action::DropFloatingIps(svc),
+                23 => Action::OutsideChange(svc, CHANGES[rng.below(CHANGES.len() as u64) as usize]),
+                _ => Action::Annotate(svc, annotation_change(&mut rng)),
             };
             steps.push(Step { at, action });
         }
-        Schedule { seed, steps }
+        Schedule {
+            seed,
+            replicas,
+            steps,
+        }
     }
 
     /// The first `n` steps (for shrinking a failure to its shortest failing prefix).
     pub fn prefix(&self, n: usize) -> Schedule {
         Schedule {
             seed: self.seed,
+            replicas: self.replicas,
             steps: self.steps[..n.min(self.steps.len())].to_vec(),
         }
     }
@@ -472,6 +503,49 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
         Action::OutsideDelete(name, what) => {
             effects.outside.push((name.clone(), now));
             world.outside_delete(name, what).await
+        }
+        Action::OutsideChange(name, what) => {
+            effects.outside.push((name.clone(), now));
+            world.outside_change(name, what).await
+        }
+        Action::StopLeader => {
+            if let Some(leader) = world.leader() {
+                leader.stop();
+            }
+            Ok(())
+        }
+        Action::ClaimFloatingIp(name, v6) => {
+            effects.touched.push((name.clone(), now));
+            let body = if *v6 {
+                json!({"ip_version": 6, "prefix_length": 56, "region": "rma"})
+            } else {
+                json!({"ip_version": 4, "region": "rma"})
+            };
+            match world
+                .outside_with("POST", "/v1/floating-ips", Some(body))
+                .await
+            {
+                Ok(fip) => {
+                    let network = fip["network"].as_str().unwrap_or_default().to_string();
+                    let claim = json!([network]).to_string();
+                    merge(
+                        &services,
+                        name,
+                        json!({"metadata": {"annotations": {format!("{A}floating-ips"): claim}}}),
+                    )
+                    .await
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Action::DropFloatingIps(name) => {
+            effects.touched.push((name.clone(), now));
+            merge(
+                &services,
+                name,
+                json!({"metadata": {"annotations": {format!("{A}floating-ips"): null}}}),
+            )
+            .await
         }
     };
     if let Err(e) = result {

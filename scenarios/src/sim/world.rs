@@ -37,6 +37,8 @@ pub struct WorldConfig {
     pub ccm_flags: Vec<String>,
     pub kubelet_heartbeat: Duration,
     pub cloud: fakecloud::Config,
+    /// CCMs kept running ([`World::revive`]); more than one needs leader election.
+    pub replicas: usize,
 }
 
 impl WorldConfig {
@@ -57,7 +59,21 @@ impl WorldConfig {
             .to_vec(),
             kubelet_heartbeat: Duration::from_secs(10),
             cloud: fakecloud::Config::default(),
+            replicas: 1,
         }
+    }
+
+    /// `replicas` CCMs under leader election (with the default lease timings).
+    pub fn with_replicas(mut self, replicas: usize) -> WorldConfig {
+        self.replicas = replicas.max(1);
+        if self.replicas > 1 {
+            for f in &mut self.ccm_flags {
+                if f == "--leader-elect=false" {
+                    *f = "--leader-elect=true".into();
+                }
+            }
+        }
+        self
     }
 }
 
@@ -386,20 +402,81 @@ impl World {
         self.outside("DELETE", &path).await.map(|_| ())
     }
 
+    /// Outside hands change part of the Service `name`'s load balancer: the first
+    /// `listener port`, the first `monitor delay` or the `load balancer name`.
+    pub async fn outside_change(&self, name: &str, what: &str) -> Result<(), String> {
+        let lb = self
+            .load_balancer_of(name)
+            .ok_or_else(|| format!("{name} has no load balancer"))?;
+        let change = self.cloud.read("", |ctx| {
+            let st = ctx.st;
+            match what {
+                "listener port" => st
+                    .listeners
+                    .values()
+                    .find(|l| l.load_balancer == lb)
+                    .map(|l| {
+                        (
+                            format!("/v1/load-balancers/listeners/{}", l.uuid),
+                            serde_json::json!({"protocol_port": 9999}),
+                        )
+                    }),
+                "monitor delay" => st
+                    .health_monitors
+                    .values()
+                    .find(|m| m.load_balancer == lb)
+                    .map(|m| {
+                        (
+                            format!("/v1/load-balancers/health-monitors/{}", m.uuid),
+                            serde_json::json!({"delay_s": 17}),
+                        )
+                    }),
+                _ => Some((
+                    format!("/v1/load-balancers/{lb}"),
+                    serde_json::json!({"name": "renamed-by-hand"}),
+                )),
+            }
+        });
+        let (path, body) = change.ok_or_else(|| format!("{name}'s load balancer has no {what}"))?;
+        self.outside_with("PATCH", &path, Some(body))
+            .await
+            .map(|_| ())
+    }
+
     /// Arms the running CCM to crash right before its `n`-th next cloud request (a new one
     /// takes over once [`World::revive`] sees it gone).
     pub async fn crash_and_restart(&mut self, n: u64) {
-        if let Some(c) = self.ccms.iter().rev().find(|c| c.is_running()) {
+        // Only the leader talks to the cloud, so only the leader crashes.
+        for c in self.ccms.iter().filter(|c| c.is_running()) {
             c.crash.arm(n);
         }
     }
 
-    /// Starts a new CCM when none runs (a crashed one is replaced, as its pod would be).
+    /// Starts new CCMs until [`WorldConfig::replicas`] run (a crashed or stopped one is
+    /// replaced, as its pod would be).
     pub fn revive(&mut self) {
-        if !self.ccms.iter().any(SimCcm::is_running) {
-            self.trace.note("restart ccm");
+        let running = self.ccms.iter().filter(|c| c.is_running()).count();
+        for _ in running..self.config.replicas {
+            self.trace.note("start ccm");
             self.start_ccm(&[]);
         }
+    }
+
+    /// The running CCM that made the last cloud request (the leader, under leader
+    /// election).
+    pub fn leader(&mut self) -> Option<&mut SimCcm> {
+        let lines = self.trace.lines();
+        let last = lines.iter().rev().find_map(|l| {
+            let mut f = l.split(' ').skip(1);
+            (f.next() == Some("cloud"))
+                .then(|| f.next())
+                .flatten()
+                .filter(|a| a.starts_with("ccm-"))
+                .map(str::to_string)
+        })?;
+        self.ccms
+            .iter_mut()
+            .find(|c| c.name == last && c.is_running())
     }
 }
 
