@@ -3,6 +3,7 @@
 
 pub mod ambient;
 pub mod app;
+pub mod cli;
 pub mod cloudscale;
 pub mod health;
 pub mod leader;

@@ -7,7 +7,6 @@ use ccm::cloudscale::*;
 use ccm::metrics::Metrics;
 use ccm::secret::{Token, TokenSource};
 use fakecloud::{Config, FakeCloud, FaultEffect, FaultRule};
-use scenarios::ccm_bed::fakecloud_admin as admin;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -1551,4 +1550,17 @@ async fn metrics_use_endpoint_templates_and_counters_count_calls() {
     assert!(text.contains(
         r#"endpoint="/v1/load-balancers/pools/{uuid}/members/{uuid}",method="GET",status="404""#
     ));
+}
+
+/// A request to fakecloud's admin API that must succeed.
+async fn admin(
+    fc: &FakeCloud,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> serde_json::Value {
+    ccm::cloudscale::install_crypto_provider();
+    fc.admin(method, path, body)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }

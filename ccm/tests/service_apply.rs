@@ -13,7 +13,6 @@ use ccm::service::model::{
 use ccm::service::ownership::{self, Seeker};
 use ccm::service::plan::{Action, Ownership, Plan, plan};
 use fakecloud::{ClockMode, Config, FakeCloud, FaultEffect, FaultRule};
-use scenarios::ccm_bed::fakecloud_admin as admin;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -855,4 +854,17 @@ async fn in_place_updates_renames_and_http_monitors_converge() {
         assert_eq!(down, 0.0, "port {port}");
     }
     fc.shutdown().await;
+}
+
+/// A request to fakecloud's admin API that must succeed.
+async fn admin(
+    fc: &FakeCloud,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> serde_json::Value {
+    ccm::cloudscale::install_crypto_provider();
+    fc.admin(method, path, body)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }

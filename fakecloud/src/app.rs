@@ -428,6 +428,33 @@ impl FakeCloud {
         self.app.set_rules(rules);
     }
 
+    /// One request to the admin API (`path` under `/_fake`, over HTTP like any client): the
+    /// JSON answer (`Null` for none), or the status and body of a refusal.
+    pub async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> Result<serde_json::Value, String> {
+        let mut rb = reqwest::Client::new()
+            .request(method.clone(), format!("{}/_fake{path}", self.base_url()));
+        if let Some(b) = body {
+            rb = rb
+                .header("content-type", "application/json")
+                .body(b.to_string());
+        }
+        let resp = rb.send().await.map_err(|e| e.to_string())?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(|e| e.to_string())?;
+        if !status.is_success() {
+            return Err(format!("{method} /_fake{path}: {status} {text}"));
+        }
+        if text.trim().is_empty() {
+            return Ok(serde_json::Value::Null);
+        }
+        serde_json::from_str(&text).map_err(|e| format!("{method} /_fake{path}: {e}"))
+    }
+
     /// Moves the virtual clock forward.
     pub fn advance(&self, by: Duration) {
         self.app.0.clock.advance(by);

@@ -608,26 +608,9 @@ pub async fn fakecloud_admin(
     path: &str,
     body: Option<Value>,
 ) -> Value {
-    ccm::cloudscale::install_crypto_provider();
-    let mut rb =
-        reqwest::Client::new().request(method.clone(), format!("{}/_fake{path}", fc.base_url()));
-    if let Some(b) = body {
-        rb = rb
-            .header("content-type", "application/json")
-            .body(b.to_string());
-    }
-    let resp = rb.send().await.expect("admin request");
-    let status = resp.status();
-    let text = resp.text().await.expect("admin body");
-    assert!(
-        status.is_success(),
-        "{method} /_fake{path}: {status} {text}"
-    );
-    if text.trim().is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).expect("admin JSON")
-    }
+    fc.admin(method, path, body)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The Service `web` the scenarios use: type LoadBalancer, ports `http` 80 → 8080 and

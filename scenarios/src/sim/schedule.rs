@@ -89,8 +89,13 @@ pub enum Action {
     /// The leader is stopped as by SIGTERM (it releases its lease: under leader election
     /// another instance takes over in the middle of whatever it was doing).
     StopLeader,
-    /// A floating IP is created and the Service claims it (replacing any it claimed).
-    ClaimFloatingIp(String, bool),
+    /// A floating IP is created (IPv6 `/56` or IPv4; global or regional) and the Service
+    /// claims it (replacing any it claimed).
+    ClaimFloatingIp {
+        service: String,
+        v6: bool,
+        global: bool,
+    },
     /// The Service claims no floating IP any more.
     DropFloatingIps(String),
     /// Outside hands delete the first pool, listener, member or monitor of a Service's
@@ -214,16 +219,30 @@ fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// An annotation change of `svc`, remembering a zone change in `zoned`.
+fn annotate(rng: &mut Rng, svc: String, zoned: &mut std::collections::BTreeSet<String>) -> Action {
+    let change = annotation_change(rng);
+    if change.iter().any(|(k, _)| k.ends_with("-zone")) {
+        zoned.insert(svc.clone());
+    }
+    Action::Annotate(svc, change)
+}
+
 fn cloud_fault(rng: &mut Rng) -> Action {
+    // `**` also matches nothing: `/v1/load-balancers**` covers the load balancers' own
+    // collection and everything under it.
     let (method, path) = *rng.pick(&[
         (None, "/v1/**"),
-        (Some("POST"), "/v1/load-balancers/**"),
-        (Some("GET"), "/v1/load-balancers/**"),
+        (Some("POST"), "/v1/load-balancers**"),
+        (Some("POST"), "/v1/load-balancers**"),
+        (Some("GET"), "/v1/load-balancers**"),
         (Some("DELETE"), "/v1/**"),
         (Some("PATCH"), "/v1/**"),
         (Some("GET"), "/v1/servers/**"),
+        (Some("GET"), "/v1/servers/**"),
     ]);
-    let effect = match rng.below(6) {
+    // Lost answers twice as often: they are what makes a retried create dangerous.
+    let effect = match rng.below(7) {
         0 => FaultEffect::status(500),
         1 => FaultEffect::status(*rng.pick(&[502, 503])),
         2 => FaultEffect::Status {
@@ -232,7 +251,7 @@ fn cloud_fault(rng: &mut Rng) -> Action {
             retry_after: Some(1 + rng.below(10)),
         },
         3 => FaultEffect::Drop,
-        4 => FaultEffect::LoseAnswer,
+        4 | 5 => FaultEffect::LoseAnswer,
         _ => FaultEffect::Latency {
             ms: 100 + rng.below(3000),
         },
@@ -246,8 +265,10 @@ fn cloud_fault(rng: &mut Rng) -> Action {
 }
 
 impl Schedule {
-    /// The schedule of `seed`: 2 to 9 steps, 5 to 60 virtual seconds apart, after a first
-    /// Service (a second one, never touched, is there from the start).
+    /// The schedule of `seed`: 3 to 12 steps, 5 to 60 virtual seconds apart, after a first
+    /// Service (a second one, never touched, is there from the start). About a third of
+    /// the steps are faults; a cloud fault lasts until a later step clears it or the
+    /// schedule ends.
     pub fn generate(seed: u64) -> Schedule {
         let mut rng = Rng::new(seed);
         let replicas = if rng.chance(25) { 2 } else { 1 };
@@ -257,22 +278,23 @@ impl Schedule {
         let mut next_service = 1;
         let mut next_node = 4;
         let mut nodes: Vec<String> = (1..=3).map(|i| format!("node-{i}")).collect();
+        let mut zoned = std::collections::BTreeSet::new();
         steps.push(Step {
             at,
             action: Action::Create("svc-0".into(), shape(&mut rng)),
         });
-        let n = 2 + rng.below(8);
+        let n = 3 + rng.below(10);
         for _ in 0..n {
             at += Duration::from_secs(5 + rng.below(56));
             let svc = rng.pick(&services).clone();
-            let action = match rng.below(25) {
+            let action = match rng.below(30) {
                 0..=1 => {
                     let name = format!("svc-{next_service}");
                     next_service += 1;
                     services.push(name.clone());
                     Action::Create(name, shape(&mut rng))
                 }
-                2..=4 => Action::Annotate(svc, annotation_change(&mut rng)),
+                2..=4 => annotate(&mut rng, svc, &mut zoned),
                 5 => Action::SetPorts(svc, ports(&mut rng)),
                 6 => Action::SetPolicy(svc, rng.chance(50)),
                 7 if services.len() > 1 => {
@@ -306,10 +328,19 @@ impl Schedule {
                 18 => Action::OutsideDelete(svc, PARTS[rng.below(PARTS.len() as u64) as usize]),
                 19 => Action::ClearCloudFaults,
                 20 => Action::StopLeader,
-                21 => Action::ClaimFloatingIp(svc, rng.chance(30)),
+                21 => Action::ClaimFloatingIp {
+                    v6: rng.chance(30),
+                    // A regional IP cannot follow a load balancer into another region: once
+                    // a zone change was asked for (the load balancer may be re-created
+                    // there), only a global one can be satisfied.
+                    global: zoned.contains(&svc) || rng.chance(30),
+                    service: svc,
+                },
                 22 => Action::DropFloatingIps(svc),
                 23 => Action::OutsideChange(svc, CHANGES[rng.below(CHANGES.len() as u64) as usize]),
-                _ => Action::Annotate(svc, annotation_change(&mut rng)),
+                24..=26 => cloud_fault(&mut rng),
+                27 => Action::StopServer(rng.pick(&nodes).clone()),
+                _ => annotate(&mut rng, svc, &mut zoned),
             };
             steps.push(Step { at, action });
         }
@@ -514,13 +545,22 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
             }
             Ok(())
         }
-        Action::ClaimFloatingIp(name, v6) => {
+        Action::ClaimFloatingIp {
+            service: name,
+            v6,
+            global,
+        } => {
             effects.touched.push((name.clone(), now));
-            let body = if *v6 {
-                json!({"ip_version": 6, "prefix_length": 56, "region": "rma"})
+            let mut body = if *v6 {
+                json!({"ip_version": 6, "prefix_length": 56})
             } else {
-                json!({"ip_version": 4, "region": "rma"})
+                json!({"ip_version": 4})
             };
+            if *global {
+                body["type"] = json!("global");
+            } else {
+                body["region"] = json!("rma");
+            }
             match world
                 .outside_with("POST", "/v1/floating-ips", Some(body))
                 .await

@@ -1,6 +1,6 @@
 //! Service controller benchmark on the testbed (fakecloud with zero delays, CCM in-process).
 //!
-//! `cargo bench -p ccm --bench services [-- --services 200 --nodes 50]` prints:
+//! `cargo bench -p scenarios --bench ccm_services [-- --services 200 --nodes 50]` prints:
 //! - API reads and writes per reconcile for one Service with 1 port on 3 nodes (create and
 //!   steady state);
 //! - time from Service creation to status ingress;

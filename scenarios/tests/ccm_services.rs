@@ -279,25 +279,24 @@ async fn plan_previews_a_proposed_change_without_writing() {
 async fn preview_file(bed: &Bed, name: &str, yaml: &str) -> String {
     let file = std::env::temp_dir().join(format!("proposed-{}.yaml", uuid::Uuid::new_v4()));
     std::fs::write(&file, yaml).expect("write");
-    let out =
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_cloudscale-cloud-controller-manager"))
-            .args([
-                "plan",
-                "--service",
-                &format!("default/{name}"),
-                "-f",
-                &file.display().to_string(),
-                "--kubeconfig",
-                &bed.kubeconfig.display().to_string(),
-                "--cluster-name",
-                "test-cluster",
-            ])
-            .env("CLOUDSCALE_ACCESS_TOKEN", bed.tb.cloud.token())
-            .env("CLOUDSCALE_API_URL", bed.tb.cloud.base_url())
-            .env("RUST_LOG", "warn")
-            .output()
-            .await
-            .expect("plan");
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_ccm-under-test"))
+        .args([
+            "plan",
+            "--service",
+            &format!("default/{name}"),
+            "-f",
+            &file.display().to_string(),
+            "--kubeconfig",
+            &bed.kubeconfig.display().to_string(),
+            "--cluster-name",
+            "test-cluster",
+        ])
+        .env("CLOUDSCALE_ACCESS_TOKEN", bed.tb.cloud.token())
+        .env("CLOUDSCALE_API_URL", bed.tb.cloud.base_url())
+        .env("RUST_LOG", "warn")
+        .output()
+        .await
+        .expect("plan");
     let _ = std::fs::remove_file(&file);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(

@@ -1,6 +1,6 @@
 //! Node initialization benchmark: the CCM binary against the testbed.
 //!
-//! `cargo bench -p ccm --bench nodes [-- --nodes 100]` prints the time from Node
+//! `cargo bench -p scenarios --bench ccm_nodes [-- --nodes 100]` prints the time from Node
 //! registration to taint removal (median, p90, worst), cloudscale API calls per Node
 //! initialized, and the CCM's resident memory at idle.
 
@@ -81,7 +81,7 @@ async fn main() {
     std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
     let port = free_port();
     let ccm = Kill(
-        Command::new(env!("CARGO_BIN_EXE_cloudscale-cloud-controller-manager"))
+        Command::new(env!("CARGO_BIN_EXE_ccm-under-test"))
             .args([
                 "--kubeconfig",
                 &kubeconfig.display().to_string(),

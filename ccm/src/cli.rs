@@ -1,0 +1,124 @@
+//! The `cloudscale-cloud-controller-manager` command: parses flags, sets up logging, runs
+//! until SIGTERM. In the library so that another binary target (the testbed's process
+//! tests build one) runs exactly what the released binary runs.
+
+use crate::app::{self, Environment};
+use crate::options::Options;
+use clap::Parser;
+use std::process::ExitCode;
+
+fn init_logging(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only for a person at a terminal: logs written to a file or a pipe (a pod's
+    // log) stay plain text; NO_COLOR (no-color.org) turns it off everywhere.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none();
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
+    if format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+async fn termination() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+/// Parses flags; help and version print and succeed, errors print one line (clap's first,
+/// without its "error: " prefix) and exit 2.
+fn parse<T: Parser>(args: impl IntoIterator<Item = String>, program: &str) -> Result<T, ExitCode> {
+    T::try_parse_from(args).map_err(|e| {
+        use clap::error::ErrorKind;
+        if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        let text = e.to_string();
+        let line = text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("error: ");
+        eprintln!("{program}: {line}");
+        ExitCode::from(2)
+    })
+}
+
+fn plan_command() -> ExitCode {
+    let args = match parse::<crate::preview::PlanArgs>(
+        std::env::args().skip(1),
+        "cloudscale-cloud-controller-manager plan",
+    ) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    init_logging("text");
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cloudscale-cloud-controller-manager plan: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(crate::preview::run(args, Environment::from_process())) {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("cloudscale-cloud-controller-manager plan: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The whole command: `plan` or the controller manager.
+pub fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("plan") {
+        return plan_command();
+    }
+    let opts = match parse::<Options>(std::env::args(), "cloudscale-cloud-controller-manager") {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    if let Err(e) = opts.validate() {
+        eprintln!("cloudscale-cloud-controller-manager: {e}");
+        return ExitCode::from(2);
+    }
+    init_logging(&opts.log_format);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("cloudscale-cloud-controller-manager: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(app::run(
+        opts,
+        Environment::from_process(),
+        termination(),
+        |_| {},
+    )) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cloudscale-cloud-controller-manager: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
