@@ -127,6 +127,7 @@ fn the_checks_report_orphans_duplicates_and_foreign_changes() {
             foreign: (uuid::Uuid::nil(), json!({"name": "vanished"})),
             steady: None,
             quiet_writes: vec!["0 cloud ccm-1 PATCH /v1/x 200".into()],
+            quiet: None,
         };
         check::check(&world, &cx)
     });

@@ -28,10 +28,29 @@ pub struct Context {
     pub steady: Option<(String, fakecloud::clock::Time, fakecloud::clock::Time)>,
     /// Cloud writes the CCMs made in the final quiet window, after convergence.
     pub quiet_writes: Vec<String>,
+    /// The quiet window, in which every converged Service must serve.
+    pub quiet: Option<(fakecloud::clock::Time, fakecloud::clock::Time)>,
 }
+
+/// A client inside every allowed CIDR the workload sets (`10.0.0.0/8`).
+const CLIENT: [u8; 4] = [10, 1, 2, 3];
 
 fn uid_of(s: &Service) -> String {
     s.metadata.uid.clone().unwrap_or_default()
+}
+
+/// A Service's (protocol, port)s, as listeners name them (`tcp`, 80).
+fn wanted_ports(svc: &Service) -> BTreeSet<(String, u16)> {
+    svc.spec
+        .iter()
+        .flat_map(|s| s.ports.iter().flatten())
+        .map(|p| {
+            (
+                p.protocol.as_deref().unwrap_or("TCP").to_lowercase(),
+                u16::try_from(p.port).unwrap_or(0),
+            )
+        })
+        .collect()
 }
 
 fn is_lb(s: &Service) -> bool {
@@ -39,9 +58,58 @@ fn is_lb(s: &Service) -> bool {
         && s.metadata.deletion_timestamp.is_none()
 }
 
+/// What must hold at every moment, checked after each create: never two load balancers for
+/// one Service, never a third pool of one name on a load balancer (make-before-break keeps
+/// two while it switches), never two members with one address and port in a pool.
+pub fn at_any_time(cloud: &fakecloud::App) -> Vec<Violation> {
+    let uid_tag = ccm::service::controller::TAG_SERVICE_UID;
+    cloud.read("", |ctx| {
+        let st = ctx.st;
+        let mut out = Vec::new();
+        let mut per_service: BTreeMap<&str, Vec<Uuid>> = BTreeMap::new();
+        for lb in st.load_balancers.values() {
+            if let Some(uid) = lb.tags.get(uid_tag) {
+                per_service.entry(uid).or_default().push(lb.uuid);
+            }
+        }
+        for (uid, lbs) in per_service.iter().filter(|(_, l)| l.len() > 1) {
+            out.push(violation(
+                "two-load-balancers",
+                format!(
+                    "Service uid {uid} had {} load balancers at once: {lbs:?}",
+                    lbs.len()
+                ),
+            ));
+        }
+        let mut pools: BTreeMap<(Uuid, &str), usize> = BTreeMap::new();
+        for p in st.pools.values() {
+            *pools.entry((p.load_balancer, p.name.as_str())).or_default() += 1;
+        }
+        for ((lb, name), n) in pools.iter().filter(|(_, n)| **n > 2) {
+            out.push(violation(
+                "duplicate",
+                format!("{n} pools named {name} on {lb} at once"),
+            ));
+        }
+        let mut members: BTreeMap<(Uuid, std::net::IpAddr, u16), usize> = BTreeMap::new();
+        for m in st.members.values() {
+            *members
+                .entry((m.pool, m.address, m.protocol_port))
+                .or_default() += 1;
+        }
+        for ((pool, address, port), n) in members.iter().filter(|(_, n)| **n > 1) {
+            out.push(violation(
+                "duplicate",
+                format!("{n} members {address}:{port} in pool {pool} at once"),
+            ));
+        }
+        out
+    })
+}
+
 /// Every invariant, in a fixed order.
 pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
-    let mut out = Vec::new();
+    let mut out = world.found.lock().clone();
     let services: Vec<Service> = world.api.objects("services");
     let lb_uids: BTreeMap<String, &Service> = services
         .iter()
@@ -146,17 +214,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                 ));
                 continue;
             };
-            let want: BTreeSet<(String, u16)> = svc
-                .spec
-                .iter()
-                .flat_map(|s| s.ports.iter().flatten())
-                .map(|p| {
-                    (
-                        p.protocol.as_deref().unwrap_or("TCP").to_lowercase(),
-                        u16::try_from(p.port).unwrap_or(0),
-                    )
-                })
-                .collect();
+            let want = wanted_ports(svc);
             let have: BTreeSet<(String, u16)> = st
                 .listeners
                 .values()
@@ -181,6 +239,102 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                 out.push(violation(
                     "not-converged",
                     format!("Service {name} has no ingress"),
+                ));
+            }
+        }
+        // Converged means serving: every port of a Cluster-policy Service answers new
+        // connections throughout the quiet window while one of its nodes runs. (Local
+        // Services have no endpoints here: the testbed runs no pods.)
+        if let Some((from, to)) = cx.quiet {
+            let running: BTreeSet<std::net::IpAddr> = st
+                .servers
+                .values()
+                .filter(|sv| sv.status(ctx.now) == "running")
+                .flat_map(|sv| sv.interfaces.iter().filter(|i| !i.public))
+                .flat_map(|i| i.addresses.iter().map(|a| a.address))
+                .collect();
+            for (uid, svc) in &lb_uids {
+                let local = svc
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.external_traffic_policy.as_deref())
+                    == Some("Local");
+                let Some(lb) = per_service.get(uid).and_then(|l| l.first()) else {
+                    continue;
+                };
+                let pools: BTreeSet<Uuid> = st
+                    .pools
+                    .values()
+                    .filter(|p| p.load_balancer == *lb)
+                    .map(|p| p.uuid)
+                    .collect();
+                let any_member_runs = st
+                    .members
+                    .values()
+                    .any(|m| pools.contains(&m.pool) && running.contains(&m.address));
+                if local || !any_member_runs {
+                    continue;
+                }
+                let propagation = world.cloud.config().timing.floating_ip_propagation_s;
+                let entries = fakecloud::dataplane::availability(
+                    &st.dataplane,
+                    *lb,
+                    from,
+                    to,
+                    std::net::IpAddr::from(CLIENT),
+                    propagation,
+                )
+                .unwrap_or_default();
+                let name = svc.metadata.name.clone().unwrap_or_default();
+                // The oracle reports every port the load balancer ever listened on: only
+                // the Service's ports count.
+                let ports = wanted_ports(svc);
+                for e in entries
+                    .iter()
+                    .filter(|e| e.downtime_s > 0.0 && ports.contains(&(e.protocol.clone(), e.port)))
+                {
+                    out.push(violation(
+                        "converged-downtime",
+                        format!(
+                            "{name} {}:{}/{} down {:.1} s after convergence: {:?}",
+                            e.address, e.port, e.protocol, e.downtime_s, e.down
+                        ),
+                    ));
+                }
+            }
+        }
+        // A Node carries the shutdown taint exactly while its server is stopped.
+        for node in world
+            .api
+            .objects::<k8s_openapi::api::core::v1::Node>("nodes")
+        {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let Some(uuid) = world.server_of(&name) else {
+                continue;
+            };
+            let Some(server) = st.servers.get(&uuid) else {
+                out.push(violation(
+                    "node-not-deleted",
+                    format!("Node {name} is still there; its server {uuid} was deleted"),
+                ));
+                continue;
+            };
+            let tainted = node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|t| {
+                    t.iter()
+                        .any(|t| t.key == ccm::node::metadata::SHUTDOWN_TAINT)
+                });
+            let stopped = server.status(ctx.now) == "stopped";
+            if tainted != stopped {
+                out.push(violation(
+                    "taint-mismatch",
+                    format!(
+                        "Node {name}: shutdown taint {tainted}, server {}",
+                        server.status(ctx.now)
+                    ),
                 ));
             }
         }

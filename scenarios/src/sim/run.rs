@@ -174,6 +174,7 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
     }
     supervise_until(&mut world, tokio::time::Instant::now() + CONVERGE).await;
     let quiet_from = world.trace.len();
+    let quiet_start = world.cloud.now();
     tokio::time::sleep(QUIET).await;
     let quiet_writes: Vec<String> = world.trace.lines()[quiet_from..]
         .iter()
@@ -193,6 +194,7 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
             .is_empty()
             .then(|| (STEADY.to_string(), steady_from, steady_to)),
         quiet_writes,
+        quiet: Some((quiet_start, world.cloud.now())),
     };
     let violations = check::check(&world, &cx);
     final_records(&world);

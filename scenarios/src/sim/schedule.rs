@@ -260,7 +260,12 @@ fn cloud_fault(rng: &mut Rng) -> Action {
         method,
         path,
         effect,
-        percent: 10 + rng.below(60),
+        // Three in ten are outages: every matching request fails until the fault is cleared.
+        percent: if rng.chance(30) {
+            100
+        } else {
+            10 + rng.below(60)
+        },
     }
 }
 

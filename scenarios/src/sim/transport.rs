@@ -69,6 +69,9 @@ pub struct CloudLink {
     pub actor: String,
     pub trace: Trace,
     pub crash: Arc<CrashSwitch>,
+    /// What the checks made after each of its creates found ("never", not only "at the
+    /// end": a duplicate the CCM cleans up later still broke the invariant).
+    pub found: Arc<Mutex<Vec<super::check::Violation>>>,
 }
 
 impl std::fmt::Debug for CloudLink {
@@ -85,6 +88,7 @@ impl Transport for CloudLink {
         request: ccm::cloudscale::TransportRequest,
     ) -> BoxFuture<'static, Result<ccm::cloudscale::TransportResponse, TransportError>> {
         let (cloud, trace, actor) = (self.cloud.clone(), self.trace.clone(), self.actor.clone());
+        let found = self.found.clone();
         let crashed = self.crash.fire();
         Box::pin(async move {
             if crashed {
@@ -102,6 +106,14 @@ impl Transport for CloudLink {
                 Ok(response) => {
                     let status = response.status();
                     trace.cloud(&actor, &method, &path, Some(status.as_u16()));
+                    if method == "POST" && status.is_success() {
+                        let mut new = super::check::at_any_time(cloud.app());
+                        if !new.is_empty() {
+                            let mut found = found.lock();
+                            new.retain(|v| !found.contains(v));
+                            found.extend(new);
+                        }
+                    }
                     let (parts, body) = response.into_parts();
                     let bytes = axum::body::to_bytes(body, usize::MAX)
                         .await
@@ -110,6 +122,13 @@ impl Transport for CloudLink {
                 }
                 Err(dropped) => {
                     trace.cloud(&actor, &method, &path, None);
+                    if method == "POST" {
+                        // A lost answer may hide an executed create.
+                        let mut new = super::check::at_any_time(cloud.app());
+                        let mut found = found.lock();
+                        new.retain(|v| !found.contains(v));
+                        found.extend(new);
+                    }
                     Err(TransportError::Lost(dropped.to_string()))
                 }
             }

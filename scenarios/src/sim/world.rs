@@ -115,6 +115,8 @@ pub struct World {
     pub kube: kube::Client,
     pub token: String,
     pub ccms: Vec<SimCcm>,
+    /// Violations the checks found while the run went on (see [`super::check::at_any_time`]).
+    pub found: Arc<parking_lot::Mutex<Vec<super::check::Violation>>>,
     kubelets: Vec<Kubelet>,
     proxy: JoinHandle<()>,
     router: axum::Router,
@@ -181,6 +183,7 @@ impl World {
             kube,
             token,
             ccms: Vec::new(),
+            found: Arc::default(),
             kubelets: Vec::new(),
             proxy,
             router,
@@ -242,6 +245,7 @@ impl World {
             actor: name.clone(),
             trace: self.trace.clone(),
             crash: crash.clone(),
+            found: self.found.clone(),
         };
         let kube = KubeLink {
             router: self.router.clone(),
