@@ -35,6 +35,23 @@ struct Args {
     /// Do not shrink failures to their shortest failing prefix.
     #[arg(long)]
     no_shrink: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Command {
+    /// How the simulation scales: S Services (one port each) on N nodes, created at once,
+    /// then M virtual minutes; prints wall time, simulated seconds per real second and the
+    /// requests made.
+    Scale {
+        #[arg(long, default_value_t = 10)]
+        services: usize,
+        #[arg(long, default_value_t = 3)]
+        nodes: usize,
+        #[arg(long, default_value_t = 10)]
+        minutes: u64,
+    },
 }
 
 fn main() -> ExitCode {
@@ -45,6 +62,23 @@ fn main() -> ExitCode {
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
             .init();
+    }
+    if let Some(Command::Scale {
+        services,
+        nodes,
+        minutes,
+    }) = args.command
+    {
+        return match scenarios::sim::scale(services, nodes, minutes) {
+            Ok(report) => {
+                println!("{report}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("sim scale: {e}");
+                ExitCode::FAILURE
+            }
+        };
     }
     let threads = args
         .threads
@@ -111,6 +145,15 @@ fn report(o: &Outcome, shrink: bool) {
         );
         for s in &prefix.steps {
             println!("    at {:>4} s: {:?}", s.at.as_secs(), s.action);
+        }
+        // The prefix one step shorter keeps the invariant: this step is where the run
+        // diverges from a passing one.
+        if let Some(last) = prefix.steps.last() {
+            println!(
+                "  first failing step: at {} s (after the warm-up): {:?}",
+                last.at.as_secs(),
+                last.action
+            );
         }
     }
     println!(

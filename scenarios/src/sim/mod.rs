@@ -40,3 +40,70 @@ pub fn run_many(first: u64, count: u64, threads: usize, keep_trace: bool) -> Vec
     results.sort_by_key(|(i, _)| *i);
     results.into_iter().map(|(_, o)| o).collect()
 }
+
+/// One world with `services` Services (one TCP port each) on `nodes` nodes, all created at
+/// the start, run for `minutes` virtual minutes: a line with the wall time, the simulated
+/// seconds per real second, the Services with an ingress and the requests made.
+pub fn scale(services: usize, nodes: usize, minutes: u64) -> Result<String, String> {
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Api, PostParams};
+    let rt = runtime().map_err(|e| e.to_string())?;
+    let started = std::time::Instant::now();
+    rt.block_on(async {
+        let config = WorldConfig {
+            nodes,
+            ..WorldConfig::new(1)
+        };
+        let mut world = World::start(config).await.map_err(|e| e.to_string())?;
+        world.revive();
+        let api: Api<Service> = Api::namespaced(world.kube.clone(), "default");
+        let shape = schedule::Shape {
+            ports: vec![schedule::Port {
+                name: "http".into(),
+                port: 80,
+                udp: false,
+            }],
+            local: false,
+            annotations: Vec::new(),
+        };
+        for i in 0..services {
+            let svc: Service =
+                serde_json::from_value(schedule::service(&format!("svc-{i}"), &shape))
+                    .map_err(|e| e.to_string())?;
+            api.create(&PostParams::default(), &svc)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+        world
+            .run_for(std::time::Duration::from_secs(minutes * 60))
+            .await;
+        let with_ingress = world
+            .api
+            .objects::<Service>("services")
+            .iter()
+            .filter(|s| {
+                s.status
+                    .as_ref()
+                    .and_then(|st| st.load_balancer.as_ref())
+                    .and_then(|l| l.ingress.as_ref())
+                    .is_some_and(|i| !i.is_empty())
+            })
+            .count();
+        let lines = world.trace.lines();
+        let cloud = lines
+            .iter()
+            .filter(|l| l.split(' ').nth(1) == Some("cloud"))
+            .count();
+        let kube = lines
+            .iter()
+            .filter(|l| l.split(' ').nth(1) == Some("kube"))
+            .count();
+        let wall = started.elapsed().as_secs_f64();
+        Ok(format!(
+            "{services} Services x {nodes} nodes, {minutes} virtual min: {wall:.1} s wall, \
+             {:.0} simulated s per real s, {with_ingress}/{services} with ingress, \
+             {cloud} cloud and {kube} Kubernetes requests",
+            (minutes * 60) as f64 / wall.max(1e-9)
+        ))
+    })
+}

@@ -172,23 +172,46 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
         c.kube_faults.gone_on_rewatch(0);
         c.crash.disarm();
     }
-    supervise_until(&mut world, tokio::time::Instant::now() + CONVERGE).await;
+    // Converged once the end state holds and the CCMs wrote nothing for a probe interval;
+    // CONVERGE is the bound.
+    let foreign_json = foreign_json.unwrap_or_default();
+    let probe = Context {
+        foreign: (foreign, foreign_json.clone()),
+        steady: None,
+        quiet_writes: Vec::new(),
+        quiet: None,
+    };
+    let deadline = tokio::time::Instant::now() + CONVERGE;
+    let mut marks = vec![world.trace.len()];
+    loop {
+        let next = (tokio::time::Instant::now() + PROBE).min(deadline);
+        supervise_until(&mut world, next).await;
+        marks.push(world.trace.len());
+        // Settled: no write for two probes (longer than a resync, so drift was looked
+        // for), no load balancer still applying changes, and the end state holds.
+        let quiet_since = marks[marks.len().saturating_sub(3)];
+        let applying = world.cloud.read("", |ctx| {
+            ctx.st
+                .load_balancers
+                .values()
+                .any(|lb| lb.status(ctx.now) == "changing")
+        });
+        let settled = marks.len() >= 3
+            && ccm_writes(&world, quiet_since).is_empty()
+            && !applying
+            && check::check(&world, &probe).len() == world.found.lock().len();
+        if settled || tokio::time::Instant::now() >= deadline {
+            world.trace.note(format!("settled {settled}"));
+            break;
+        }
+    }
     let quiet_from = world.trace.len();
     let quiet_start = world.cloud.now();
     tokio::time::sleep(QUIET).await;
-    let quiet_writes: Vec<String> = world.trace.lines()[quiet_from..]
-        .iter()
-        .filter(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            f.get(1) == Some(&"cloud")
-                && f.get(2).is_some_and(|a| a.starts_with("ccm-"))
-                && f.get(3) != Some(&"GET")
-        })
-        .cloned()
-        .collect();
+    let quiet_writes = ccm_writes(&world, quiet_from);
     let steady_to = world.cloud.now();
     let cx = Context {
-        foreign: (foreign, foreign_json.unwrap_or_default()),
+        foreign: (foreign, foreign_json),
         steady: effects
             .node_events
             .is_empty()
@@ -207,6 +230,24 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
         trace: keep_trace.then(|| world.trace.lines()),
         token: Some(world.token.clone()),
     }
+}
+
+/// How often convergence is looked for after the faults end (two probes are longer than
+/// the 60 s resync).
+const PROBE: Duration = Duration::from_secs(35);
+
+/// The cloud writes CCMs made since trace line `from`.
+fn ccm_writes(world: &World, from: usize) -> Vec<String> {
+    world.trace.lines()[from..]
+        .iter()
+        .filter(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            f.get(1) == Some(&"cloud")
+                && f.get(2).is_some_and(|a| a.starts_with("ccm-"))
+                && f.get(3) != Some(&"GET")
+        })
+        .cloned()
+        .collect()
 }
 
 /// How soon a crashed CCM is started again (as a restarted pod would be).

@@ -9,7 +9,8 @@
 //! protocol and port (no listener move), then the one with the port's name (a rename is
 //! free). A pool with neither the backend nor the listener port is not reused: changing
 //! its members while its listener still serves another port would route that port to
-//! this port's backend.
+//! this port's backend. The exception is an empty pool without listeners (left by an
+//! interrupted pass): it routes nothing, and is taken up again by its name.
 
 use super::super::model::*;
 
@@ -39,7 +40,11 @@ fn affinity(d: &DesiredPool, a: &ActualPool) -> Option<Affinity> {
     let name = a.name == d.name;
     // A pool that shares only the name would change backend while its listener still
     // serves its old port: that port would be routed to another port's backend meanwhile.
-    (backend || port).then_some((backend, port, name))
+    // A pool with neither members nor listeners routes nothing: one a pass created before
+    // it was interrupted (a failure, a crash, a wait) is taken up again by its name
+    // instead of a further pool being built next to it.
+    let fresh = a.members.is_empty() && a.listeners.is_empty();
+    (backend || port || (fresh && name)).then_some((backend, port, name))
 }
 
 /// For each desired pool, the index of the actual pool that becomes it (`None`: a new pool

@@ -540,3 +540,26 @@ fn describe_speaks_plain_words() {
     );
     assert!(text.contains("delay 2 → 5 s"), "{text}");
 }
+
+/// A pass that created a pool and was interrupted before its members (a failure, a crash, a
+/// wait) left an empty pool without listeners: the next pass takes it up again instead of
+/// building another next to it (found by the simulation: up to four pools of one name).
+#[test]
+fn an_empty_pool_left_by_an_interrupted_pass_is_taken_up_again() {
+    let d = desired();
+    let mut actual = converged(&d, &owner());
+    let leftover = actual.pools[0].clone();
+    let name = leftover.name.clone();
+    // The port's pool as a fresh one: created, nothing in it yet, no listener.
+    actual.pools[0].members.clear();
+    actual.pools[0].monitors.clear();
+    actual.pools[0].listeners.clear();
+    let p = plan_of(&d, Some(&actual));
+    assert!(
+        !kinds(&p).contains(&"create-pool"),
+        "no further pool for {name}:\n{}",
+        p.describe()
+    );
+    assert!(kinds(&p).contains(&"create-member"), "{}", p.describe());
+    assert_eq!(leftover.name, name);
+}
