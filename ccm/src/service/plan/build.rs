@@ -91,6 +91,9 @@ struct Build<'a> {
     desired_keys: HashMap<ListenerKey, usize>,
     holders: HashMap<ListenerKey, Holder<'a>>,
     targets: Vec<Target<'a>>,
+    /// First of all: pools no port wants that have no listener (they route nothing, so
+    /// they go before anything is built next to them).
+    clear: Vec<Step>,
     /// Make phase: pool-level steps, member creations per pool, member renames.
     front: Vec<Step>,
     member_creates: Vec<Vec<Step>>,
@@ -112,6 +115,7 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
         b.listener(i);
     }
     b.retire_pools();
+    steps.extend(b.clear);
     steps.extend(b.front);
     steps.extend(interleave(b.member_creates));
     steps.extend(b.back);
@@ -140,6 +144,7 @@ impl<'a> Build<'a> {
                 .collect(),
             holders,
             targets: Vec::new(),
+            clear: Vec::new(),
             front: Vec::new(),
             member_creates: Vec::new(),
             back: Vec::new(),
@@ -303,6 +308,19 @@ impl<'a> Build<'a> {
         let actual = self.actual;
         for (j, a) in actual.pools.iter().enumerate() {
             if self.homes.contains(&Some(j)) {
+                continue;
+            }
+            if a.listeners.is_empty() {
+                // An abandoned replacement (its change was superseded) or a leftover:
+                // removing it costs nothing and keeps one spare pool per port at most.
+                self.clear.push(make(
+                    Action::DeletePool {
+                        uuid: a.uuid,
+                        name: a.name.clone(),
+                    },
+                    Impact::None,
+                    &a.name,
+                ));
                 continue;
             }
             let mut explicit = Vec::new();

@@ -563,3 +563,32 @@ fn an_empty_pool_left_by_an_interrupted_pass_is_taken_up_again() {
     assert!(kinds(&p).contains(&"create-member"), "{}", p.describe());
     assert_eq!(leftover.name, name);
 }
+
+/// A replacement pool whose change was superseded (it has no listener) is deleted before
+/// anything is built, so a port never has more than its pool and one replacement (found by
+/// the simulation: an algorithm changed twice in a row left three pools of one name).
+#[test]
+fn a_superseded_replacement_pool_goes_before_the_next_one_is_built() {
+    let d = desired();
+    let mut actual = converged(&d, &owner());
+    let mut abandoned = actual.pools[0].clone();
+    abandoned.uuid = Uuid::from_u128(0xabad_0000_0000_4000_8000_0000_0000_0001);
+    abandoned.listeners.clear();
+    abandoned.algorithm = PoolAlgorithm::LeastConnections;
+    actual.pools.push(abandoned.clone());
+    let mut next = d.clone();
+    next.pools[0].algorithm = PoolAlgorithm::SourceIp;
+    let p = plan_of(&next, Some(&actual));
+    let first = p
+        .steps
+        .iter()
+        .position(|s| s.action.kind() == "create-pool");
+    let removal = p.steps.iter().position(
+        |s| matches!(&s.action, Action::DeletePool { uuid, .. } if *uuid == abandoned.uuid),
+    );
+    assert!(
+        matches!((removal, first), (Some(r), Some(c)) if r < c),
+        "the abandoned pool goes first:\n{}",
+        p.describe()
+    );
+}
