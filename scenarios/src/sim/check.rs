@@ -107,6 +107,54 @@ pub fn at_any_time(cloud: &fakecloud::App) -> Vec<Violation> {
     })
 }
 
+/// Whether the Service can be served at all: a node its node selector picks runs (its
+/// server is `running`), and, under `externalTrafficPolicy: Local`, has a ready endpoint
+/// (the simulation runs no pods, so a Local Service never has one). Otherwise its change is
+/// held, with a Warning, and the members that serve now stay: the documented behaviour.
+fn can_converge(
+    world: &World,
+    svc: &Service,
+    st: &fakecloud::state::State,
+    now: fakecloud::clock::Time,
+) -> bool {
+    let local = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.external_traffic_policy.as_deref())
+        == Some("Local");
+    let slices: Vec<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        world.api.objects("endpointslices");
+    let has_endpoints = slices.iter().any(|e| {
+        e.metadata.namespace == svc.metadata.namespace
+            && e.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("kubernetes.io/service-name"))
+                == svc.metadata.name.as_ref()
+            && e.endpoints.as_ref().is_some_and(|v| !v.is_empty())
+    });
+    if local && !has_endpoints {
+        return false;
+    }
+    let selector = match ccm::service::annotations::parse_service(svc) {
+        Ok(Some(cfg)) => cfg.node_selector,
+        // Not a load balancer the CCM handles, or a configuration it refuses: not ours to
+        // judge here.
+        _ => return true,
+    };
+    world
+        .api
+        .objects::<k8s_openapi::api::core::v1::Node>("nodes")
+        .iter()
+        .filter(|n| selector.matches(&n.metadata.labels.clone().unwrap_or_default()))
+        .filter_map(|n| world.server_of(n.metadata.name.as_deref().unwrap_or_default()))
+        .any(|u| {
+            st.servers
+                .get(&u)
+                .is_some_and(|s| s.status(now) == "running")
+        })
+}
+
 /// Every invariant, in a fixed order.
 pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
     let mut out = world.found.lock().clone();
@@ -151,8 +199,17 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                 ));
             }
         }
-        // No duplicate pool, listener, member or monitor.
+        // No duplicate pool, listener, member or monitor (a held change keeps its
+        // replacement pool next to the serving one: only where the Service can converge).
+        let held: BTreeSet<String> = lb_uids
+            .iter()
+            .filter(|(_, s)| !can_converge(world, s, st, ctx.now))
+            .map(|(u, _)| u.clone())
+            .collect();
         for lb in st.load_balancers.values() {
+            if lb.tags.get(uid_tag).is_some_and(|u| held.contains(u)) {
+                continue;
+            }
             let pools: Vec<_> = st
                 .pools
                 .values()
@@ -204,9 +261,13 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
             }
         }
         // Converged: each LoadBalancer Service has its load balancer, listening on its ports,
-        // and its ingress.
+        // and its ingress; unless none of the nodes it selects runs (its change is held,
+        // with a Warning, until one does: nothing could serve it).
         for (uid, svc) in &lb_uids {
             let name = svc.metadata.name.clone().unwrap_or_default();
+            if !can_converge(world, svc, st, ctx.now) {
+                continue;
+            }
             let Some(lb) = per_service.get(uid).and_then(|l| l.first()) else {
                 out.push(violation(
                     "not-converged",

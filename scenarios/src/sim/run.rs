@@ -205,6 +205,10 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
             break;
         }
     }
+    // A replaced monitor checks its members anew once applied (delay × up threshold, at most
+    // 10 s with what the workload sets): that is the change's documented cost, not a
+    // failure to converge.
+    supervise_until(&mut world, tokio::time::Instant::now() + RECHECK).await;
     let quiet_from = world.trace.len();
     let quiet_start = world.cloud.now();
     tokio::time::sleep(QUIET).await;
@@ -235,6 +239,9 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
 /// How often convergence is looked for after the faults end (two probes are longer than
 /// the 60 s resync).
 const PROBE: Duration = Duration::from_secs(35);
+
+/// Between convergence and the quiet window: members checked anew by a replaced monitor.
+const RECHECK: Duration = Duration::from_secs(30);
 
 /// The cloud writes CCMs made since trace line `from`.
 fn ccm_writes(world: &World, from: usize) -> Vec<String> {

@@ -219,11 +219,26 @@ fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
-/// An annotation change of `svc`, remembering a zone change in `zoned`.
-fn annotate(rng: &mut Rng, svc: String, zoned: &mut std::collections::BTreeSet<String>) -> Action {
-    let change = annotation_change(rng);
+/// Services with a zone change asked for, and Services holding a regional floating IP: a
+/// load balancer re-created in another region could not take that IP, a configuration
+/// nothing can satisfy, so the generator never combines the two.
+#[derive(Debug, Default)]
+struct Regions {
+    zoned: std::collections::BTreeSet<String>,
+    regional: std::collections::BTreeSet<String>,
+}
+
+/// An annotation change of `svc` (no zone change for a Service holding a regional IP).
+fn annotate(rng: &mut Rng, svc: String, regions: &mut Regions) -> Action {
+    let mut change = annotation_change(rng);
+    if regions.regional.contains(&svc) {
+        change.retain(|(k, _)| !k.ends_with("-zone"));
+    }
     if change.iter().any(|(k, _)| k.ends_with("-zone")) {
-        zoned.insert(svc.clone());
+        regions.zoned.insert(svc.clone());
+    }
+    if change.is_empty() {
+        change.push((format!("{A}name"), None));
     }
     Action::Annotate(svc, change)
 }
@@ -283,7 +298,7 @@ impl Schedule {
         let mut next_service = 1;
         let mut next_node = 4;
         let mut nodes: Vec<String> = (1..=3).map(|i| format!("node-{i}")).collect();
-        let mut zoned = std::collections::BTreeSet::new();
+        let mut regions = Regions::default();
         steps.push(Step {
             at,
             action: Action::Create("svc-0".into(), shape(&mut rng)),
@@ -299,7 +314,7 @@ impl Schedule {
                     services.push(name.clone());
                     Action::Create(name, shape(&mut rng))
                 }
-                2..=4 => annotate(&mut rng, svc, &mut zoned),
+                2..=4 => annotate(&mut rng, svc, &mut regions),
                 5 => Action::SetPorts(svc, ports(&mut rng)),
                 6 => Action::SetPolicy(svc, rng.chance(50)),
                 7 if services.len() > 1 => {
@@ -333,19 +348,25 @@ impl Schedule {
                 18 => Action::OutsideDelete(svc, PARTS[rng.below(PARTS.len() as u64) as usize]),
                 19 => Action::ClearCloudFaults,
                 20 => Action::StopLeader,
-                21 => Action::ClaimFloatingIp {
-                    v6: rng.chance(30),
+                21 => {
                     // A regional IP cannot follow a load balancer into another region: once
                     // a zone change was asked for (the load balancer may be re-created
                     // there), only a global one can be satisfied.
-                    global: zoned.contains(&svc) || rng.chance(30),
-                    service: svc,
-                },
+                    let global = regions.zoned.contains(&svc) || rng.chance(30);
+                    if !global {
+                        regions.regional.insert(svc.clone());
+                    }
+                    Action::ClaimFloatingIp {
+                        v6: rng.chance(30),
+                        global,
+                        service: svc,
+                    }
+                }
                 22 => Action::DropFloatingIps(svc),
                 23 => Action::OutsideChange(svc, CHANGES[rng.below(CHANGES.len() as u64) as usize]),
                 24..=26 => cloud_fault(&mut rng),
                 27 => Action::StopServer(rng.pick(&nodes).clone()),
-                _ => annotate(&mut rng, svc, &mut zoned),
+                _ => annotate(&mut rng, svc, &mut regions),
             };
             steps.push(Step { at, action });
         }
