@@ -196,7 +196,13 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
                 .values()
                 .any(|lb| lb.status(ctx.now) == "changing")
         });
+        // A Service whose reconcile failed is retried after up to 5 min (the maximum
+        // retry delay): silence shorter than that since the last failed request proves
+        // nothing.
+        let backoff_over = last_failure(&world)
+            .is_none_or(|t| world.trace.millis() >= t + MAX_RETRY_DELAY.as_millis());
         let settled = marks.len() >= 3
+            && backoff_over
             && ccm_writes(&world, quiet_since).is_empty()
             && !applying
             && check::check(&world, &probe).len() == world.found.lock().len();
@@ -242,6 +248,26 @@ const PROBE: Duration = Duration::from_secs(35);
 
 /// Between convergence and the quiet window: members checked anew by a replaced monitor.
 const RECHECK: Duration = Duration::from_secs(30);
+
+/// `--service-sync-max-retry-delay` (default): the longest a failed Service waits.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
+
+/// When a CCM's cloud request last failed (no answer, or an error other than 404), in trace
+/// milliseconds.
+fn last_failure(world: &World) -> Option<u128> {
+    world.trace.lines().iter().rev().find_map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        let failed = f.get(1) == Some(&"cloud")
+            && f.get(2).is_some_and(|a| a.starts_with("ccm-"))
+            && f.get(5)
+                .is_some_and(|s| *s == "lost" || (!s.starts_with('2') && *s != "404"));
+        if failed {
+            f.first()?.parse().ok()
+        } else {
+            None
+        }
+    })
+}
 
 /// The cloud writes CCMs made since trace line `from`.
 fn ccm_writes(world: &World, from: usize) -> Vec<String> {
