@@ -216,6 +216,7 @@ pub async fn run_wired(
         refresh: opts.node_status_update_frequency,
         retry: Duration::from_secs(5),
         last_sync: Default::default(),
+        initialized_from: Default::default(),
         ambient: ambient.clone(),
     });
     let lifecycle_ctx = Arc::new(LifecycleContext {

@@ -158,6 +158,7 @@ impl Harness {
             refresh: Duration::from_millis(300),
             retry: Duration::from_millis(200),
             last_sync: Default::default(),
+            initialized_from: Default::default(),
             ambient: Default::default(),
         });
         tokio::spawn(controller::run(

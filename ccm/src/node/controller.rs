@@ -60,6 +60,10 @@ pub struct NodeContext<D> {
     /// When each Node was last synced: our own patches trigger another reconcile at once,
     /// which must not cost another lookup.
     pub last_sync: parking_lot::Mutex<std::collections::BTreeMap<String, Instant>>,
+    /// When each Node (by UID) was last initialized: a reconcile that starts before the
+    /// cache has all of our own updates sees the Node half-initialized and must not
+    /// initialize it twice; a taint still there after `retry` is initialized again.
+    pub initialized_from: parking_lot::Mutex<std::collections::BTreeMap<String, (String, Instant)>>,
     /// Wall clock and randomness (jitter of the watch's backoff).
     pub ambient: Ambient,
 }
@@ -201,13 +205,29 @@ async fn refresh<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Resul
 /// Initializes or refreshes one Node; answers when to look at it again.
 async fn reconcile<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Duration {
     let started = Instant::now();
-    let result = if has_taint(node, UNINITIALIZED_TAINT) {
+    let uid = node.uid().unwrap_or_default();
+    let tainted = has_taint(node, UNINITIALIZED_TAINT);
+    let just_done = ctx
+        .initialized_from
+        .lock()
+        .get(&node.name_any())
+        .is_some_and(|(u, at)| *u == uid && at.elapsed() < ctx.retry);
+    if tainted && just_done {
+        // Initialized a moment ago: our updates are on their way to the cache.
+        return ctx.retry;
+    }
+    let result = if tainted {
         initialize(node, ctx).await
     } else {
         refresh(node, ctx).await
     };
     if result.is_ok() {
         ctx.last_sync.lock().insert(node.name_any(), Instant::now());
+        if tainted {
+            ctx.initialized_from
+                .lock()
+                .insert(node.name_any(), (uid, Instant::now()));
+        }
     }
     let outcome = if result.is_ok() { "ok" } else { "error" };
     ctx.metrics
@@ -279,9 +299,12 @@ pub async fn run<D: ServerDirectory>(
         })
         .await;
     };
+    // The watch goes first: events already received reach the cache before a reconcile
+    // starts, so a Node is never reconciled from a copy older than what has arrived (our
+    // own patches would otherwise be seen half-applied and initialized twice).
     tokio::select! {
         biased;
-        () = work => {}
         () = watch => {}
+        () = work => {}
     }
 }

@@ -323,10 +323,12 @@ pub async fn run(
         )
         .await;
     };
+    // The watches go first: events already received reach the caches before a reconcile
+    // starts.
     tokio::select! {
         biased;
-        () = work => {}
         () = async { tokio::join!(services, nodes); } => {}
+        () = work => {}
     }
 }
 
