@@ -3,6 +3,7 @@
 //! lost answers, validation errors, token hygiene and rotation, rate limit, metrics labels and
 //! call counters.
 
+mod support;
 use ccm::cloudscale::*;
 use ccm::metrics::Metrics;
 use ccm::secret::{Token, TokenSource};
@@ -10,6 +11,7 @@ use fakecloud::{Config, FakeCloud, FaultEffect, FaultRule};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::admin;
 use tracing::instrument::WithSubscriber as _;
 
 const TOKEN: &str = "test-token";
@@ -1550,17 +1552,4 @@ async fn metrics_use_endpoint_templates_and_counters_count_calls() {
     assert!(text.contains(
         r#"endpoint="/v1/load-balancers/pools/{uuid}/members/{uuid}",method="GET",status="404""#
     ));
-}
-
-/// A request to fakecloud's admin API that must succeed.
-async fn admin(
-    fc: &FakeCloud,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<serde_json::Value>,
-) -> serde_json::Value {
-    ccm::cloudscale::install_crypto_provider();
-    fc.admin(method, path, body)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
 }

@@ -2,6 +2,7 @@
 //! (100 virtual seconds per real second), and the downtime each change costs as fakecloud's
 //! availability oracle measures it.
 
+mod support;
 use ccm::cloudscale::*;
 use ccm::secret::{Token, TokenSource};
 use ccm::service::apply::{self, ApplyError, ApplyOptions};
@@ -16,6 +17,7 @@ use fakecloud::{ClockMode, Config, FakeCloud, FaultEffect, FaultRule};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
+use support::admin;
 use uuid::Uuid;
 
 const TOKEN: &str = "test-token";
@@ -854,17 +856,4 @@ async fn in_place_updates_renames_and_http_monitors_converge() {
         assert_eq!(down, 0.0, "port {port}");
     }
     fc.shutdown().await;
-}
-
-/// A request to fakecloud's admin API that must succeed.
-async fn admin(
-    fc: &FakeCloud,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<serde_json::Value>,
-) -> serde_json::Value {
-    ccm::cloudscale::install_crypto_provider();
-    fc.admin(method, path, body)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
 }

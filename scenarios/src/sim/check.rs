@@ -451,20 +451,14 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
     });
     // Nodes deleted by a CCM: their servers must be gone.
     for line in world.trace.lines() {
-        let mut parts = line.split(' ');
-        let (_, kind, actor, method, path, status) = (
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-            parts.next(),
-        );
-        if kind == Some("kube")
-            && actor.is_some_and(|a| a.starts_with("ccm-"))
-            && method == Some("DELETE")
-            && status.is_some_and(|s| s.starts_with('2'))
-            && let Some(node) = path.and_then(|p| p.strip_prefix("/api/v1/nodes/"))
+        let Some(r) = super::trace::Request::parse(&line) else {
+            continue;
+        };
+        if r.api == "kube"
+            && r.by_ccm()
+            && r.method == "DELETE"
+            && r.status.starts_with('2')
+            && let Some(node) = r.path.strip_prefix("/api/v1/nodes/")
         {
             let node = node.split('?').next().unwrap_or(node);
             if let Some(server) = world.server_of(node)

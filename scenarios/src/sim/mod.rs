@@ -57,15 +57,7 @@ pub fn scale(services: usize, nodes: usize, minutes: u64) -> Result<String, Stri
         let mut world = World::start(config).await.map_err(|e| e.to_string())?;
         world.revive();
         let api: Api<Service> = Api::namespaced(world.kube.clone(), "default");
-        let shape = schedule::Shape {
-            ports: vec![schedule::Port {
-                name: "http".into(),
-                port: 80,
-                udp: false,
-            }],
-            local: false,
-            annotations: Vec::new(),
-        };
+        let shape = schedule::Shape::http();
         for i in 0..services {
             let svc: Service =
                 serde_json::from_value(schedule::service(&format!("svc-{i}"), &shape))
@@ -90,14 +82,13 @@ pub fn scale(services: usize, nodes: usize, minutes: u64) -> Result<String, Stri
             })
             .count();
         let lines = world.trace.lines();
-        let cloud = lines
-            .iter()
-            .filter(|l| l.split(' ').nth(1) == Some("cloud"))
-            .count();
-        let kube = lines
-            .iter()
-            .filter(|l| l.split(' ').nth(1) == Some("kube"))
-            .count();
+        let count = |api: &str| {
+            lines
+                .iter()
+                .filter(|l| trace::Request::parse(l).is_some_and(|r| r.api == api))
+                .count()
+        };
+        let (cloud, kube) = (count("cloud"), count("kube"));
         let wall = started.elapsed().as_secs_f64();
         Ok(format!(
             "{services} Services x {nodes} nodes, {minutes} virtual min: {wall:.1} s wall, \

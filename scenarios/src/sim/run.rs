@@ -4,6 +4,7 @@
 
 use super::check::{self, Context, Violation};
 use super::schedule::{self, Effects, Schedule, Shape};
+use super::trace::Request;
 use super::world::{World, WorldConfig, runtime};
 use parking_lot::Mutex;
 use serde_json::json;
@@ -135,15 +136,7 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
         Some(u) => u,
         None => return harness("cannot create the foreign load balancer".into()),
     };
-    let steady = Shape {
-        ports: vec![schedule::Port {
-            name: "http".into(),
-            port: 80,
-            udp: false,
-        }],
-        local: false,
-        annotations: Vec::new(),
-    };
+    let steady = Shape::http();
     schedule::execute(
         &mut world,
         &schedule::Step {
@@ -256,16 +249,11 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
 /// milliseconds.
 fn last_failure(world: &World) -> Option<u128> {
     world.trace.lines().iter().rev().find_map(|l| {
-        let f: Vec<&str> = l.split(' ').collect();
-        let failed = f.get(1) == Some(&"cloud")
-            && f.get(2).is_some_and(|a| a.starts_with("ccm-"))
-            && f.get(5)
-                .is_some_and(|s| *s == "lost" || (!s.starts_with('2') && *s != "404"));
-        if failed {
-            f.first()?.parse().ok()
-        } else {
-            None
-        }
+        let r = Request::parse(l)?;
+        let failed = r.api == "cloud"
+            && r.by_ccm()
+            && (r.status == "lost" || (!r.status.starts_with('2') && r.status != "404"));
+        failed.then_some(r.millis)
     })
 }
 
@@ -274,10 +262,7 @@ fn ccm_writes(world: &World, from: usize) -> Vec<String> {
     world.trace.lines()[from..]
         .iter()
         .filter(|l| {
-            let f: Vec<&str> = l.split(' ').collect();
-            f.get(1) == Some(&"cloud")
-                && f.get(2).is_some_and(|a| a.starts_with("ccm-"))
-                && f.get(3) != Some(&"GET")
+            Request::parse(l).is_some_and(|r| r.api == "cloud" && r.by_ccm() && r.method != "GET")
         })
         .cloned()
         .collect()

@@ -59,6 +59,21 @@ pub struct Shape {
     pub annotations: Vec<(String, String)>,
 }
 
+impl Shape {
+    /// One TCP port `http` 80, Cluster policy, no annotations.
+    pub fn http() -> Shape {
+        Shape {
+            ports: vec![Port {
+                name: "http".into(),
+                port: 80,
+                udp: false,
+            }],
+            local: false,
+            annotations: Vec::new(),
+        }
+    }
+}
+
 /// What a step does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {

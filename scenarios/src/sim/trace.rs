@@ -80,6 +80,41 @@ impl Default for Trace {
     }
 }
 
+/// A request line of the trace, read back: `MILLIS cloud|kube ACTOR METHOD PATH STATUS`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<'a> {
+    pub millis: u128,
+    /// `cloud` or `kube`.
+    pub api: &'a str,
+    pub actor: &'a str,
+    pub method: &'a str,
+    pub path: &'a str,
+    /// The status code, or `lost` for a cloud request that got no answer.
+    pub status: &'a str,
+}
+
+impl<'a> Request<'a> {
+    /// The request a line records (`None` for steps, notes and final records).
+    pub fn parse(line: &'a str) -> Option<Request<'a>> {
+        let mut f = line.split(' ');
+        let millis = f.next()?.parse().ok()?;
+        let api = f.next().filter(|a| *a == "cloud" || *a == "kube")?;
+        Some(Request {
+            millis,
+            api,
+            actor: f.next()?,
+            method: f.next()?,
+            path: f.next()?,
+            status: f.next()?,
+        })
+    }
+
+    /// Made by a CCM (not the workload, a kubelet or outside hands).
+    pub fn by_ccm(&self) -> bool {
+        self.actor.starts_with("ccm-")
+    }
+}
+
 /// FNV-1a over lines ended by newlines.
 pub fn digest_lines<'a>(lines: impl IntoIterator<Item = &'a str>) -> u64 {
     let mut h = Fnv::default();

@@ -471,12 +471,9 @@ impl World {
     pub fn leader(&mut self) -> Option<&mut SimCcm> {
         let lines = self.trace.lines();
         let last = lines.iter().rev().find_map(|l| {
-            let mut f = l.split(' ').skip(1);
-            (f.next() == Some("cloud"))
-                .then(|| f.next())
-                .flatten()
-                .filter(|a| a.starts_with("ccm-"))
-                .map(str::to_string)
+            super::trace::Request::parse(l)
+                .filter(|r| r.api == "cloud" && r.by_ccm())
+                .map(|r| r.actor.to_string())
         })?;
         self.ccms
             .iter_mut()
