@@ -203,7 +203,14 @@ async fn an_invalid_annotation_is_reported_and_nothing_is_created() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_floating_ip_claimed_by_two_services_refuses_both() {
-    let bed = Bed::start_default().await;
+    // Both claims exist before the CCM starts: a CCM that saw only the first would rightly
+    // go ahead with it (the second is then refused alone), and which it sees first would
+    // depend on timing.
+    let mut bed = Bed::start(scenarios::ccm_bed::CcmBedConfig {
+        ccm_flags: None,
+        ..Default::default()
+    })
+    .await;
     let r = bed
         .http
         .post(format!("{}/floating-ips", bed.tb.cloud.api_url()))
@@ -224,6 +231,12 @@ async fn one_floating_ip_claimed_by_two_services_refuses_both() {
             .await
             .expect("create");
     }
+    bed.ccm = Some(scenarios::ccm_bed::InProcessCcm::start(
+        &bed.kubeconfig,
+        &bed.tb.cloud,
+        5,
+        scenarios::ccm_bed::FAST_FLAGS,
+    ));
     for (me, other) in [("a", "default/b"), ("b", "default/a")] {
         let ev = bed.wait_event(me, "FloatingIPConflict", "").await;
         assert_eq!(ev.type_.as_deref(), Some("Warning"));

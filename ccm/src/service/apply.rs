@@ -213,6 +213,11 @@ async fn members_ready(
     };
     let members = list(pool).await?;
     let mut replaced_serving = Vec::new();
+    // Replaced members without a monitor (outside hands deleted it) count as serving, but
+    // nothing checks them: where a monitor of the new pool found the same address down,
+    // the old member cannot be serving either, and waiting for it would hold the change
+    // for good (found by the simulation: a monitor deleted by hand, then a node stopped).
+    let mut unmonitored = Vec::new();
     let mut pools: Vec<Uuid> = replacing.iter().map(|r| r.pool).collect();
     pools.sort();
     pools.dedup();
@@ -223,11 +228,14 @@ async fn members_ready(
             list(p).await?
         };
         for r in replacing.iter().filter(|r| r.pool == p) {
-            if old
+            if let Some(m) = old
                 .iter()
-                .any(|m| m.uuid == r.member.to_string() && serving(m))
+                .find(|m| m.uuid == r.member.to_string() && serving(m))
             {
                 replaced_serving.push(r.address);
+                if matches!(m.monitor_status, Some(MonitorStatus::NoMonitor)) {
+                    unmonitored.push(r.address);
+                }
             }
         }
     }
@@ -235,6 +243,12 @@ async fn members_ready(
         .iter()
         .filter_map(|n| match members.iter().find(|m| &m.name == n) {
             None => Some(format!("{n} (missing)")),
+            Some(m)
+                if unmonitored.contains(&m.address)
+                    && matches!(m.monitor_status, Some(MonitorStatus::Down)) =>
+            {
+                None
+            }
             Some(m) if replaced_serving.contains(&m.address) && !serving(m) => {
                 Some(format!("{n} ({})", status_of(m)))
             }

@@ -193,6 +193,13 @@ async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, 
     let key = service_key(&svc);
     match result? {
         Progress::Done => {
+            // At debug level: one line per Service per resync. The simulation reads it to
+            // know when the changes made before it are applied (scenarios' `downtime.rs`).
+            tracing::debug!(
+                service = %key,
+                resource_version = svc.metadata.resource_version.as_deref().unwrap_or_default(),
+                "service converged"
+            );
             ctx.failures.lock().remove(&key);
             ctx.waiting.lock().remove(&key);
             Ok(ctx.resync)

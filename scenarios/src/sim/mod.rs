@@ -6,6 +6,7 @@
 //! See `scenarios/README.md` ("Simulation") for how to run it and what it checks.
 
 pub mod check;
+pub mod downtime;
 pub mod run;
 pub mod schedule;
 pub mod trace;

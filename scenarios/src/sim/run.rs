@@ -60,6 +60,47 @@ impl Logs {
     }
 }
 
+/// Writes `converged NAMESPACE/NAME RESOURCE_VERSION` to the run's trace whenever a CCM logs
+/// that a Service converged (its `service converged` debug line).
+#[derive(Clone, Default)]
+struct Converged(Arc<Mutex<Option<super::trace::Trace>>>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Converged {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Fields {
+            message: bool,
+            service: Option<String>,
+            resource_version: String,
+        }
+        impl tracing::field::Visit for Fields {
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                if field.name() == "resource_version" {
+                    self.resource_version = value.to_string();
+                }
+            }
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                match field.name() {
+                    "message" => self.message = format!("{value:?}") == "service converged",
+                    "service" => self.service = Some(format!("{value:?}")),
+                    _ => {}
+                }
+            }
+        }
+        if event.metadata().target() != "ccm::service::controller" {
+            return;
+        }
+        let mut f = Fields {
+            message: false,
+            service: None,
+            resource_version: String::new(),
+        };
+        event.record(&mut f);
+        if let (true, Some(service), Some(trace)) = (f.message, f.service, &*self.0.lock()) {
+            trace.note(format!("converged {service} {}", f.resource_version));
+        }
+    }
+}
+
 /// Plays `schedule` in a fresh world on its own paused runtime.
 pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
     let rt = match runtime() {
@@ -79,19 +120,31 @@ pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
             };
         }
     };
-    // Everything the run logs at INFO and above is kept, to be searched for the token.
+    // Everything the run logs at INFO and above is kept, to be searched for the token; the
+    // CCMs' "service converged" lines go to the trace.
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
     let logs = Logs::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
-        .with_ansi(false)
-        .without_time()
-        .with_writer({
-            let logs = logs.clone();
-            move || logs.clone()
-        })
-        .finish();
-    let mut outcome =
-        tracing::subscriber::with_default(subscriber, || rt.block_on(play(schedule, keep_trace)));
+    let converged = Converged::default();
+    let subscriber = tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::filter::Targets::new()
+                .with_default(tracing::Level::INFO)
+                .with_target("ccm::service::controller", tracing::Level::DEBUG),
+        )
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .without_time()
+                .with_writer({
+                    let logs = logs.clone();
+                    move || logs.clone()
+                })
+                .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+        )
+        .with(converged.clone());
+    let mut outcome = tracing::subscriber::with_default(subscriber, || {
+        rt.block_on(play(schedule, keep_trace, &converged))
+    });
     if let Some(token) = &outcome.token
         && logs.contains(token)
     {
@@ -103,7 +156,7 @@ pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
     outcome
 }
 
-async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
+async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> Outcome {
     let harness = |detail: String| Outcome {
         seed: schedule.seed,
         steps: schedule.steps.len(),
@@ -122,6 +175,7 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
         Ok(w) => w,
         Err(e) => return harness(format!("cannot build the world: {e}")),
     };
+    converged.0.lock().replace(world.trace.clone());
     world.revive();
     let foreign = world
         .outside_with(
@@ -205,7 +259,7 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
         }
     }
     // A replaced monitor checks its members anew once applied (delay × up threshold, at most
-    // 10 s with what the workload sets): that is the change's documented cost, not a
+    // 50 s with what the workload sets): that is the change's documented cost, not a
     // failure to converge.
     supervise_until(&mut world, tokio::time::Instant::now() + RECHECK).await;
     let quiet_from = world.trace.len();
@@ -222,7 +276,8 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
         quiet_writes,
         quiet: Some((quiet_start, world.cloud.now())),
     };
-    let violations = check::check(&world, &cx);
+    let mut violations = check::check(&world, &cx);
+    violations.extend(super::downtime::check(&world, &effects, quiet_start));
     final_records(&world);
     Outcome {
         seed: schedule.seed,
@@ -240,7 +295,7 @@ async fn play(schedule: &Schedule, keep_trace: bool) -> Outcome {
 const PROBE: Duration = Duration::from_secs(35);
 
 /// Between convergence and the quiet window: members checked anew by a replaced monitor.
-const RECHECK: Duration = Duration::from_secs(30);
+const RECHECK: Duration = Duration::from_secs(60);
 
 /// `--service-sync-max-retry-delay` (default): the longest a failed Service waits.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);

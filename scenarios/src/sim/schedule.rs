@@ -186,6 +186,15 @@ fn shape(rng: &mut Rng) -> Shape {
             (1000 * (1 + rng.below(60))).to_string(),
         ));
     }
+    // Slow checks (up to 5 s × 10) make members take longer to come up than the load
+    // balancer takes to apply the writes queued behind them: only then does a switch made
+    // before its new members are up show as downtime.
+    if rng.chance(20) {
+        annotations.push((
+            format!("{A}health-monitor-up-threshold"),
+            (2 + rng.below(9)).to_string(),
+        ));
+    }
     Shape {
         ports: ports(rng),
         local: rng.chance(25),
@@ -196,7 +205,7 @@ fn shape(rng: &mut Rng) -> Shape {
 fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
     let n = 1 + rng.below(2);
     (0..n)
-        .map(|_| match rng.below(9) {
+        .map(|_| match rng.below(10) {
             0 => (
                 format!("{A}pool-algorithm"),
                 Some(rng.pick(ALGORITHMS).to_string()),
@@ -218,6 +227,10 @@ fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
                 Some(format!("kubernetes.io/hostname!=node-{}", 1 + rng.below(4))),
             ),
             8 => (format!("{A}node-selector"), None),
+            9 => (
+                format!("{A}health-monitor-up-threshold"),
+                Some((2 + rng.below(9)).to_string()),
+            ),
             4 => (
                 format!("{A}listener-allowed-cidrs"),
                 Some(r#"["10.0.0.0/8"]"#.to_string()),
@@ -431,13 +444,22 @@ fn port_json(p: &Port) -> Value {
            "protocol": if p.udp { "UDP" } else { "TCP" }})
 }
 
-/// Merge-patches the Service `name`.
-async fn merge(services: &Api<Service>, name: &str, body: Value) -> Result<(), String> {
+/// Merge-patches the Service `name`; its new resourceVersion goes to `rv`.
+async fn merge(
+    services: &Api<Service>,
+    rv: &std::cell::Cell<Option<u64>>,
+    name: &str,
+    body: Value,
+) -> Result<(), String> {
     services
         .patch(name, &PatchParams::default(), &Patch::Merge(body))
         .await
-        .map(|_| ())
+        .map(|s| rv.set(version(&s)))
         .map_err(|e| e.to_string())
+}
+
+fn version(s: &Service) -> Option<u64> {
+    s.metadata.resource_version.as_deref()?.parse().ok()
 }
 
 /// What executing a step did to the world, for the checks.
@@ -449,186 +471,251 @@ pub struct Effects {
     pub node_events: Vec<Duration>,
     /// Virtual times of outside deletions.
     pub outside: Vec<(String, Duration)>,
+    /// Every step played, with its trace time and whether the workload's request was
+    /// refused (then it changed nothing).
+    pub played: Vec<Played>,
+    /// Every load balancer seen serving a Service before a step touched it (a deleted
+    /// Service's is gone from the cloud by the time the checks run).
+    pub load_balancers: std::collections::BTreeMap<String, std::collections::BTreeSet<uuid::Uuid>>,
+}
+
+/// A step as it was played.
+#[derive(Debug, Clone)]
+pub struct Played {
+    /// Trace milliseconds.
+    pub at: u128,
+    /// The index of its line in the trace.
+    pub line: usize,
+    pub action: Action,
+    pub refused: bool,
+    /// The Service's resourceVersion after the step wrote it.
+    pub resource_version: Option<u64>,
+}
+
+impl Action {
+    /// The Service the step concerns, if any.
+    pub fn service(&self) -> Option<&str> {
+        match self {
+            Action::Create(s, _)
+            | Action::Annotate(s, _)
+            | Action::SetPorts(s, _)
+            | Action::SetPolicy(s, _)
+            | Action::Delete(s)
+            | Action::ToClusterIp(s)
+            | Action::ClaimFloatingIp { service: s, .. }
+            | Action::DropFloatingIps(s)
+            | Action::OutsideDelete(s, _)
+            | Action::OutsideChange(s, _) => Some(s),
+            _ => None,
+        }
+    }
 }
 
 /// Plays `step` on `world`; failures of the workload itself (a refused request) are noted in
 /// the trace and are not errors: the schedule goes on.
 pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
     let now = Duration::from_millis(world.trace.millis() as u64);
+    let line = world.trace.len();
     world.trace.note(format!("step {:?}", step.action));
+    if let Some(name) = step.action.service()
+        && let Some(lb) = world.load_balancer_of(name)
+    {
+        effects
+            .load_balancers
+            .entry(name.to_string())
+            .or_default()
+            .insert(lb);
+    }
     let services: Api<Service> = Api::namespaced(world.kube.clone(), "default");
-    let result: Result<(), String> = match &step.action {
-        Action::Create(name, shape) => {
-            effects.touched.push((name.clone(), now));
-            match serde_json::from_value::<Service>(service(name, shape)) {
-                Ok(svc) => services
-                    .create(&PostParams::default(), &svc)
+    let rv = std::cell::Cell::new(None);
+    let result: Result<(), String> =
+        match &step.action {
+            Action::Create(name, shape) => {
+                effects.touched.push((name.clone(), now));
+                match serde_json::from_value::<Service>(service(name, shape)) {
+                    Ok(svc) => services
+                        .create(&PostParams::default(), &svc)
+                        .await
+                        .map(|s| rv.set(version(&s)))
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+            Action::Annotate(name, changes) => {
+                effects.touched.push((name.clone(), now));
+                let map: serde_json::Map<String, Value> = changes
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.as_ref().map_or(Value::Null, |v| json!(v))))
+                    .collect();
+                merge(
+                    &services,
+                    &rv,
+                    name,
+                    json!({"metadata": {"annotations": map}}),
+                )
+                .await
+            }
+            Action::SetPorts(name, ports) => {
+                effects.touched.push((name.clone(), now));
+                let ports: Vec<Value> = ports.iter().map(port_json).collect();
+                merge(&services, &rv, name, json!({"spec": {"ports": ports}})).await
+            }
+            Action::SetPolicy(name, local) => {
+                effects.touched.push((name.clone(), now));
+                let policy = if *local { "Local" } else { "Cluster" };
+                merge(
+                    &services,
+                    &rv,
+                    name,
+                    json!({"spec": {"externalTrafficPolicy": policy}}),
+                )
+                .await
+            }
+            Action::Delete(name) => {
+                effects.touched.push((name.clone(), now));
+                services
+                    .delete(name, &DeleteParams::default())
                     .await
                     .map(|_| ())
-                    .map_err(|e| e.to_string()),
-                Err(e) => Err(e.to_string()),
+                    .map_err(|e| e.to_string())
             }
-        }
-        Action::Annotate(name, changes) => {
-            effects.touched.push((name.clone(), now));
-            let map: serde_json::Map<String, Value> = changes
-                .iter()
-                .map(|(k, v)| (k.clone(), v.as_ref().map_or(Value::Null, |v| json!(v))))
-                .collect();
-            merge(&services, name, json!({"metadata": {"annotations": map}})).await
-        }
-        Action::SetPorts(name, ports) => {
-            effects.touched.push((name.clone(), now));
-            let ports: Vec<Value> = ports.iter().map(port_json).collect();
-            merge(&services, name, json!({"spec": {"ports": ports}})).await
-        }
-        Action::SetPolicy(name, local) => {
-            effects.touched.push((name.clone(), now));
-            let policy = if *local { "Local" } else { "Cluster" };
-            merge(
-                &services,
-                name,
-                json!({"spec": {"externalTrafficPolicy": policy}}),
-            )
-            .await
-        }
-        Action::Delete(name) => {
-            effects.touched.push((name.clone(), now));
-            services
-                .delete(name, &DeleteParams::default())
+            Action::ToClusterIp(name) => {
+                effects.touched.push((name.clone(), now));
+                merge(
+                    &services,
+                    &rv,
+                    name,
+                    json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": null}}),
+                )
                 .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        }
-        Action::ToClusterIp(name) => {
-            effects.touched.push((name.clone(), now));
-            merge(
-                &services,
-                name,
-                json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": null}}),
-            )
-            .await
-        }
-        Action::StopServer(node) | Action::StartServer(node) | Action::DeleteServer(node) => {
-            effects.node_events.push(now);
-            match world.server_of(node) {
-                Some(uuid) => {
-                    let (method, path) = match &step.action {
-                        Action::StopServer(_) => ("POST", format!("/v1/servers/{uuid}/stop")),
-                        Action::StartServer(_) => ("POST", format!("/v1/servers/{uuid}/start")),
-                        _ => ("DELETE", format!("/v1/servers/{uuid}")),
-                    };
-                    world.outside(method, &path).await.map(|_| ())
+            }
+            Action::StopServer(node) | Action::StartServer(node) | Action::DeleteServer(node) => {
+                effects.node_events.push(now);
+                match world.server_of(node) {
+                    Some(uuid) => {
+                        let (method, path) = match &step.action {
+                            Action::StopServer(_) => ("POST", format!("/v1/servers/{uuid}/stop")),
+                            Action::StartServer(_) => ("POST", format!("/v1/servers/{uuid}/start")),
+                            _ => ("DELETE", format!("/v1/servers/{uuid}")),
+                        };
+                        world.outside(method, &path).await.map(|_| ())
+                    }
+                    None => Err(format!("no server for {node}")),
                 }
-                None => Err(format!("no server for {node}")),
             }
-        }
-        Action::AddNode(name) => {
-            effects.node_events.push(now);
-            world
-                .add_node(name)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        }
-        Action::CloudFault {
-            method,
-            path,
-            effect,
-            percent,
-        } => {
-            let rule = FaultRule::new(*method, path, effect.clone())
-                .probability(*percent as f64 / 100.0, world.seed ^ now.as_millis() as u64);
-            world
-                .cloud
-                .faults()
-                .add(rule)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        }
-        Action::ClearCloudFaults => {
-            world.cloud.faults().clear();
-            Ok(())
-        }
-        Action::CutWatches => {
-            for c in &world.ccms {
-                c.kube_faults.cut_watches();
+            Action::AddNode(name) => {
+                effects.node_events.push(now);
+                world
+                    .add_node(name)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
             }
-            Ok(())
-        }
-        Action::GoneOnRewatch(n) => {
-            for c in &world.ccms {
-                c.kube_faults.gone_on_rewatch(*n);
+            Action::CloudFault {
+                method,
+                path,
+                effect,
+                percent,
+            } => {
+                let rule = FaultRule::new(*method, path, effect.clone())
+                    .probability(*percent as f64 / 100.0, world.seed ^ now.as_millis() as u64);
+                world
+                    .cloud
+                    .faults()
+                    .add(rule)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
             }
-            Ok(())
-        }
-        Action::FailKubeWrites(status, n) => {
-            for c in &world.ccms {
-                c.kube_faults.fail_writes(*status, *n);
+            Action::ClearCloudFaults => {
+                world.cloud.faults().clear();
+                Ok(())
             }
-            Ok(())
-        }
-        Action::CrashCcm(n) => {
-            world.crash_and_restart(*n).await;
-            Ok(())
-        }
-        Action::OutsideDelete(name, what) => {
-            effects.outside.push((name.clone(), now));
-            world.outside_delete(name, what).await
-        }
-        Action::OutsideChange(name, what) => {
-            effects.outside.push((name.clone(), now));
-            world.outside_change(name, what).await
-        }
-        Action::StopLeader => {
-            if let Some(leader) = world.leader() {
-                leader.stop();
+            Action::CutWatches => {
+                for c in &world.ccms {
+                    c.kube_faults.cut_watches();
+                }
+                Ok(())
             }
-            Ok(())
-        }
-        Action::ClaimFloatingIp {
-            service: name,
-            v6,
-            global,
-        } => {
-            effects.touched.push((name.clone(), now));
-            let mut body = if *v6 {
-                json!({"ip_version": 6, "prefix_length": 56})
-            } else {
-                json!({"ip_version": 4})
-            };
-            if *global {
-                body["type"] = json!("global");
-            } else {
-                body["region"] = json!("rma");
+            Action::GoneOnRewatch(n) => {
+                for c in &world.ccms {
+                    c.kube_faults.gone_on_rewatch(*n);
+                }
+                Ok(())
             }
-            match world
-                .outside_with("POST", "/v1/floating-ips", Some(body))
-                .await
-            {
-                Ok(fip) => {
-                    let network = fip["network"].as_str().unwrap_or_default().to_string();
-                    let claim = json!([network]).to_string();
-                    merge(
-                        &services,
-                        name,
+            Action::FailKubeWrites(status, n) => {
+                for c in &world.ccms {
+                    c.kube_faults.fail_writes(*status, *n);
+                }
+                Ok(())
+            }
+            Action::CrashCcm(n) => {
+                world.crash_and_restart(*n).await;
+                Ok(())
+            }
+            Action::OutsideDelete(name, what) => {
+                effects.outside.push((name.clone(), now));
+                world.outside_delete(name, what).await
+            }
+            Action::OutsideChange(name, what) => {
+                effects.outside.push((name.clone(), now));
+                world.outside_change(name, what).await
+            }
+            Action::StopLeader => {
+                if let Some(leader) = world.leader() {
+                    leader.stop();
+                }
+                Ok(())
+            }
+            Action::ClaimFloatingIp {
+                service: name,
+                v6,
+                global,
+            } => {
+                effects.touched.push((name.clone(), now));
+                let mut body = if *v6 {
+                    json!({"ip_version": 6, "prefix_length": 56})
+                } else {
+                    json!({"ip_version": 4})
+                };
+                if *global {
+                    body["type"] = json!("global");
+                } else {
+                    body["region"] = json!("rma");
+                }
+                match world
+                    .outside_with("POST", "/v1/floating-ips", Some(body))
+                    .await
+                {
+                    Ok(fip) => {
+                        let network = fip["network"].as_str().unwrap_or_default().to_string();
+                        let claim = json!([network]).to_string();
+                        merge(&services, &rv, name,
                         json!({"metadata": {"annotations": {format!("{A}floating-ips"): claim}}}),
                     )
                     .await
+                    }
+                    Err(e) => Err(e),
                 }
-                Err(e) => Err(e),
             }
-        }
-        Action::DropFloatingIps(name) => {
-            effects.touched.push((name.clone(), now));
-            merge(
-                &services,
-                name,
-                json!({"metadata": {"annotations": {format!("{A}floating-ips"): null}}}),
-            )
-            .await
-        }
-    };
+            Action::DropFloatingIps(name) => {
+                effects.touched.push((name.clone(), now));
+                merge(
+                    &services,
+                    &rv,
+                    name,
+                    json!({"metadata": {"annotations": {format!("{A}floating-ips"): null}}}),
+                )
+                .await
+            }
+        };
+    effects.played.push(Played {
+        at: now.as_millis(),
+        line,
+        action: step.action.clone(),
+        resource_version: rv.get(),
+        // A lost answer may hide a request carried out: counted as done.
+        refused: result.as_ref().is_err_and(|e| e != super::world::LOST),
+    });
     if let Err(e) = result {
         world.trace.note(format!("step refused: {e}"));
     }

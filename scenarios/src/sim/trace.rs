@@ -43,6 +43,15 @@ impl Trace {
         ));
     }
 
+    /// A cloud request that took virtual time (an injected latency) since `sent`: the
+    /// checks count it as time the faults took from the CCM.
+    pub fn slow(&self, actor: &str, sent: u128) {
+        let now = self.millis();
+        if now > sent {
+            self.push(format!("{now} slow {actor} {sent}"));
+        }
+    }
+
     /// A Kubernetes request and its status.
     pub fn kube(&self, actor: &str, method: &str, path: &str, status: u16) {
         self.push(format!(

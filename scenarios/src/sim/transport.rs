@@ -90,6 +90,11 @@ impl Transport for CloudLink {
         let (cloud, trace, actor) = (self.cloud.clone(), self.trace.clone(), self.actor.clone());
         let found = self.found.clone();
         let crashed = self.crash.fire();
+        if crashed {
+            // The checks count the time from a crash to the next answered request as time
+            // the faults took from the CCM (see `downtime.rs`).
+            self.trace.note(format!("crash {}", self.actor));
+        }
         Box::pin(async move {
             if crashed {
                 // The process is gone: nothing is sent, nothing answers.
@@ -102,10 +107,12 @@ impl Transport for CloudLink {
                 .map(|p| p.as_str().to_string())
                 .unwrap_or_default();
             let request = request.map(Body::from);
+            let sent = trace.millis();
             match cloud.serve(request).await {
                 Ok(response) => {
                     let status = response.status();
                     trace.cloud(&actor, &method, &path, Some(status.as_u16()));
+                    trace.slow(&actor, sent);
                     if method == "POST" && status.is_success() {
                         let mut new = super::check::at_any_time(cloud.app());
                         if !new.is_empty() {
@@ -122,6 +129,7 @@ impl Transport for CloudLink {
                 }
                 Err(dropped) => {
                     trace.cloud(&actor, &method, &path, None);
+                    trace.slow(&actor, sent);
                     if method == "POST" {
                         // A lost answer may hide an executed create.
                         let mut new = super::check::at_any_time(cloud.app());
@@ -190,6 +198,78 @@ pub struct KubeLink {
     pub actor: String,
     pub trace: Trace,
     pub faults: Option<Arc<KubeFaults>>,
+    /// For a CCM's link: every write that adds or removes a Node's shutdown taint is
+    /// checked against the server's status at that moment.
+    pub taints: Option<TaintAudit>,
+}
+
+/// "An API error never changes a taint", checked at every write rather than at the end (a
+/// taint flipped by a failed lookup and flipped back later leaves no trace in the end
+/// state): a write that adds the shutdown taint must find the Node's server stopped, one
+/// that removes it must find the server not stopped.
+#[derive(Clone)]
+pub struct TaintAudit {
+    pub api: crate::apiserver::Shared,
+    pub cloud: fakecloud::App,
+    pub found: Arc<Mutex<Vec<super::check::Violation>>>,
+}
+
+impl TaintAudit {
+    fn tainted(&self, node: &str) -> Option<bool> {
+        let nodes: Vec<k8s_openapi::api::core::v1::Node> = self.api.objects("nodes");
+        let node = nodes
+            .into_iter()
+            .find(|n| n.metadata.name.as_deref() == Some(node))?;
+        Some(node.spec.and_then(|s| s.taints).is_some_and(|t| {
+            t.iter()
+                .any(|t| t.key == ccm::node::metadata::SHUTDOWN_TAINT)
+        }))
+    }
+
+    fn server_status(&self, node: &str) -> Option<String> {
+        let nodes: Vec<k8s_openapi::api::core::v1::Node> = self.api.objects("nodes");
+        let provider_id = nodes
+            .into_iter()
+            .find(|n| n.metadata.name.as_deref() == Some(node))?
+            .spec?
+            .provider_id?;
+        let uuid: uuid::Uuid = provider_id.strip_prefix("cloudscale://")?.parse().ok()?;
+        self.cloud.read("", |ctx| {
+            Some(
+                ctx.st
+                    .servers
+                    .get(&uuid)
+                    .map_or("deleted".to_string(), |s| s.status(ctx.now).to_string()),
+            )
+        })
+    }
+
+    fn judge(&self, actor: &str, node: &str, before: Option<bool>) {
+        let after = self.tainted(node);
+        let (Some(before), Some(after)) = (before, after) else {
+            return;
+        };
+        if before == after {
+            return;
+        }
+        let status = self.server_status(node).unwrap_or_default();
+        if after != (status == "stopped") {
+            let verb = if after { "added" } else { "removed" };
+            self.found.lock().push(super::check::Violation {
+                invariant: "taint-without-cause",
+                detail: format!(
+                    "{actor} {verb} the shutdown taint of Node {node} while its server was {status}"
+                ),
+            });
+        }
+    }
+}
+
+/// The Node a request writes (`/api/v1/nodes/NAME[/status][?...]`).
+fn node_written(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/api/v1/nodes/")?;
+    let name = rest.split(['/', '?']).next()?;
+    (!name.is_empty()).then_some(name)
 }
 
 impl KubeLink {
@@ -254,10 +334,21 @@ impl tower::Service<Request<kube::client::Body>> for KubeLink {
                 }
             }
             let cut = link.faults.as_ref().map(|f| f.cut_signal());
+            let audited = link
+                .taints
+                .as_ref()
+                .filter(|_| write)
+                .and_then(|a| Some((a, node_written(&path)?.to_string())));
+            let before = audited.as_ref().map(|(a, node)| a.tainted(node));
             let response = match link.router.oneshot(req.map(Body::new)).await {
                 Ok(r) => r,
                 Err(never) => match never {},
             };
+            if let (Some((audit, node)), Some(before)) = (&audited, before)
+                && response.status().is_success()
+            {
+                audit.judge(&link.actor, node, before);
+            }
             link.trace
                 .kube(&link.actor, &method, &path, response.status().as_u16());
             match cut {

@@ -24,6 +24,10 @@ use tokio::task::JoinHandle;
 use uuid::Uuid;
 
 /// Where every clock of the simulation starts.
+/// What outside hands' request answers when fakecloud dropped it or lost its answer (it
+/// may have been carried out).
+pub const LOST: &str = "connection lost";
+
 pub const EPOCH: &str = "2026-01-01T00:00:00Z";
 /// fakecloud's address as the CCM sees it (nothing listens there: requests are calls).
 pub const CLOUD_URL: &str = "http://fakecloud.sim";
@@ -114,6 +118,8 @@ pub struct World {
     /// The client of the workload and the checks (no faults).
     pub kube: kube::Client,
     pub token: String,
+    /// fakecloud's time when the trace began (trace millisecond 0).
+    pub cloud_zero: fakecloud::clock::Time,
     pub ccms: Vec<SimCcm>,
     /// Violations the checks found while the run went on (see [`super::check::at_any_time`]).
     pub found: Arc<parking_lot::Mutex<Vec<super::check::Violation>>>,
@@ -172,9 +178,11 @@ impl World {
             actor: "workload".into(),
             trace: trace.clone(),
             faults: None,
+            taints: None,
         }
         .client();
         let proxy = tokio::spawn(proxy_view(api.clone(), cloud.clone()));
+        let cloud_zero = cloud.now() - chrono::Duration::milliseconds(trace.millis() as i64);
         let mut world = World {
             seed,
             trace,
@@ -182,6 +190,7 @@ impl World {
             api,
             kube,
             token,
+            cloud_zero,
             ccms: Vec::new(),
             found: Arc::default(),
             kubelets: Vec::new(),
@@ -205,6 +214,7 @@ impl World {
             actor: actor.into(),
             trace: self.trace.clone(),
             faults: None,
+            taints: None,
         }
         .client()
     }
@@ -252,6 +262,11 @@ impl World {
             actor: name.clone(),
             trace: self.trace.clone(),
             faults: Some(kube_faults.clone()),
+            taints: Some(super::transport::TaintAudit {
+                api: self.api.clone(),
+                cloud: self.cloud.clone(),
+                found: self.found.clone(),
+            }),
         }
         .client();
         let wiring = Wiring {
@@ -297,6 +312,11 @@ impl World {
             .map(|k| k.server)
     }
 
+    /// How many nodes the world started with (`node-1`...).
+    pub fn first_nodes(&self) -> usize {
+        self.config.nodes
+    }
+
     /// Every node name a kubelet registered, in order.
     pub fn node_names(&self) -> Vec<String> {
         self.kubelets.iter().map(|k| k.node.clone()).collect()
@@ -338,7 +358,7 @@ impl World {
             .await;
         let Ok(response) = answer else {
             self.trace.cloud("outside", method, path, None);
-            return Err("connection lost".into());
+            return Err(LOST.into());
         };
         let status = response.status();
         self.trace

@@ -199,6 +199,18 @@ impl<'a> Build<'a> {
             if t.home.is_some_and(|h| h.uuid == source.uuid) || source.members.is_empty() {
                 continue;
             }
+            // The source carries this port's traffic only while its members' node port is
+            // the port's. When Kubernetes moved the port to another node port (or gave the
+            // old one to another port), it stopped serving the old one for this port at
+            // once: holding the switch would keep the port down, or on another port's
+            // backend, for as long as the load balancer stays busy.
+            if !source
+                .members
+                .iter()
+                .any(|m| m.member.protocol_port == t.desired.node_port)
+            {
+                continue;
+            }
             let source_serves = actual.changing() || source.members.iter().any(|m| m.serving());
             if source_serves && (actual.changing() || !t.all_serving()) {
                 self.barrier_of_key.insert(key, self.ops.len());

@@ -592,3 +592,25 @@ fn a_superseded_replacement_pool_goes_before_the_next_one_is_built() {
         p.describe()
     );
 }
+
+/// Found by the simulation: a port list replaced so that one port's number went to another
+/// port (with that port's node port) and got a new node port itself. Kubernetes stopped
+/// serving the old backends at once, so the old pools carry nothing of theirs: waiting for
+/// a busy load balancer before switching only kept the ports down (over a minute on a load
+/// balancer applying one write after another).
+#[test]
+fn a_port_whose_node_port_went_elsewhere_switches_without_waiting_for_a_busy_load_balancer() {
+    let before = two_ports(tcp("web", 8080, 30000), tcp("tls", 8443, 30001));
+    let after = two_ports(tcp("tls", 8080, 30001), tcp("api", 8443, 30003));
+    let mut busy = converged(&before, &owner());
+    busy.status = LoadBalancerStatus::Changing;
+    let p = plan_of(&after, Some(&busy));
+    assert!(!kinds(&p).contains(&"wait"), "{}", p.describe());
+    let (p, _) = apply(&busy, &after, MemberRule::Strict);
+    assert!(!kinds(&p).contains(&"wait"), "{}", p.describe());
+    // Where the old pool still serves the port's own backend, the switch waits as before.
+    let mut algorithm = before.clone();
+    algorithm.pools[0].algorithm = PoolAlgorithm::LeastConnections;
+    let p = plan_of(&algorithm, Some(&busy));
+    assert!(kinds(&p).contains(&"wait"), "{}", p.describe());
+}

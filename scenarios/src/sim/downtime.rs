@@ -1,0 +1,730 @@
+//! Downtime of the ports of Services the workload created, changed or broke, judged against
+//! the documented class of each change, from fakecloud's data-plane oracle (new connections
+//! to each VIP address × port, from a client inside the allowed CIDRs).
+//!
+//! **The rule.** Every down interval `[a, b)` of a port is judged by what is pending for its
+//! Service at `a`:
+//! - nothing (it was created, switched to `externalTrafficPolicy: Cluster`, or a CCM
+//!   reported it converged since its last change): once the port served, it must not go
+//!   down again, whatever the faults: 0 s;
+//! - changes (annotations, ports, traffic policy, floating IPs, and those made before `b`):
+//!   at most the sum of the bounds of their documented classes (`ccm/README.md`, "Impact of
+//!   Service changes", measured by `tests/ccm_impact_table.rs`; [`bound_of`]), plus the
+//!   time faults took from the CCM within `[a, b)` (a retry cannot happen sooner): from a
+//!   failed request of a CCM (cloud: no answer, 429, 5xx; Kubernetes: 409, 410, 5xx) to its
+//!   retry that succeeded (other Services' requests succeed meanwhile while a failed one
+//!   waits out its backoff), from a CCM crash, stop or cut watch to the next load-balancer
+//!   write that succeeded, and the time a delayed request was in flight; plus the time
+//!   writes waited in the load balancer's queue (fakecloud's load balancers apply one write
+//!   after another, 10 s each, and the class bounds are measured on an idle one): behind
+//!   operations requested before the first pending change ([`backlog`]), or, for the write
+//!   that brought the port back, behind the plan's earlier writes ([`queued`]), whichever
+//!   is longer;
+//! - outside hands deleting or changing a part of its load balancer count as a change
+//!   bounded by [`REPAIR`] (the data plane may apply the breakage minutes after the
+//!   request, behind earlier operations: the bound runs from when the port went down).
+//!
+//! A change is pending until a CCM logs the Service converged (`service converged`, a
+//! debug line the simulation writes to the trace) and [`RECHECK_MS`] more have passed.
+//!
+//! Not judged: a port the change removed or added, floating-IP addresses (propagation is
+//! the cloud's), a Service under `externalTrafficPolicy: Local` (the simulation runs no
+//! pods, so it has no endpoints), a change that leaves no running node selected (the
+//! documented `outage` class), intervals that begin within [`NODE_SETTLE`] of a node
+//! stopping, starting, joining or going (its members stop answering before any monitor
+//! notices), and a Service whose whole load balancer outside hands deleted (it is
+//! re-created with other addresses; `not-converged` judges that).
+
+use super::check::Violation;
+use super::schedule::{Action, Effects, Played, Port};
+use super::trace::Request;
+use super::world::World;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// `listener-recreate`: a port without listener for one reconfiguration (about 10 s).
+const LISTENER_RECREATE: f64 = 15.0;
+/// `member-recreate`: a node port change; down until the port's first new member is up.
+const MEMBER_RECREATE: f64 = 30.0;
+/// After outside hands broke a part: one resync period (60 s in the simulation) to notice,
+/// and 90 s to rebuild a deleted pool (pool, monitor, up to 6 members and the listener, one
+/// write of 10 s after another, members checked anew).
+pub const REPAIR: Duration = Duration::from_secs(150);
+/// How long after a node event its members may fail new connections before the monitors
+/// (delay ≤ 5 s × down threshold 3) take them out and the CCM has reacted.
+pub const NODE_SETTLE: Duration = Duration::from_secs(60);
+/// The oracle's intervals are exact; the bounds are whole seconds measured on one run.
+const SLACK: f64 = 0.5;
+
+/// A client inside every allowed CIDR the workload sets (`10.0.0.0/8`).
+const CLIENT: [u8; 4] = [10, 1, 2, 3];
+
+/// What happened to a Service, as far as its ports' downtime is concerned.
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    /// Created, or switched to `externalTrafficPolicy: Cluster`: serving from here on,
+    /// nothing pending.
+    Serving,
+    /// Changed: `bound` seconds for the ports in `kept` (served before and after). Outside
+    /// hands breaking a part count as a change bounded by [`REPAIR`]. `resumes`: judged
+    /// again from here (a switch back to `externalTrafficPolicy: Cluster`).
+    Changed {
+        bound: f64,
+        kept: BTreeSet<(String, u16)>,
+        resumes: bool,
+    },
+    /// A CCM reported the Service converged: the changes it saw are applied.
+    Converged,
+    /// Not judged from here on (see the module comment).
+    Unjudged,
+}
+
+#[derive(Debug, Clone)]
+struct Event {
+    at: u128,
+    /// The Service's resourceVersion after a step of the workload, or the one a CCM
+    /// converged on (`None`: outside hands, which leave the Service as it is).
+    rv: Option<u64>,
+    kind: Kind,
+    /// The Service's ports after it.
+    ports: BTreeSet<(String, u16)>,
+    what: String,
+}
+
+/// The workload's view of one Service.
+#[derive(Debug, Default)]
+struct Model {
+    ports: BTreeSet<(String, u16)>,
+    local: bool,
+    /// The node its selector excludes (the workload's only selector).
+    excluded: Option<String>,
+    delay_s: i64,
+    up_threshold: i64,
+    /// Its load balancer was deleted by outside hands: nothing more is judged.
+    replaced: bool,
+    /// A running node is selected (else the documented `outage`: nothing can serve).
+    served: bool,
+    events: Vec<Event>,
+}
+
+fn port_set(ports: &[Port]) -> BTreeSet<(String, u16)> {
+    ports
+        .iter()
+        .map(|p| (if p.udp { "udp" } else { "tcp" }.to_string(), p.port))
+        .collect()
+}
+
+const A: &str = "k8s.cloudscale.ch/loadbalancer-";
+
+/// The documented bound of one annotation change (seconds), given the monitor settings in
+/// force when it applies.
+fn annotation_bound(key: &str, m: &Model) -> f64 {
+    match key.strip_prefix(A).unwrap_or(key) {
+        // A new pool made next to the old one, then its listener re-created.
+        "pool-algorithm" => LISTENER_RECREATE,
+        // The replaced monitor checks the members anew: delay × up threshold.
+        "health-monitor-type" => (m.delay_s * m.up_threshold) as f64,
+        // In place (monitor, listener and load balancer settings), members added before
+        // others are removed (node selector), refused (zone), or status only: none or
+        // minimal, 0 s measured.
+        _ => 0.0,
+    }
+}
+
+/// The bound of a step's change of one Service (seconds; `None`: not a change of its ports).
+fn bound_of(action: &Action, model: &Model) -> Option<f64> {
+    Some(match action {
+        Action::Annotate(_, changes) => changes
+            .iter()
+            .map(|(k, _)| annotation_bound(k, model))
+            .fold(0.0, f64::max),
+        // Kept ports may get new node ports: member-recreate.
+        Action::SetPorts(..) => MEMBER_RECREATE,
+        Action::SetPolicy(..) => LISTENER_RECREATE,
+        // On the VIPs: none.
+        Action::ClaimFloatingIp { .. } | Action::DropFloatingIps(_) => 0.0,
+        _ => return None,
+    })
+}
+
+/// Applies a step to the Service's model; its kind for the rule (`None`: nothing that
+/// concerns the ports).
+fn step_kind(action: &Action, m: &mut Model, running: &BTreeSet<String>) -> Option<Kind> {
+    let before = m.ports.clone();
+    let was_local = m.local;
+    match action {
+        Action::Create(_, shape) => {
+            m.ports = port_set(&shape.ports);
+            m.local = shape.local;
+            let number = |suffix: &str, default: i64| {
+                shape
+                    .annotations
+                    .iter()
+                    .find(|(k, _)| k.ends_with(suffix))
+                    .and_then(|(_, v)| v.parse().ok())
+                    .unwrap_or(default)
+            };
+            m.delay_s = number(
+                "health-monitor-delay-s",
+                ccm::service::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S,
+            );
+            m.up_threshold = number(
+                "health-monitor-up-threshold",
+                ccm::service::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD,
+            );
+        }
+        Action::Annotate(_, changes) => {
+            for (k, v) in changes {
+                if k.ends_with("health-monitor-up-threshold") {
+                    m.up_threshold = v
+                        .as_deref()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(ccm::service::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD);
+                } else if k.ends_with("health-monitor-delay-s") {
+                    m.delay_s = v
+                        .as_deref()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(ccm::service::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S);
+                } else if k.ends_with("node-selector") {
+                    m.excluded = v
+                        .as_deref()
+                        .and_then(|v| v.strip_prefix("kubernetes.io/hostname!=").map(String::from));
+                }
+            }
+        }
+        Action::SetPorts(_, ports) => m.ports = port_set(ports),
+        Action::SetPolicy(_, local) => m.local = *local,
+        Action::OutsideDelete(_, "load balancer") => m.replaced = true,
+        _ => {}
+    }
+    // After the model took the change in: a replaced monitor checks at the new delay.
+    let bound = bound_of(action, m);
+    let serves = running.iter().any(|n| Some(n) != m.excluded.as_ref());
+    Some(match action {
+        Action::Delete(_) | Action::ToClusterIp(_) => Kind::Unjudged,
+        _ if m.replaced || m.local || !serves => Kind::Unjudged,
+        Action::Create(..) => Kind::Serving,
+        // The data plane applies a breakage when the load balancer's earlier operations
+        // are done, possibly minutes after the request: the repair is bounded from the
+        // moment the port went down, like a change.
+        Action::OutsideDelete(..) | Action::OutsideChange(..) => Kind::Changed {
+            bound: REPAIR.as_secs_f64(),
+            kept: m.ports.clone(),
+            resumes: false,
+        },
+        _ => Kind::Changed {
+            bound: bound?,
+            kept: before.intersection(&m.ports).cloned().collect(),
+            resumes: was_local,
+        },
+    })
+}
+
+/// The Services' histories, from the steps as played and the CCMs' `converged` lines of
+/// the trace, in trace order.
+fn models(played: &[Played], lines: &[String], first_nodes: &[String]) -> BTreeMap<String, Model> {
+    let mut running: BTreeSet<String> = first_nodes.iter().cloned().collect();
+    let mut models: BTreeMap<String, Model> = BTreeMap::new();
+    let mut steps = played.iter().filter(|p| !p.refused).peekable();
+    for (i, line) in lines.iter().enumerate() {
+        if let Some(p) = steps.next_if(|p| p.line == i) {
+            match &p.action {
+                Action::StopServer(n) | Action::DeleteServer(n) => {
+                    running.remove(n);
+                    nodes_changed(&mut models, &running, p.at);
+                }
+                Action::StartServer(n) | Action::AddNode(n) => {
+                    running.insert(n.clone());
+                    nodes_changed(&mut models, &running, p.at);
+                }
+                _ => {}
+            }
+            let Some(name) = p.action.service() else {
+                continue;
+            };
+            let m = models.entry(name.to_string()).or_default();
+            if m.replaced {
+                continue;
+            }
+            if let Some(kind) = step_kind(&p.action, m, &running) {
+                m.served = running.iter().any(|n| Some(n) != m.excluded.as_ref());
+                let ports = m.ports.clone();
+                m.events.push(Event {
+                    at: p.at,
+                    rv: p.resource_version,
+                    kind,
+                    ports,
+                    what: format!("{:?}", p.action),
+                });
+            }
+            continue;
+        }
+        let mut f = line.split(' ');
+        if let (Some(at), Some("converged"), Some(key)) = (f.next(), f.next(), f.next())
+            && let (Ok(at), Some(name)) = (at.parse::<u128>(), key.strip_prefix("default/"))
+            && let Some(m) = models.get_mut(name)
+        {
+            let ports = m.ports.clone();
+            m.events.push(Event {
+                at,
+                rv: f.next().and_then(|v| v.parse().ok()),
+                kind: Kind::Converged,
+                ports,
+                what: "converged".into(),
+            });
+        }
+    }
+    models
+}
+
+/// A node stopped, started, joined or went: a Service left without a running selected
+/// node is not judged until one runs again (then it is judged as changed, bound 0: members
+/// are added before others go).
+fn nodes_changed(models: &mut BTreeMap<String, Model>, running: &BTreeSet<String>, at: u128) {
+    for m in models.values_mut().filter(|m| !m.replaced && !m.local) {
+        let served = running.iter().any(|n| Some(n) != m.excluded.as_ref());
+        if served == m.served {
+            continue;
+        }
+        m.served = served;
+        let kind = if served {
+            Kind::Changed {
+                bound: 0.0,
+                kept: m.ports.clone(),
+                resumes: true,
+            }
+        } else {
+            Kind::Unjudged
+        };
+        let what = if served {
+            "a selected node runs again"
+        } else {
+            "no selected node runs"
+        };
+        m.events.push(Event {
+            at,
+            rv: None,
+            kind,
+            ports: m.ports.clone(),
+            what: what.into(),
+        });
+    }
+}
+
+/// Periods (trace milliseconds) in which faults held the CCM up: see the module comment.
+fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
+    let mut out = Vec::new();
+    // A failed request is held up until the same request succeeds (its retry: another
+    // Service's writes may succeed meanwhile while this one waits out its backoff).
+    let mut failed: BTreeMap<String, u128> = BTreeMap::new();
+    // A crash, stop or cut watch holds everything up until the next load-balancer write.
+    let mut halted: Option<u128> = None;
+    for line in lines {
+        if let Some(r) = Request::parse(line) {
+            if !r.by_ccm() {
+                continue;
+            }
+            let key = format!("{} {} {}", r.api, r.method, r.path);
+            let failure = match r.api {
+                "cloud" => r.status == "lost" || r.status == "429" || r.status.starts_with('5'),
+                _ => matches!(r.status, "409" | "410") || r.status.starts_with('5'),
+            };
+            if failure {
+                failed.entry(key).or_insert(r.millis);
+            } else if r.status.starts_with('2') {
+                if let Some(from) = failed.remove(&key) {
+                    out.push((from, r.millis));
+                }
+                if r.api == "cloud"
+                    && r.method != "GET"
+                    && r.path.starts_with("/v1/load-balancers")
+                    && let Some(from) = halted.take()
+                {
+                    out.push((from, r.millis));
+                }
+            }
+            continue;
+        }
+        let mut f = line.splitn(3, ' ');
+        let (Some(at), Some(what)) = (f.next().and_then(|t| t.parse::<u128>().ok()), f.next())
+        else {
+            continue;
+        };
+        let rest = f.next().unwrap_or_default();
+        match what {
+            "slow" => {
+                // `slow ACTOR SENT`: in flight from SENT to now.
+                if let Some(sent) = rest.split(' ').nth(1).and_then(|s| s.parse().ok()) {
+                    out.push((sent, at));
+                }
+            }
+            "crash" => {
+                halted.get_or_insert(at);
+            }
+            "step"
+                if rest.starts_with("StopLeader")
+                    || rest.starts_with("CutWatches")
+                    || rest.starts_with("GoneOnRewatch") =>
+            {
+                halted.get_or_insert(at);
+            }
+            _ => {}
+        }
+    }
+    out.extend(failed.into_values().map(|from| (from, u128::MAX)));
+    out.extend(halted.map(|from| (from, u128::MAX)));
+    out.sort_unstable();
+    out
+}
+
+/// Milliseconds of `periods` within `[a, b)`, in seconds (periods may overlap: counted
+/// once).
+fn overlap(periods: &[(u128, u128)], a: u128, b: u128) -> f64 {
+    let mut cut: Vec<(u128, u128)> = periods
+        .iter()
+        .map(|(s, e)| ((*s).max(a), (*e).min(b)))
+        .filter(|(s, e)| s < e)
+        .collect();
+    cut.sort_unstable();
+    let (mut total, mut reach) = (0u128, 0u128);
+    for (s, e) in cut {
+        let s = s.max(reach);
+        if e > s {
+            total += e - s;
+        }
+        reach = reach.max(e);
+    }
+    total as f64 / 1000.0
+}
+
+/// A replaced monitor checks its members anew after the CCM saw its change applied
+/// (delay ≤ 5 s × up threshold ≤ 10): a `converged` line settles the changes before it for
+/// intervals that begin this long after it.
+const RECHECK_MS: u128 = 50_000;
+
+/// The verdict on one down interval `[a, b)` of `port`: the seconds the rule allows, the
+/// event it is charged to, and when the first pending change was made (`None`: nothing
+/// pending); `None` when it is not judged.
+fn allowed(
+    events: &[Event],
+    port: &(String, u16),
+    a: u128,
+    b: u128,
+    blocked: &[(u128, u128)],
+) -> Option<(f64, usize, Option<u128>)> {
+    let last = events.iter().rposition(|e| e.at <= a)?;
+    if !events[last].ports.contains(port) {
+        return None;
+    }
+    let mut pending: Vec<usize> = Vec::new();
+    let mut judged = true;
+    for (i, e) in events.iter().enumerate() {
+        if e.at > a {
+            // Something else happening to the Service before the port is back.
+            match e.kind {
+                _ if e.at >= b => break,
+                Kind::Changed { .. } => pending.push(i),
+                Kind::Converged => {}
+                _ => return None,
+            }
+            continue;
+        }
+        match e.kind {
+            Kind::Serving => {
+                pending.clear();
+                judged = true;
+            }
+            Kind::Changed { resumes, .. } => {
+                pending.push(i);
+                judged |= resumes;
+            }
+            // Settles the changes the CCM saw (a reconcile that read the Service before a
+            // change can finish after it), and outside breakage before it.
+            Kind::Converged if e.at + RECHECK_MS <= a => pending.retain(|p| {
+                let c = &events[*p];
+                match (c.rv, e.rv) {
+                    (Some(change), Some(seen)) => change > seen,
+                    _ => c.at >= e.at,
+                }
+            }),
+            Kind::Converged => {}
+            Kind::Unjudged => judged = false,
+        }
+    }
+    if !judged {
+        return None;
+    }
+    if pending.is_empty() {
+        // Nothing pending: the port serves through any fault.
+        return Some((0.0, last, None));
+    }
+    let mut bound = 0.0;
+    for i in &pending {
+        match &events[*i].kind {
+            Kind::Changed {
+                bound: more, kept, ..
+            } if kept.contains(port) => bound += more,
+            _ => return None,
+        }
+    }
+    Some((
+        bound + overlap(blocked, a, b),
+        last,
+        pending.first().map(|i| events[*i].at),
+    ))
+}
+
+/// Seconds within `[a, b)` the load balancer spent applying operations requested before
+/// the first pending change (`since`): the change could not take effect before the work
+/// queued ahead of it.
+fn backlog(ops: &[(u128, u128)], since: u128, a: u128, b: u128) -> f64 {
+    let busy_until = ops
+        .iter()
+        .filter(|(requested, _)| *requested < since)
+        .map(|(_, effective)| *effective)
+        .max()
+        .unwrap_or(0);
+    busy_until.clamp(a, b).saturating_sub(a) as f64 / 1000.0
+}
+
+/// Seconds within `[a, b)` that the write which brought the port back (the last one the
+/// load balancer applied by `b`) waited behind others, beyond its own `apply_ms`: a plan
+/// sends its make-phase writes (pools, monitors, members) before the switch that restores a
+/// port, and the load balancer applies them first.
+fn queued(ops: &[(u128, u128)], a: u128, b: u128, apply_ms: u128) -> f64 {
+    let Some((requested, effective)) = ops
+        .iter()
+        .filter(|(_, effective)| *effective <= b)
+        .max_by_key(|(_, effective)| *effective)
+    else {
+        return 0.0;
+    };
+    let from = (*requested).max(a);
+    let to = effective.saturating_sub(apply_ms).min(b);
+    to.saturating_sub(from) as f64 / 1000.0
+}
+
+/// Down intervals that touch merged into one (the oracle splits them where the reason
+/// changes: "load balancer not provisioned", then "no listener", then "no member up" is
+/// one stretch without service); the reason kept is the last one.
+fn merged(down: &[fakecloud::dataplane::DownInterval]) -> Vec<fakecloud::dataplane::DownInterval> {
+    let mut out: Vec<fakecloud::dataplane::DownInterval> = Vec::new();
+    for d in down {
+        match out.last_mut() {
+            Some(last) if last.to >= d.from => {
+                last.to = last.to.max(d.to);
+                last.reason = d.reason;
+            }
+            _ => out.push(d.clone()),
+        }
+    }
+    out
+}
+
+/// Every down interval of a judged port beyond what the rule allows.
+pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) -> Vec<Violation> {
+    let first_nodes: Vec<String> = (1..=world.first_nodes())
+        .map(|i| format!("node-{i}"))
+        .collect();
+    let lines = world.trace.lines();
+    let models = models(&effects.played, &lines, &first_nodes);
+    let blocked = blocked(&lines);
+    let settle = NODE_SETTLE.as_millis();
+    let node_events: Vec<u128> = effects.node_events.iter().map(|d| d.as_millis()).collect();
+    let propagation = world.cloud.config().timing.floating_ip_propagation_s;
+    let apply_ms = (world.cloud.config().timing.lb_reconfigure_s * 1000.0) as u128;
+    let millis = |t: fakecloud::clock::Time| -> u128 {
+        (t - world.cloud_zero).num_milliseconds().max(0) as u128
+    };
+    let mut out = Vec::new();
+    for (name, model) in &models {
+        let Some(first) = model.events.first() else {
+            continue;
+        };
+        let mut lbs = effects
+            .load_balancers
+            .get(name)
+            .cloned()
+            .unwrap_or_default();
+        lbs.extend(world.load_balancer_of(name));
+        let from = world.cloud_zero + chrono::Duration::milliseconds(first.at as i64);
+        for lb in lbs {
+            let (entries, ops) = world.cloud.read("", |ctx| {
+                let entries = fakecloud::dataplane::availability(
+                    &ctx.st.dataplane,
+                    lb,
+                    from,
+                    until,
+                    IpAddr::from(CLIENT),
+                    propagation,
+                )
+                .unwrap_or_default();
+                let ops: Vec<(u128, u128)> = ctx
+                    .st
+                    .dataplane
+                    .lbs
+                    .get(&lb)
+                    .map(|l| {
+                        l.ops
+                            .iter()
+                            .map(|o| (millis(o.requested_at), millis(o.effective_at)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (entries, ops)
+            });
+            for entry in entries
+                .iter()
+                .filter(|e| e.kind == fakecloud::dataplane::EntryKind::Vip)
+            {
+                let port = (entry.protocol.clone(), entry.port);
+                for d in merged(&entry.down) {
+                    let (a, b) = (millis(d.from), millis(d.to));
+                    // Down from the start: it never served, or not since before.
+                    if d.from <= from {
+                        continue;
+                    }
+                    let near_node = node_events
+                        .iter()
+                        .any(|n| *n <= b && a <= n.saturating_add(settle));
+                    if near_node {
+                        continue;
+                    }
+                    let Some((allowed, i, since)) = allowed(&model.events, &port, a, b, &blocked)
+                    else {
+                        continue;
+                    };
+                    let waited = since.map_or(0.0, |since| {
+                        backlog(&ops, since, a, b).max(queued(&ops, a, b, apply_ms))
+                    });
+                    let allowed = allowed + waited;
+                    let took = (b - a) as f64 / 1000.0;
+                    if took > allowed + SLACK {
+                        let invariant = if model.events[i].what.starts_with("Outside") {
+                            "repair-too-slow"
+                        } else {
+                            "change-downtime"
+                        };
+                        out.push(Violation {
+                            invariant,
+                            detail: format!(
+                                "{name} {}:{}/{} down {took:.1} s ({}, {:.1} s allowed) \
+                                 after {} at {} ms",
+                                entry.address,
+                                entry.port,
+                                entry.protocol,
+                                d.reason,
+                                allowed,
+                                model.events[i].what,
+                                model.events[i].at
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocked_time_runs_from_a_failure_to_its_retry_and_from_a_crash_to_the_next_write() {
+        let lines: Vec<String> = [
+            "100 cloud ccm-1 GET /v1/servers 200",
+            "200 cloud ccm-1 POST /v1/load-balancers/pools 503",
+            "300 cloud ccm-1 POST /v1/load-balancers/pools lost",
+            "800 cloud ccm-1 POST /v1/load-balancers/listeners 201",
+            "900 cloud ccm-1 POST /v1/load-balancers/pools 201",
+            "1000 slow ccm-1 950",
+            "2000 crash ccm-1",
+            "2000 cloud workload POST /v1/load-balancers/pools 201",
+            "4000 cloud ccm-2 GET /v1/servers 200",
+            "5000 cloud ccm-2 DELETE /v1/load-balancers/pools/x 204",
+            "6000 step StopLeader",
+            "7000 cloud ccm-2 GET /v1/servers/y 502",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            blocked(&lines),
+            vec![
+                (200, 900),
+                (950, 1000),
+                (2000, 5000),
+                (6000, u128::MAX),
+                (7000, u128::MAX)
+            ]
+        );
+        let b = blocked(&lines);
+        assert_eq!(
+            overlap(&b, 0, 10_000),
+            (700 + 50 + 3000 + 4000) as f64 / 1000.0
+        );
+        assert_eq!(overlap(&b, 850, 960), 0.06);
+    }
+
+    #[test]
+    fn a_change_is_charged_its_class_until_the_ccm_reports_it_applied() {
+        let port = ("tcp".to_string(), 80);
+        let ports: BTreeSet<_> = [port.clone()].into();
+        let ev = |at, kind| Event {
+            at,
+            rv: Some(at as u64),
+            kind,
+            ports: ports.clone(),
+            what: String::new(),
+        };
+        let changed = |bound| Kind::Changed {
+            bound,
+            kept: ports.clone(),
+            resumes: false,
+        };
+        let events = vec![
+            ev(0, Kind::Serving),
+            ev(1000, changed(15.0)),
+            ev(5000, changed(30.0)),
+            ev(60_000, Kind::Converged),
+            ev(200_000, changed(150.0)),
+            ev(400_000, Kind::Unjudged),
+        ];
+        // Before any change: nothing allowed, faults or not.
+        assert_eq!(
+            allowed(&events, &port, 500, 900, &[(0, 900)]),
+            Some((0.0, 0, None))
+        );
+        // Both changes pending: their bounds add up, with the time faults took.
+        assert_eq!(
+            allowed(&events, &port, 6000, 8000, &[]),
+            Some((45.0, 2, Some(1000)))
+        );
+        assert_eq!(
+            allowed(&events, &port, 2000, 6000, &[(0, 3000)]),
+            Some((46.0, 1, Some(1000)))
+        );
+        // Soon after the converged line a replaced monitor may still re-check; later,
+        // nothing is pending.
+        assert_eq!(
+            allowed(&events, &port, 65_000, 66_000, &[]),
+            Some((45.0, 3, Some(1000)))
+        );
+        assert_eq!(
+            allowed(&events, &port, 115_000, 116_000, &[]),
+            Some((0.0, 3, None))
+        );
+        // Broken by outside hands at 200 s: repaired within 150 s of going down.
+        assert_eq!(
+            allowed(&events, &port, 210_000, 211_000, &[]),
+            Some((150.0, 4, Some(200_000)))
+        );
+        // Unjudged from 400 s, and an interval that runs into it.
+        assert_eq!(allowed(&events, &port, 410_000, 411_000, &[]), None);
+        assert_eq!(allowed(&events, &port, 350_000, 410_000, &[]), None);
+        let other = ("udp".to_string(), 53);
+        assert_eq!(allowed(&events, &other, 2000, 4000, &[]), None);
+    }
+}
