@@ -389,6 +389,18 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                         .any(|t| t.key == ccm::node::metadata::SHUTDOWN_TAINT)
                 });
             let stopped = server.status(ctx.now) == "stopped";
+            // Every Node (one deleted by hand and registered again too) is initialized.
+            let spec = node.spec.as_ref();
+            let uninitialized = spec.and_then(|s| s.taints.as_ref()).is_some_and(|t| {
+                t.iter()
+                    .any(|t| t.key == crate::kubelet::UNINITIALIZED_TAINT)
+            });
+            if uninitialized || spec.and_then(|s| s.provider_id.as_ref()).is_none() {
+                out.push(violation(
+                    "node-not-initialized",
+                    format!("Node {name} (server {uuid}) is not initialized"),
+                ));
+            }
             if tainted != stopped {
                 out.push(violation(
                     "taint-mismatch",

@@ -28,8 +28,8 @@
 //! debug line the simulation writes to the trace) and [`RECHECK_MS`] more have passed.
 //!
 //! Not judged: a port the change removed or added, floating-IP addresses (propagation is
-//! the cloud's), a Service under `externalTrafficPolicy: Local` (the simulation runs no
-//! pods, so it has no endpoints), a change that leaves no running node selected (the
+//! the cloud's), a Service under `externalTrafficPolicy: Local` until a CCM applied its
+//! last change (the simulation runs no pods, so it has no endpoints), a change that leaves no running node selected (the
 //! documented `outage` class), intervals that begin within [`NODE_SETTLE`] of a node
 //! stopping, starting, joining or going (its members stop answering before any monitor
 //! notices), and a Service whose whole load balancer outside hands deleted (it is
@@ -203,7 +203,15 @@ fn step_kind(action: &Action, m: &mut Model, running: &BTreeSet<String>) -> Opti
     let serves = running.iter().any(|n| Some(n) != m.excluded.as_ref());
     Some(match action {
         Action::Delete(_) | Action::ToClusterIp(_) => Kind::Unjudged,
-        _ if m.replaced || m.local || !serves => Kind::Unjudged,
+        _ if m.replaced || !serves => Kind::Unjudged,
+        // A Local Service serves nothing here (no pods run): whatever it does to the ports
+        // is not judged until a CCM has applied it, even after a switch back to Cluster
+        // (a load balancer busy with earlier writes may apply the Local switch late).
+        _ if m.local => Kind::Changed {
+            bound: f64::INFINITY,
+            kept: m.ports.clone(),
+            resumes: false,
+        },
         Action::Create(..) => Kind::Serving,
         // The data plane applies a breakage when the load balancer's earlier operations
         // are done, possibly minutes after the request: the repair is bounded from the

@@ -119,6 +119,8 @@ pub enum Action {
     /// Outside hands change the first listener's port, the first monitor's delay or the
     /// load balancer's name.
     OutsideChange(String, &'static str),
+    /// Outside hands delete a Node; its kubelet registers it again (uninitialized).
+    ReregisterNode(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -335,7 +337,7 @@ impl Schedule {
         for _ in 0..n {
             at += Duration::from_secs(5 + rng.below(56));
             let svc = rng.pick(&services).clone();
-            let action = match rng.below(30) {
+            let action = match rng.below(31) {
                 0..=1 => {
                     let name = format!("svc-{next_service}");
                     next_service += 1;
@@ -394,6 +396,7 @@ impl Schedule {
                 23 => Action::OutsideChange(svc, CHANGES[rng.below(CHANGES.len() as u64) as usize]),
                 24..=26 => cloud_fault(&mut rng),
                 27 => Action::StopServer(rng.pick(&nodes).clone()),
+                28 => Action::ReregisterNode(rng.pick(&nodes).clone()),
                 _ => annotate(&mut rng, svc, &mut regions),
             };
             steps.push(Step { at, action });
@@ -602,6 +605,10 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
                     }
                     None => Err(format!("no server for {node}")),
                 }
+            }
+            Action::ReregisterNode(name) => {
+                effects.node_events.push(now);
+                world.reregister_node(name).await
             }
             Action::AddNode(name) => {
                 effects.node_events.push(now);

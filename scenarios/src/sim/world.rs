@@ -240,6 +240,34 @@ impl World {
         Ok(uuid)
     }
 
+    /// Outside hands delete the Node `name`; its kubelet restarts and registers it again,
+    /// uninitialized, as a restarted kubelet does.
+    pub async fn reregister_node(&mut self, name: &str) -> Result<(), String> {
+        let i = self
+            .kubelets
+            .iter()
+            .position(|k| k.node == name)
+            .ok_or_else(|| format!("no kubelet for {name}"))?;
+        let server = self.kubelets[i].server;
+        let nodes: kube::Api<Node> = kube::Api::all(self.kube.clone());
+        nodes
+            .delete(name, &kube::api::DeleteParams::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        let cfg = KubeletConfig {
+            heartbeat: self.config.kubelet_heartbeat,
+            ambient: Ambient::simulated(self.epoch, sub_seed(self.seed, 3)),
+            ..KubeletConfig::default()
+        };
+        let client = self.kube_client(&format!("kubelet/{name}"));
+        let kubelet = Kubelet::start(client, self.cloud.clone(), server, cfg)
+            .await
+            .map_err(|e| e.to_string())?;
+        // The old kubelet's heartbeat stops with it.
+        self.kubelets[i] = kubelet;
+        Ok(())
+    }
+
     /// Starts a CCM with the world's flags and `extra` ones; returns its index.
     pub fn start_ccm(&mut self, extra: &[&str]) -> usize {
         self.next_ccm += 1;
