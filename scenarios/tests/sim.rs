@@ -214,3 +214,29 @@ fn a_change_after_a_monitor_deleted_by_hand_and_a_stopped_node_is_not_held_for_g
         );
     }
 }
+
+/// Found by seed 1186: a node that joined while every cloud request lost its answer was
+/// never initialized (no provider ID); its server was then deleted, and its Node stayed for
+/// good, since only Nodes with a provider ID were looked up. Such a Node is now looked up
+/// by name and deleted once no server has its name.
+#[test]
+fn a_node_whose_server_is_deleted_before_it_was_initialized_is_deleted() {
+    use scenarios::sim::schedule::{Action, Shape};
+    let steps = vec![
+        (5, Action::Create("svc-0".into(), Shape::http())),
+        (
+            40,
+            Action::CloudFault {
+                method: None,
+                path: "/v1/**",
+                effect: fakecloud::FaultEffect::LoseAnswer,
+                percent: 100,
+            },
+        ),
+        (60, Action::AddNode("node-4".into())),
+        (120, Action::DeleteServer("node-4".into())),
+        (150, Action::ClearCloudFaults),
+    ];
+    let out = run::run(&scripted(1186, steps), false);
+    assert!(out.violations.is_empty(), "{:#?}", out.violations);
+}

@@ -1,10 +1,11 @@
 //! The node lifecycle controller: a NotReady Node whose server is stopped gets the shutdown
 //! taint (removed once it is Ready again); a Node whose server definitely no longer exists
-//! (404, confirmed by a second look) is deleted. An API error never leads to a deletion.
+//! (404, confirmed by a second look; for a Node without provider ID, no server of its name
+//! in a complete list) is deleted. An API error never leads to a deletion.
 
-use super::metadata::SHUTDOWN_TAINT;
+use super::metadata::{SHUTDOWN_TAINT, ServerFacts, ServerMatch, match_by_name};
 use super::provider_id;
-use super::{Events, ServerDirectory};
+use super::{DirectoryError, Events, ServerDirectory};
 use crate::metrics::Metrics;
 use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
@@ -99,20 +100,48 @@ async fn set_taint(nodes: &Api<Node>, node: &Node, add: bool) -> Result<(), kube
         .map(|_| ())
 }
 
+/// Which server a NotReady Node is: by provider ID, or (not initialized yet) by exact
+/// name, as Kubernetes' lifecycle controller asks the cloud whether a Node's instance
+/// exists either way. `None`: nothing to ask (Ready, an unreadable provider ID, or several
+/// servers with the Node's name: never act on a guess).
+async fn look_up<D: ServerDirectory>(
+    node: &Node,
+    dir: &D,
+) -> Option<Result<Option<ServerFacts>, DirectoryError>> {
+    if ready(node) {
+        return None;
+    }
+    match super::provider_id_of(node).map(provider_id::parse) {
+        Some(Ok(uuid)) => Some(dir.get(uuid).await),
+        Some(Err(_)) => None,
+        None => match dir.list().await {
+            Ok(servers) => match match_by_name(&servers, &node.name_any()) {
+                ServerMatch::One(s) => Some(Ok(Some(s))),
+                ServerMatch::None => Some(Ok(None)),
+                ServerMatch::Ambiguous(_) => None,
+            },
+            Err(e) => Some(Err(e)),
+        },
+    }
+}
+
+/// The server a Node is, in words (for the deletion Event).
+fn server_words(node: &Node) -> String {
+    match super::provider_id_of(node) {
+        Some(pid) => format!("its server {}", pid.trim_start_matches("cloudscale://")),
+        None => format!("no server is named {}", node.name_any()),
+    }
+}
+
 async fn check_node<D: ServerDirectory>(
     node: &Node,
     ctx: &LifecycleContext<D>,
 ) -> Result<(), String> {
     let nodes: Api<Node> = Api::all(ctx.client.clone());
     let name = node.name_any();
-    let uuid = super::provider_id_of(node).map(provider_id::parse);
     // A Ready Node costs no request: only a NotReady one can be shut down or gone (as in
     // Kubernetes' own node lifecycle controller).
-    let lookup = match &uuid {
-        _ if ready(node) => None,
-        None | Some(Err(_)) => None,
-        Some(Ok(u)) => Some(ctx.directory.get(*u).await),
-    };
+    let lookup = look_up(node, ctx.directory.as_ref()).await;
     let server_view = lookup.as_ref().map(|r| match r {
         Ok(s) => Ok(s.as_ref().map(|s| s.status.as_str())),
         Err(_) => Err(()),
@@ -150,23 +179,21 @@ async fn check_node<D: ServerDirectory>(
             Ok(())
         }
         Decision::ConfirmGone => {
-            let Some(Ok(server)) = uuid else {
-                return Ok(());
-            };
             tokio::time::sleep(ctx.recheck).await;
-            // A second, definite 404 is needed; anything else keeps the Node.
-            match ctx.directory.get(server).await {
-                Ok(None) => {}
-                Ok(Some(_)) => return Ok(()),
-                Err(e) => return Err(format!("re-check of server {server} failed: {e}")),
+            // A second, definite "not found" is needed; anything else keeps the Node.
+            match look_up(node, ctx.directory.as_ref()).await {
+                Some(Ok(None)) => {}
+                Some(Err(e)) => return Err(format!("re-check for node {name} failed: {e}")),
+                Some(Ok(Some(_))) | None => return Ok(()),
             }
+            let server = server_words(node);
             ctx.events
                 .publish(
                     &node.object_ref(&()),
                     false,
                     "DeletingNode",
                     "DeleteNode",
-                    format!("Deleting node {name}: its server {server} no longer exists"),
+                    format!("Deleting node {name}: {server} no longer exists"),
                 )
                 .await;
             let params = DeleteParams {
@@ -230,6 +257,76 @@ pub async fn run<D: ServerDirectory>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A directory of fixed servers, or one whose every request fails.
+    struct Fixed(Option<Vec<ServerFacts>>);
+
+    impl ServerDirectory for Fixed {
+        async fn get(&self, uuid: uuid::Uuid) -> Result<Option<ServerFacts>, DirectoryError> {
+            let all = self.list().await?;
+            Ok(all.into_iter().find(|s| s.uuid == uuid))
+        }
+        async fn list(&self) -> Result<Vec<ServerFacts>, DirectoryError> {
+            self.0
+                .clone()
+                .ok_or_else(|| DirectoryError("500 Internal Server Error".into()))
+        }
+    }
+
+    fn server(name: &str, n: u128) -> ServerFacts {
+        ServerFacts {
+            uuid: uuid::Uuid::from_u128(n),
+            name: name.into(),
+            status: "stopped".into(),
+            flavor: "flex-4-2".into(),
+            zone: "rma1".into(),
+            interfaces: Vec::new(),
+        }
+    }
+
+    fn uninitialized(name: &str, ready: &str) -> Node {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "status": {"conditions": [{"type": "Ready", "status": ready}]},
+        }))
+        .expect("node")
+    }
+
+    #[tokio::test]
+    async fn a_node_without_provider_id_is_looked_up_by_name_and_gone_only_on_a_complete_list() {
+        let dir = Fixed(Some(vec![server("a", 1), server("b", 2), server("b", 3)]));
+        let found = |r: Option<Result<Option<ServerFacts>, DirectoryError>>| {
+            r.map(|r| r.map(|s| s.map(|s| s.uuid)).map_err(|_| ()))
+        };
+        // Its server by name.
+        assert_eq!(
+            found(look_up(&uninitialized("a", "Unknown"), &dir).await),
+            Some(Ok(Some(uuid::Uuid::from_u128(1))))
+        );
+        // No server of that name in the complete list: gone.
+        assert_eq!(
+            found(look_up(&uninitialized("c", "Unknown"), &dir).await),
+            Some(Ok(None))
+        );
+        assert_eq!(
+            decide(&uninitialized("c", "Unknown"), Some(Ok(None))),
+            Decision::ConfirmGone
+        );
+        // Two servers of that name: no guess, no request answer to act on.
+        assert_eq!(
+            found(look_up(&uninitialized("b", "Unknown"), &dir).await),
+            None
+        );
+        // A Ready Node costs nothing; a failed list is an error, never "gone".
+        assert_eq!(
+            found(look_up(&uninitialized("c", "True"), &dir).await),
+            None
+        );
+        assert_eq!(
+            found(look_up(&uninitialized("c", "Unknown"), &Fixed(None)).await),
+            Some(Err(()))
+        );
+    }
 
     fn node(ready: &str, shutdown_taint: bool) -> Node {
         let taints = if shutdown_taint {

@@ -122,9 +122,10 @@ const A: &str = "k8s.cloudscale.ch/loadbalancer-";
 fn annotation_bound(key: &str, m: &Model) -> f64 {
     match key.strip_prefix(A).unwrap_or(key) {
         // A new pool made next to the old one, then its listener re-created.
-        "pool-algorithm" => LISTENER_RECREATE,
-        // The replaced monitor checks the members anew: delay × up threshold.
-        "health-monitor-type" => (m.delay_s * m.up_threshold) as f64,
+        "pool-algorithm" | "pool-protocol" => LISTENER_RECREATE,
+        // The replaced monitor checks the members anew: delay × up threshold (a new HTTP
+        // version replaces an HTTP check too).
+        "health-monitor-type" | "health-monitor-http" => (m.delay_s * m.up_threshold) as f64,
         // In place (monitor, listener and load balancer settings), members added before
         // others are removed (node selector), refused (zone), or status only: none or
         // minimal, 0 s measured.

@@ -139,18 +139,31 @@ pub struct Schedule {
 }
 
 const ALGORITHMS: &[&str] = &["round_robin", "least_connections", "source_ip"];
-const MONITOR_TYPES: &[&str] = &["tcp", "ping", "tls-hello"];
+const MONITOR_TYPES: &[&str] = &["tcp", "ping", "tls-hello", "http", "https"];
+const POOL_PROTOCOLS: &[&str] = &["tcp", "proxy", "proxyv2"];
+/// HTTP check options (only `http` and `https` checks use them; others ignore them with a
+/// Warning). Every path answers 200 on a node port the kube-proxy view serves.
+const MONITOR_HTTP: &[&str] = &[
+    r#"{"url_path": "/healthz"}"#,
+    r#"{"method": "HEAD", "expected_codes": ["200-204"]}"#,
+    r#"{"version": "1.1", "host": "health.example.com"}"#,
+    r#"{}"#,
+];
 const A: &str = "k8s.cloudscale.ch/loadbalancer-";
+/// Stands for the UUID of the nodes' subnet in an annotation value (the generator is pure:
+/// [`execute`] fills it in from the world).
+pub const SUBNET: &str = "{subnet}";
 /// What outside hands delete.
 const PARTS: [&str; 5] = ["pool", "listener", "member", "monitor", "load balancer"];
 /// What outside hands change.
 const CHANGES: [&str; 3] = ["listener port", "monitor delay", "load balancer name"];
+const PORTS: &[u16] = &[80, 443, 53, 8080, 8443, 5000, 9000];
 
 fn ports(rng: &mut Rng) -> Vec<Port> {
-    let n = 1 + rng.below(3) as usize;
+    let n = 1 + rng.below(4) as usize;
     let mut out: Vec<Port> = Vec::new();
     while out.len() < n {
-        let port = *rng.pick(&[80u16, 443, 53, 8080, 8443, 5000]);
+        let port = *rng.pick(PORTS);
         let udp = port == 53 && rng.chance(50);
         if out.iter().any(|p| p.port == port && p.udp == udp) {
             continue;
@@ -168,6 +181,112 @@ fn ports(rng: &mut Rng) -> Vec<Port> {
     out
 }
 
+/// A port edit of `current` as users make them: a port renamed, renumbered (its name kept,
+/// so Kubernetes keeps its node port), added or removed, or the whole list replaced.
+fn port_edit(rng: &mut Rng, current: &[Port]) -> Vec<Port> {
+    let mut out = current.to_vec();
+    let i = rng.below(out.len().max(1) as u64) as usize;
+    match rng.below(5) {
+        0 if !out.is_empty() => out[i].name = format!("r{}-{}", rng.below(100), out[i].name),
+        1 if !out.is_empty() => {
+            let free: Vec<u16> = PORTS
+                .iter()
+                .copied()
+                .filter(|p| !out.iter().any(|o| o.port == *p))
+                .collect();
+            if !free.is_empty() {
+                out[i].port = *rng.pick(&free);
+                out[i].udp = out[i].udp && out[i].port == 53;
+            }
+        }
+        2 if out.len() < 4 => {
+            if let Some(port) = PORTS
+                .iter()
+                .copied()
+                .find(|p| !out.iter().any(|o| o.port == *p))
+            {
+                out.push(Port {
+                    name: format!("a{}", rng.below(100)),
+                    port,
+                    udp: false,
+                });
+            }
+        }
+        3 if out.len() > 1 => {
+            out.remove(i);
+        }
+        _ => out = ports(rng),
+    }
+    out
+}
+
+/// One annotation set to a valid value, or (a few of them) removed.
+fn annotation(rng: &mut Rng) -> (String, Option<String>) {
+    let (key, value): (&str, Option<String>) = match rng.below(22) {
+        0 => ("pool-algorithm", Some(rng.pick(ALGORITHMS).to_string())),
+        1 => (
+            "health-monitor-type",
+            Some(rng.pick(MONITOR_TYPES).to_string()),
+        ),
+        2 => (
+            "health-monitor-delay-s",
+            Some((1 + rng.below(5)).to_string()),
+        ),
+        3 => (
+            "timeout-member-connect-ms",
+            Some((1000 * (1 + rng.below(9))).to_string()),
+        ),
+        4 => (
+            "listener-allowed-cidrs",
+            Some(r#"["10.0.0.0/8"]"#.to_string()),
+        ),
+        5 => ("name", Some(format!("renamed-{}", rng.below(9)))),
+        // A refused change: the zone cannot change in place (and a load balancer
+        // re-created there after outside hands deleted it is valid).
+        6 => ("zone", Some("lpg1".to_string())),
+        7 => (
+            "node-selector",
+            Some(format!("kubernetes.io/hostname!=node-{}", 1 + rng.below(4))),
+        ),
+        8 => ("node-selector", None),
+        9 => (
+            "health-monitor-up-threshold",
+            Some((2 + rng.below(9)).to_string()),
+        ),
+        10 => (
+            "health-monitor-down-threshold",
+            Some((1 + rng.below(5)).to_string()),
+        ),
+        11 => (
+            "health-monitor-timeout-s",
+            Some((1 + rng.below(3)).to_string()),
+        ),
+        12 => (
+            "health-monitor-http",
+            Some(rng.pick(MONITOR_HTTP).to_string()),
+        ),
+        13 => (
+            "timeout-client-data-ms",
+            Some((1000 * (1 + rng.below(60))).to_string()),
+        ),
+        14 => (
+            "timeout-member-data-ms",
+            Some((1000 * (1 + rng.below(60))).to_string()),
+        ),
+        15 => ("pool-protocol", Some(rng.pick(POOL_PROTOCOLS).to_string())),
+        16 => ("ip-mode", Some(rng.pick(&["Proxy", "VIP"]).to_string())),
+        17 => (
+            "force-hostname",
+            Some(format!("lb{}.example.com", rng.below(9))),
+        ),
+        18 => ("listener-allowed-subnets", Some(format!(r#"["{SUBNET}"]"#))),
+        19 => ("listener-allowed-subnets", None),
+        20 => ("health-monitor-type", None),
+        _ => ("name", None),
+    };
+    (format!("{A}{key}"), value)
+}
+
 fn shape(rng: &mut Rng) -> Shape {
     let mut annotations = Vec::new();
     if rng.chance(40) {
@@ -182,12 +301,6 @@ fn shape(rng: &mut Rng) -> Shape {
             (1 + rng.below(5)).to_string(),
         ));
     }
-    if rng.chance(20) {
-        annotations.push((
-            format!("{A}timeout-client-data-ms"),
-            (1000 * (1 + rng.below(60))).to_string(),
-        ));
-    }
     // Slow checks (up to 5 s × 10) make members take longer to come up than the load
     // balancer takes to apply the writes queued behind them: only then does a switch made
     // before its new members are up show as downtime.
@@ -196,6 +309,16 @@ fn shape(rng: &mut Rng) -> Shape {
             format!("{A}health-monitor-up-threshold"),
             (2 + rng.below(9)).to_string(),
         ));
+    }
+    // Any other annotation, with any valid value (a zone only as a change: created there,
+    // the Service would simply live in that zone).
+    for _ in 0..rng.below(3) {
+        if let (key, Some(value)) = annotation(rng)
+            && !key.ends_with("-zone")
+            && !annotations.iter().any(|(k, _)| *k == key)
+        {
+            annotations.push((key, value));
+        }
     }
     Shape {
         ports: ports(rng),
@@ -206,47 +329,7 @@ fn shape(rng: &mut Rng) -> Shape {
 
 fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
     let n = 1 + rng.below(2);
-    (0..n)
-        .map(|_| match rng.below(10) {
-            0 => (
-                format!("{A}pool-algorithm"),
-                Some(rng.pick(ALGORITHMS).to_string()),
-            ),
-            1 => (
-                format!("{A}health-monitor-type"),
-                Some(rng.pick(MONITOR_TYPES).to_string()),
-            ),
-            2 => (
-                format!("{A}health-monitor-delay-s"),
-                Some((1 + rng.below(5)).to_string()),
-            ),
-            3 => (
-                format!("{A}timeout-member-connect-ms"),
-                Some((1000 * (1 + rng.below(9))).to_string()),
-            ),
-            7 => (
-                format!("{A}node-selector"),
-                Some(format!("kubernetes.io/hostname!=node-{}", 1 + rng.below(4))),
-            ),
-            8 => (format!("{A}node-selector"), None),
-            9 => (
-                format!("{A}health-monitor-up-threshold"),
-                Some((2 + rng.below(9)).to_string()),
-            ),
-            4 => (
-                format!("{A}listener-allowed-cidrs"),
-                Some(r#"["10.0.0.0/8"]"#.to_string()),
-            ),
-            5 => (
-                format!("{A}name"),
-                Some(format!("renamed-{}", rng.below(9))),
-            ),
-            // A refused change: the zone cannot change in place (and a load balancer
-            // re-created there after outside hands deleted it is valid).
-            6 => (format!("{A}zone"), Some("lpg1".to_string())),
-            _ => (format!("{A}name"), None),
-        })
-        .collect()
+    (0..n).map(|_| annotation(rng)).collect()
 }
 
 /// Services with a zone change asked for, and Services holding a regional floating IP: a
@@ -329,9 +412,13 @@ impl Schedule {
         let mut next_node = 4;
         let mut nodes: Vec<String> = (1..=3).map(|i| format!("node-{i}")).collect();
         let mut regions = Regions::default();
+        // Each Service's ports as the schedule left them (port edits start from them).
+        let mut port_lists = std::collections::BTreeMap::new();
+        let first = shape(&mut rng);
+        port_lists.insert("svc-0".to_string(), first.ports.clone());
         steps.push(Step {
             at,
-            action: Action::Create("svc-0".into(), shape(&mut rng)),
+            action: Action::Create("svc-0".into(), first),
         });
         let n = 3 + rng.below(10);
         for _ in 0..n {
@@ -342,10 +429,17 @@ impl Schedule {
                     let name = format!("svc-{next_service}");
                     next_service += 1;
                     services.push(name.clone());
-                    Action::Create(name, shape(&mut rng))
+                    let shape = shape(&mut rng);
+                    port_lists.insert(name.clone(), shape.ports.clone());
+                    Action::Create(name, shape)
                 }
                 2..=4 => annotate(&mut rng, svc, &mut regions),
-                5 => Action::SetPorts(svc, ports(&mut rng)),
+                5 => {
+                    let current = port_lists.get(&svc).cloned().unwrap_or_default();
+                    let edited = port_edit(&mut rng, &current);
+                    port_lists.insert(svc.clone(), edited.clone());
+                    Action::SetPorts(svc, edited)
+                }
                 6 => Action::SetPolicy(svc, rng.chance(50)),
                 7 if services.len() > 1 => {
                     services.retain(|s| *s != svc);
@@ -447,6 +541,14 @@ fn port_json(p: &Port) -> Value {
            "protocol": if p.udp { "UDP" } else { "TCP" }})
 }
 
+/// `value` with [`SUBNET`] replaced by the world's node subnet.
+fn fill(world: &World, value: &str) -> String {
+    match world.node_subnet() {
+        Some(subnet) if value.contains(SUBNET) => value.replace(SUBNET, &subnet.to_string()),
+        _ => value.to_string(),
+    }
+}
+
 /// Merge-patches the Service `name`; its new resourceVersion goes to `rv`.
 async fn merge(
     services: &Api<Service>,
@@ -535,7 +637,11 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
         match &step.action {
             Action::Create(name, shape) => {
                 effects.touched.push((name.clone(), now));
-                match serde_json::from_value::<Service>(service(name, shape)) {
+                let mut shape = shape.clone();
+                for (_, v) in &mut shape.annotations {
+                    *v = fill(world, v);
+                }
+                match serde_json::from_value::<Service>(service(name, &shape)) {
                     Ok(svc) => services
                         .create(&PostParams::default(), &svc)
                         .await
@@ -548,7 +654,12 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
                 effects.touched.push((name.clone(), now));
                 let map: serde_json::Map<String, Value> = changes
                     .iter()
-                    .map(|(k, v)| (k.clone(), v.as_ref().map_or(Value::Null, |v| json!(v))))
+                    .map(|(k, v)| {
+                        (
+                            k.clone(),
+                            v.as_ref().map_or(Value::Null, |v| json!(fill(world, v))),
+                        )
+                    })
                     .collect();
                 merge(
                     &services,

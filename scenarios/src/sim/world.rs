@@ -340,6 +340,17 @@ impl World {
             .map(|k| k.server)
     }
 
+    /// The UUID of the nodes' subnet ([`testbed::SUBNET_CIDR`]).
+    pub fn node_subnet(&self) -> Option<Uuid> {
+        self.cloud.read("", |ctx| {
+            ctx.st
+                .subnets
+                .values()
+                .find(|s| s.cidr.to_string() == testbed::SUBNET_CIDR)
+                .map(|s| s.uuid)
+        })
+    }
+
     /// How many nodes the world started with (`node-1`...).
     pub fn first_nodes(&self) -> usize {
         self.config.nodes
