@@ -3,16 +3,20 @@
 
 use crate::ambient::Ambient;
 use crate::cloudscale::{self, Client, ClientConfig, RateLimit, RetryPolicy, Transport};
+use crate::events::Events;
 use crate::health::{self, Readiness};
 use crate::leader::{LeaderElectionConfig, LeaderElector};
 use crate::metrics::Metrics;
-use crate::node::Events;
 use crate::node::controller::{self as node_controller, NodeContext};
 use crate::node::lifecycle::{self, LifecycleContext};
 use crate::options::{self, Options};
+use crate::runner::Informer;
 use crate::secret::{TokenError, TokenSource};
 use crate::service::apply::ApplyOptions;
 use crate::service::controller::ServiceContext;
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::Api;
+use kube::runtime::watcher;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::Path;
@@ -207,7 +211,8 @@ pub async fn run_wired(
 
     let identity = crate::leader::default_identity(&ambient);
     let events = Events::new(kube.clone(), Some(identity.clone()), ambient.clone());
-    let directory = Arc::new(cloud.clone());
+    // Node work goes ahead of load-balancer work under the rate limit.
+    let directory = Arc::new(cloud.prioritized());
     let node_ctx = Arc::new(NodeContext {
         client: kube.clone(),
         directory: directory.clone(),
@@ -217,7 +222,6 @@ pub async fn run_wired(
         retry: Duration::from_secs(5),
         last_sync: Default::default(),
         initialized_from: Default::default(),
-        ambient: ambient.clone(),
     });
     let lifecycle_ctx = Arc::new(LifecycleContext {
         client: kube.clone(),
@@ -250,7 +254,8 @@ pub async fn run_wired(
         failures: Default::default(),
         waiting: Default::default(),
         services: Default::default(),
-        ambient: ambient.clone(),
+        nodes: Default::default(),
+        touched: Default::default(),
     });
     let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);
 
@@ -258,6 +263,7 @@ pub async fn run_wired(
     let leading = {
         let readiness = readiness.clone();
         let stop_rx = stop_rx.clone();
+        let (kube, ambient) = (kube.clone(), ambient.clone());
         move || {
             let (node_ctx, lifecycle_ctx, service_ctx, readiness, stop_rx) = (
                 node_ctx.clone(),
@@ -266,39 +272,67 @@ pub async fn run_wired(
                 readiness.clone(),
                 stop_rx.clone(),
             );
+            let (kube, ambient) = (kube.clone(), ambient.clone());
             async move {
-                let nodes = async {
+                // One watch per kind for every controller (a Node or Service watch each,
+                // not one per controller, and no LIST per reconcile or per sweep).
+                let nodes = Informer::<Node>::new();
+                let services = Informer::<Service>::new();
+                let watches = async {
+                    let node_watch = nodes.run(
+                        Api::all(kube.clone()),
+                        watcher::Config::default(),
+                        ambient.clone(),
+                    );
+                    let service_watch = async {
+                        if run_services {
+                            services
+                                .run(
+                                    Api::all(kube.clone()),
+                                    watcher::Config::default(),
+                                    ambient.clone(),
+                                )
+                                .await;
+                        }
+                    };
+                    tokio::join!(node_watch, service_watch);
+                };
+                let ready = async {
+                    // Ready once the Node cache is synced.
+                    nodes.synced().await;
+                    readiness.set_synced(true);
+                };
+                let node_work = async {
                     if run_nodes {
-                        let r = readiness.clone();
-                        node_controller::run(node_ctx, stopped(stop_rx.clone()), move || {
-                            r.set_synced(true)
-                        })
-                        .await;
-                    } else {
-                        readiness.set_synced(true);
-                        std::future::pending::<()>().await;
+                        node_controller::run(node_ctx, nodes.clone(), stopped(stop_rx.clone()))
+                            .await;
                     }
                 };
                 let lifecycle = async {
                     if run_lifecycle {
-                        lifecycle::run(lifecycle_ctx, stopped(stop_rx.clone())).await;
-                    } else {
-                        std::future::pending::<()>().await;
+                        lifecycle::run(lifecycle_ctx, nodes.clone(), stopped(stop_rx.clone()))
+                            .await;
                     }
                 };
-                let services = async {
+                let service_work = async {
                     if run_services {
                         crate::service::controller::run(
                             service_ctx,
+                            services.clone(),
+                            nodes.clone(),
                             concurrency,
                             stopped(stop_rx.clone()),
                         )
                         .await;
-                    } else {
-                        std::future::pending::<()>().await;
                     }
                 };
-                tokio::join!(nodes, lifecycle, services);
+                // The watches go first: events already received reach the caches before
+                // a reconcile starts. The controllers end on shutdown; the watches do not.
+                tokio::select! {
+                    biased;
+                    () = watches => {}
+                    _ = async { tokio::join!(ready, node_work, lifecycle, service_work) } => {}
+                }
             }
         }
     };

@@ -5,6 +5,7 @@ pub mod ambient;
 pub mod app;
 pub mod cli;
 pub mod cloudscale;
+pub mod events;
 pub mod health;
 pub mod leader;
 pub mod metrics;

@@ -124,6 +124,17 @@ impl Metrics {
         self.inner.lock().api_requests.values().sum()
     }
 
+    /// Reconciles of `controller` so far, whatever their result (for tests and benchmarks).
+    pub fn reconciles(&self, controller: &str) -> u64 {
+        self.inner
+            .lock()
+            .reconciles
+            .iter()
+            .filter(|((c, _), _)| c == controller)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     /// Requests so far per `(endpoint, method)`, all statuses.
     pub fn api_requests_by_endpoint(&self) -> BTreeMap<(String, String), u64> {
         let mut out = BTreeMap::new();

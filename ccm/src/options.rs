@@ -126,7 +126,8 @@ pub struct Options {
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub node_monitor_period: Duration,
 
-    /// Client-side limit of cloudscale API requests per second (burst: twice as many).
+    /// Client-side limit of cloudscale API requests per second (burst: twice as many). Node
+    /// requests go ahead of load-balancer work (an allowance of a quarter of the rate).
     #[arg(long, default_value_t = 20.0)]
     pub api_rate_limit: f64,
 

@@ -237,7 +237,7 @@ impl Backoff for WatchBackoff {
 }
 
 /// What a watch tells its controller.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Change<K> {
     /// The object was added, changed or deleted (its last state).
     Touched(Arc<K>),
@@ -273,6 +273,89 @@ pub async fn watch<K>(
             Ok(watcher::Event::Init) => {}
             Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying"),
         }
+    }
+}
+
+/// One watch and its cache, shared by every controller that reads the kind: each
+/// subscriber hears every change, and a subscriber that comes late first hears the cache as
+/// it is (every object, then `Synced` if the cache is synced), so no controller needs a
+/// watch or a LIST of its own.
+pub struct Informer<K>
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store: Store<K>,
+    writer: Mutex<Option<reflector::store::Writer<K>>>,
+    subscribers: Mutex<Vec<Subscriber<K>>>,
+    synced: tokio::sync::watch::Sender<bool>,
+}
+
+type Subscriber<K> = Box<dyn FnMut(&Change<K>) + Send>;
+
+impl<K> Informer<K>
+where
+    K: kube::Resource
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Default,
+{
+    pub fn new() -> Arc<Informer<K>> {
+        let (store, writer) = reflector::store::<K>();
+        Arc::new(Informer {
+            store,
+            writer: Mutex::new(Some(writer)),
+            subscribers: Mutex::new(Vec::new()),
+            synced: tokio::sync::watch::channel(false).0,
+        })
+    }
+
+    /// The cache (empty until the first list arrives).
+    pub fn store(&self) -> Store<K> {
+        self.store.clone()
+    }
+
+    /// Whether the cache has held the whole list at least once.
+    pub fn is_synced(&self) -> bool {
+        *self.synced.borrow()
+    }
+
+    /// Completes once the cache holds the whole list.
+    pub async fn synced(&self) {
+        let mut rx = self.synced.subscribe();
+        let _ = rx.wait_for(|s| *s).await;
+    }
+
+    /// Hands every change to `on_change` from now on, after the cache as it is.
+    pub fn subscribe(&self, mut on_change: impl FnMut(&Change<K>) + Send + 'static) {
+        let mut subscribers = self.subscribers.lock();
+        for o in sorted(&self.store) {
+            on_change(&Change::Touched(o));
+        }
+        if self.is_synced() {
+            on_change(&Change::Synced);
+        }
+        subscribers.push(Box::new(on_change));
+    }
+
+    /// Runs the watch (see [`watch`]); a second call returns at once.
+    pub async fn run(&self, api: kube::Api<K>, config: watcher::Config, ambient: Ambient) {
+        let Some(writer) = self.writer.lock().take() else {
+            return;
+        };
+        watch(api, config, writer, ambient, |change| {
+            if matches!(change, Change::Synced) {
+                self.synced.send_replace(true);
+            }
+            for s in self.subscribers.lock().iter_mut() {
+                s(&change);
+            }
+        })
+        .await;
     }
 }
 

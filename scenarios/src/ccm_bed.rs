@@ -107,16 +107,7 @@ impl InProcessCcm {
 
     /// Reconciles of `controller` (`service`, `node-lifecycle`, …) counted so far.
     pub fn reconciles(&self, controller: &str) -> u64 {
-        let prefix = format!("ccm_reconcile_total{{controller=\"{controller}\"");
-        self.metrics()
-            .map(|m| {
-                m.render()
-                    .lines()
-                    .filter(|l| l.starts_with(&prefix))
-                    .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-                    .sum()
-            })
-            .unwrap_or(0)
+        self.metrics().map_or(0, |m| m.reconciles(controller))
     }
 }
 

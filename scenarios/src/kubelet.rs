@@ -1,7 +1,9 @@
 //! Simulated kubelets: for each fakecloud server, a Node registered as a kubelet started with
 //! `--cloud-provider=external` registers it (uninitialized taint, no provider ID), heartbeats
-//! on its Lease while the server runs, goes NotReady when the server stops and falls silent
-//! when the server is deleted. They talk to the cluster through kube-rs, so they work with
+//! on its Lease while the server runs, posts its status as a kubelet does (at once on a
+//! change, and unchanged every `nodeStatusReportFrequency` with new heartbeat times), may
+//! flap NotReady when asked to, goes NotReady when the server stops and falls silent when
+//! the server is deleted. They talk to the cluster through kube-rs, so they work with
 //! every cluster backend.
 
 use ccm::ambient::Ambient;
@@ -28,12 +30,27 @@ pub enum KubeletError {
 
 #[derive(Debug, Clone)]
 pub struct KubeletConfig {
-    /// How often the Lease is renewed and the server's state looked at.
+    /// How often the Lease is renewed and the server's state looked at (the kubelet's
+    /// `nodeLeaseDurationSeconds / 4`: 10 s for its default lease).
     pub heartbeat: Duration,
     pub lease_duration_s: i32,
+    /// How often an unchanged Node status is posted anyway, with new heartbeat times in
+    /// its conditions (the kubelet's `nodeStatusReportFrequency`, 5 minutes by default; a
+    /// change is posted at once). `None`: only changes are posted.
+    pub status_report: Option<Duration>,
+    /// NotReady flaps, if any: see [`Flaps`].
+    pub flaps: Option<Flaps>,
     pub kubelet_version: String,
     /// The clock of status and Lease times (the simulated one in a simulation).
     pub ambient: Ambient,
+}
+
+/// A kubelet that reports NotReady for `down` every `every` (a network blip, a busy
+/// node), while its server keeps running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flaps {
+    pub every: Duration,
+    pub down: Duration,
 }
 
 impl Default for KubeletConfig {
@@ -41,6 +58,8 @@ impl Default for KubeletConfig {
         KubeletConfig {
             heartbeat: Duration::from_secs(2),
             lease_duration_s: 40,
+            status_report: Some(Duration::from_secs(300)),
+            flaps: None,
             kubelet_version: "v1.32.0".to_string(),
             ambient: Ambient::system(),
         }
@@ -223,6 +242,36 @@ async fn set_ready(
         .map(|_| ())
 }
 
+/// The status a running kubelet reports now: Ready, or NotReady during a flap.
+fn reported_ready(cfg: &KubeletConfig, started: tokio::time::Instant) -> bool {
+    let Some(f) = cfg.flaps else {
+        return true;
+    };
+    let every = f.every.as_millis().max(1);
+    let into = started.elapsed().as_millis() % every;
+    // The flap comes at the end of each period, so a Node starts Ready.
+    into < every.saturating_sub(f.down.as_millis())
+}
+
+/// Posts the same conditions again with new heartbeat times only (a strategic merge by
+/// condition type keeps their transition times), as a kubelet's periodic status report.
+async fn report_status(
+    cfg: &KubeletConfig,
+    nodes: &Api<Node>,
+    node: &str,
+) -> Result<(), kube::Error> {
+    let now = cfg.ambient.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let conditions: Vec<Value> = ["Ready", "MemoryPressure", "DiskPressure", "PIDPressure"]
+        .iter()
+        .map(|t| json!({"type": t, "lastHeartbeatTime": now}))
+        .collect();
+    let patch = json!({"status": {"conditions": conditions}});
+    nodes
+        .patch_status(node, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+        .map(|_| ())
+}
+
 async fn heartbeat(
     client: kube::Client,
     cloud: fakecloud::App,
@@ -232,24 +281,37 @@ async fn heartbeat(
 ) {
     let nodes: Api<Node> = Api::all(client.clone());
     let leases: Api<Lease> = Api::namespaced(client, NODE_LEASE_NAMESPACE);
+    let started = tokio::time::Instant::now();
     let mut reported: Option<String> = Some("True".to_string());
+    let mut last_report = started;
     loop {
         let state = machine(&cloud, server).map(|m| m.status);
         let result = match state.as_deref() {
             Some("running") => {
                 let mut r = renew_lease(&leases, &node, &cfg).await;
-                if r.is_ok() && reported.as_deref() != Some("True") {
-                    r = set_ready(
-                        &cfg,
-                        &nodes,
-                        &node,
-                        "True",
-                        "KubeletReady",
-                        "kubelet is posting ready status",
+                let (ready, reason, message) = if reported_ready(&cfg, started) {
+                    ("True", "KubeletReady", "kubelet is posting ready status")
+                } else {
+                    (
+                        "False",
+                        "KubeletNotReady",
+                        "container runtime network not ready",
                     )
-                    .await;
+                };
+                if r.is_ok() && reported.as_deref() != Some(ready) {
+                    r = set_ready(&cfg, &nodes, &node, ready, reason, message).await;
                     if r.is_ok() {
-                        reported = Some("True".into());
+                        reported = Some(ready.into());
+                        last_report = tokio::time::Instant::now();
+                    }
+                } else if r.is_ok()
+                    && cfg
+                        .status_report
+                        .is_some_and(|every| last_report.elapsed() >= every)
+                {
+                    r = report_status(&cfg, &nodes, &node).await;
+                    if r.is_ok() {
+                        last_report = tokio::time::Instant::now();
                     }
                 }
                 r

@@ -1,7 +1,7 @@
 //! Events about managed objects: a repeat is counted on the first Event, a different message
 //! is an Event of its own (kube's Recorder would only count it, hiding the new message).
 
-use ccm::node::Events;
+use ccm::events::Events;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};

@@ -2,12 +2,14 @@
 //! and the embedded Kubernetes API server with simulated kubelets.
 
 use ccm::cloudscale::{Client, ClientConfig, RetryPolicy};
+use ccm::events::Events;
 use ccm::metrics::Metrics;
+use ccm::node::ServerDirectory;
 use ccm::node::controller::{self, NodeContext};
 use ccm::node::lifecycle::{self, LifecycleContext};
 use ccm::node::metadata::is_initialized;
 use ccm::node::metadata::{SHUTDOWN_TAINT, UNINITIALIZED_TAINT};
-use ccm::node::{Events, ServerDirectory};
+use ccm::runner::Informer;
 use ccm::secret::{Token, TokenSource};
 use fakecloud::{FaultEffect, FaultRule};
 use k8s_openapi::api::core::v1::{Event, Node};
@@ -159,15 +161,22 @@ impl Harness {
             retry: Duration::from_millis(200),
             last_sync: Default::default(),
             initialized_from: Default::default(),
-            ambient: Default::default(),
         });
-        tokio::spawn(controller::run(
-            ctx,
+        // One shared Node cache for both controllers, as the CCM runs them.
+        let nodes = Informer::<Node>::new();
+        let (tx0, rx0) = oneshot::channel::<()>();
+        tokio::spawn({
+            let (nodes, kube) = (nodes.clone(), kube.clone());
             async move {
-                let _ = rx1.await;
-            },
-            || {},
-        ));
+                tokio::select! {
+                    () = nodes.run(Api::all(kube), Default::default(), Default::default()) => {}
+                    _ = rx0 => {}
+                }
+            }
+        });
+        tokio::spawn(controller::run(ctx, nodes.clone(), async move {
+            let _ = rx1.await;
+        }));
         let (tx2, rx2) = oneshot::channel::<()>();
         let lctx = Arc::new(LifecycleContext {
             client: kube,
@@ -177,9 +186,10 @@ impl Harness {
             period: Duration::from_millis(100),
             recheck: Duration::from_millis(50),
         });
-        tokio::spawn(lifecycle::run(lctx, async move {
+        tokio::spawn(lifecycle::run(lctx, nodes, async move {
             let _ = rx2.await;
         }));
+        self.stop.push(tx0);
         self.stop.push(tx1);
         self.stop.push(tx2);
     }

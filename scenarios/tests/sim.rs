@@ -240,3 +240,186 @@ fn a_node_whose_server_is_deleted_before_it_was_initialized_is_deleted() {
     let out = run::run(&scripted(1186, steps), false);
     assert!(out.violations.is_empty(), "{:#?}", out.violations);
 }
+
+/// Kubelets that post their status every 10 s (new heartbeat times) cost the service
+/// controller nothing: converged Services are reconciled only by their resync, and Ready
+/// Nodes cost the lifecycle controller no cloud request (only the node controller's address
+/// refresh, once per node per `--node-status-update-frequency`, reads their servers).
+#[test]
+fn heartbeats_reconcile_no_service_and_ready_nodes_cost_no_lifecycle_request() {
+    use scenarios::sim::schedule::{self, Shape};
+    let rt = runtime().expect("runtime");
+    rt.block_on(async {
+        let mut config = WorldConfig::new(11);
+        config.kubelet.status_report = Some(std::time::Duration::from_secs(10));
+        let mut world = World::start(config).await.expect("world");
+        world.revive();
+        let api: kube::Api<k8s_openapi::api::core::v1::Service> =
+            kube::Api::namespaced(world.kube.clone(), "default");
+        for name in ["a", "b"] {
+            let svc =
+                serde_json::from_value(schedule::service(name, &Shape::http())).expect("service");
+            api.create(&Default::default(), &svc).await.expect("create");
+        }
+        // Converged well within 5 minutes (provisioning takes one).
+        world.run_for(std::time::Duration::from_secs(300)).await;
+        let ccm = &world.ccms[0];
+        let before = ccm.reconciles("service");
+        let from = world.trace.len();
+        let minutes = 10;
+        world
+            .run_for(std::time::Duration::from_secs(minutes * 60))
+            .await;
+        let reconciles = ccm.reconciles("service") - before;
+        let lines = world.trace.lines()[from..].to_vec();
+        let status_posts = lines
+            .iter()
+            .filter(|l| l.contains(" kubelet/") && l.contains("/status"))
+            .count();
+        assert!(
+            status_posts as u64 >= 3 * minutes * 5,
+            "the kubelets posted their status: {status_posts}"
+        );
+        // The 60 s resync of two Services, one more each at the edges.
+        assert!(
+            reconciles <= 2 * (minutes + 1),
+            "{reconciles} service reconciles in {minutes} minutes"
+        );
+        let server_reads = lines
+            .iter()
+            .filter(|l| l.contains(" cloud ccm-") && l.contains(" GET /v1/servers/"))
+            .count() as u64;
+        // The address refresh: 3 nodes every 5 minutes.
+        assert!(
+            server_reads <= 3 * (minutes / 5 + 1),
+            "{server_reads} server reads for 3 Ready nodes in {minutes} minutes"
+        );
+    });
+}
+
+/// The `plan` preview and a reconcile run one pipeline: for the same cluster and cloud
+/// state, the preview lists exactly the steps the next reconcile announces (its
+/// `PlannedChange` Event) and executes (its "load balancer step" log lines, step by step).
+#[test]
+fn the_preview_lists_exactly_the_steps_the_reconcile_then_executes() {
+    use scenarios::sim::schedule::{self, Port, Shape};
+    use std::sync::{Arc, Mutex};
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    /// (step, steps, action) of every "load balancer step" line.
+    #[derive(Clone, Default)]
+    struct Steps(Arc<Mutex<Vec<(u64, u64, String)>>>);
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Steps {
+        fn on_event(&self, e: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+            #[derive(Default)]
+            struct F(bool, u64, u64, String);
+            impl tracing::field::Visit for F {
+                fn record_u64(&mut self, f: &tracing::field::Field, v: u64) {
+                    match f.name() {
+                        "step" => self.1 = v,
+                        "steps" => self.2 = v,
+                        _ => {}
+                    }
+                }
+                fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                    match f.name() {
+                        "message" => self.0 = format!("{v:?}") == "load balancer step",
+                        "action" => self.3 = format!("{v:?}"),
+                        _ => {}
+                    }
+                }
+            }
+            let mut f = F::default();
+            e.record(&mut f);
+            if f.0
+                && let Ok(mut steps) = self.0.lock()
+            {
+                steps.push((f.1, f.2, f.3));
+            }
+        }
+    }
+    let steps = Steps::default();
+    let subscriber = tracing_subscriber::registry().with(steps.clone());
+    let rt = runtime().expect("runtime");
+    let (preview, announced) = tracing::subscriber::with_default(subscriber, || {
+        rt.block_on(async {
+            let mut world = World::start(WorldConfig::new(21)).await.expect("world");
+            world.revive();
+            let api: kube::Api<k8s_openapi::api::core::v1::Service> =
+                kube::Api::namespaced(world.kube.clone(), "default");
+            let port = |name: &str, port| Port {
+                name: name.into(),
+                port,
+                udp: false,
+            };
+            let shape = Shape {
+                ports: vec![port("http", 80), port("https", 443)],
+                ..Shape::http()
+            };
+            let svc = serde_json::from_value(schedule::service("web", &shape)).expect("service");
+            api.create(&Default::default(), &svc).await.expect("create");
+            world.run_for(std::time::Duration::from_secs(300)).await;
+            // No CCM runs while the change is made and previewed.
+            world.ccms[0].stop();
+            world.run_for(std::time::Duration::from_secs(5)).await;
+            let patch = serde_json::json!({"metadata": {"annotations": {
+                "k8s.cloudscale.ch/loadbalancer-pool-algorithm": "source_ip",
+                "k8s.cloudscale.ch/loadbalancer-timeout-client-data-ms": "20000"}}});
+            let changed = api
+                .patch("web", &Default::default(), &kube::api::Patch::Merge(&patch))
+                .await
+                .expect("patch");
+            let cloud = world.cloud_client("preview").expect("client");
+            let plan = ccm::service::controller::preview(&world.kube, &cloud, "sim", &changed)
+                .await
+                .expect("preview")
+                .expect("a load balancer Service");
+            steps.0.lock().expect("steps").clear();
+            world.revive();
+            world.run_for(std::time::Duration::from_secs(30)).await;
+            let events: kube::Api<k8s_openapi::api::events::v1::Event> =
+                kube::Api::namespaced(world.kube.clone(), "default");
+            let announced: Vec<String> = events
+                .list(&Default::default())
+                .await
+                .expect("events")
+                .items
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some("PlannedChange"))
+                .filter_map(|e| e.note)
+                .collect();
+            (plan, announced)
+        })
+    });
+    let described = preview.describe();
+    assert!(
+        described.contains("create pool") && described.contains("delete listener"),
+        "a change of several steps: {described}"
+    );
+    // The reconcile announced the same plan (after its impact line; an Event's note is cut
+    // at 1 KiB, marked with "…").
+    assert_eq!(announced.len(), 1, "{announced:?}");
+    let body = announced[0].split_once('\n').map_or("", |(_, rest)| rest);
+    let body = body.strip_suffix('…').unwrap_or(body);
+    assert!(
+        body.len() > 200 && described.starts_with(body),
+        "announced:\n{body}\npreviewed:\n{described}"
+    );
+    // And carried out the same steps, in the same order, as far as its first pass went.
+    let executed = steps.0.lock().expect("steps").clone();
+    // The first pass: until the step numbers start again.
+    let first_pass: Vec<&(u64, u64, String)> = executed
+        .iter()
+        .enumerate()
+        .take_while(|(k, (i, _, _))| *k == 0 || *i > executed[k - 1].0)
+        .map(|(_, s)| s)
+        .collect();
+    assert!(!first_pass.is_empty(), "the reconcile executed nothing");
+    for (i, n, action) in &first_pass {
+        assert_eq!(*n as usize, preview.steps.len(), "the plan's length");
+        assert_eq!(
+            action,
+            &ccm::service::plan::describe::action(&preview.steps[*i as usize - 1].action)
+        );
+    }
+}

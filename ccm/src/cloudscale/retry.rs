@@ -107,24 +107,61 @@ impl TokenBucket {
         }
     }
 
+    /// Takes a token and says how long to wait for it (reserved ahead: the queue).
+    fn reserve(&self) -> Duration {
+        let mut st = self.state.lock();
+        let now = Instant::now();
+        let refill = now.saturating_duration_since(st.1).as_secs_f64() * self.rate;
+        st.0 = (st.0 + refill).min(self.burst);
+        st.1 = now;
+        st.0 -= 1.0;
+        if st.0 >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-st.0 / self.rate)
+        }
+    }
+
     /// Waits until a token is available. Tokens are reserved in call order, so waiters are
     /// served first come, first served; cancelling a wait does not return its token.
     pub(crate) async fn acquire(&self) {
-        let wait = {
-            let mut st = self.state.lock();
-            let now = Instant::now();
-            let refill = now.saturating_duration_since(st.1).as_secs_f64() * self.rate;
-            st.0 = (st.0 + refill).min(self.burst);
-            st.1 = now;
-            st.0 -= 1.0;
-            if st.0 >= 0.0 {
-                Duration::ZERO
-            } else {
-                Duration::from_secs_f64(-st.0 / self.rate)
-            }
-        };
+        let wait = self.reserve();
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// The rate limit with a priority lane: requests of the priority lane (node
+/// initialization and lifecycle) do not queue behind the others (a burst of Service work):
+/// they wait only for an allowance of their own, a quarter of the rate, and the shared
+/// queue pays for them afterwards, so the total stays within the limit (give or take the
+/// allowance's burst).
+#[derive(Debug)]
+pub(crate) struct Limiter {
+    shared: TokenBucket,
+    priority: TokenBucket,
+}
+
+impl Limiter {
+    pub(crate) fn new(limit: RateLimit) -> Limiter {
+        let quarter = RateLimit {
+            requests_per_second: limit.requests_per_second / 4.0,
+            burst: (limit.burst / 4).max(1),
+        };
+        Limiter {
+            shared: TokenBucket::new(limit),
+            priority: TokenBucket::new(quarter),
+        }
+    }
+
+    pub(crate) async fn acquire(&self, priority: bool) {
+        if priority {
+            // Debited from the shared queue without waiting in it.
+            let _ = self.shared.reserve();
+            self.priority.acquire().await;
+        } else {
+            self.shared.acquire().await;
         }
     }
 }
@@ -154,6 +191,26 @@ mod tests {
             p.delay(1, Some(Duration::from_secs(600)), &a),
             Duration::from_secs(30)
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn priority_requests_skip_the_queue_and_the_queue_pays_for_them() {
+        let l = Limiter::new(RateLimit {
+            requests_per_second: 10.0,
+            burst: 4,
+        });
+        // 103 requests queued (4 of them from the burst): the next one would wait 10 s.
+        for _ in 0..103 {
+            let _ = l.shared.reserve();
+        }
+        let start = Instant::now();
+        l.acquire(true).await;
+        assert_eq!(start.elapsed(), Duration::ZERO, "no wait behind the queue");
+        // The queue paid for it: the next ordinary request waits one token more.
+        assert_eq!(l.shared.reserve(), Duration::from_millis(10_100));
+        // The allowance is a quarter of the rate: its burst (1), then 2.5 per second.
+        l.acquire(true).await;
+        assert_eq!(start.elapsed(), Duration::from_millis(400));
     }
 
     #[tokio::test]

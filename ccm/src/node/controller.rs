@@ -6,13 +6,12 @@ use super::metadata::{
     has_taint, labels, node_metadata, prefer_node_ip,
 };
 use super::provider_id::{self, ProviderIdError};
-use super::{DirectoryError, Events, ServerDirectory};
-use crate::ambient::Ambient;
+use super::{DirectoryError, ServerDirectory};
+use crate::events::Events;
 use crate::metrics::Metrics;
-use crate::runner::{self, Change, Key, Queue};
+use crate::runner::{self, Change, Informer, Key, Queue};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::{reflector, watcher};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::future::Future;
@@ -64,8 +63,6 @@ pub struct NodeContext<D> {
     /// cache has all of our own updates sees the Node half-initialized and must not
     /// initialize it twice; a taint still there after `retry` is initialized again.
     pub initialized_from: parking_lot::Mutex<std::collections::BTreeMap<String, (String, Instant)>>,
-    /// Wall clock and randomness (jitter of the watch's backoff).
-    pub ambient: Ambient,
 }
 
 /// The server a Node is: by provider ID if it has one, else by exact name.
@@ -254,57 +251,37 @@ async fn reconcile<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Dur
     }
 }
 
-/// Runs the node controller until `shutdown` completes; `synced` is called once its Node
-/// cache has been filled (for `/readyz`).
+/// Runs the node controller on the shared Node cache until `shutdown` completes.
 pub async fn run<D: ServerDirectory>(
     ctx: Arc<NodeContext<D>>,
+    nodes: Arc<Informer<Node>>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-    synced: impl FnOnce() + Send + 'static,
 ) {
-    let (store, writer) = reflector::store::<Node>();
+    let store = nodes.store();
     let queue = Arc::new(Queue::default());
-    let mut synced = Some(synced);
-    let (ready_tx, mut ready_rx) = tokio::sync::watch::channel(false);
-    let watch = runner::watch(
-        Api::<Node>::all(ctx.client.clone()),
-        watcher::Config::default(),
-        writer,
-        ctx.ambient.clone(),
-        {
-            let queue = queue.clone();
-            move |change| match change {
-                Change::Touched(node) => queue.schedule(Key::of(node.as_ref()), Duration::ZERO),
-                Change::Synced => {
-                    if let Some(f) = synced.take() {
-                        f();
-                    }
-                    ready_tx.send_replace(true);
-                }
+    nodes.subscribe({
+        let queue = queue.clone();
+        move |change| {
+            if let Change::Touched(node) = change {
+                queue.schedule(Key::of(node.as_ref()), Duration::ZERO);
             }
-        },
-    );
-    let work = async {
-        let mut shutdown = std::pin::pin!(shutdown);
-        tokio::select! {
-            biased;
-            () = &mut shutdown => return,
-            ready = ready_rx.wait_for(|r| *r) => if ready.is_err() { return },
         }
-        runner::run(queue.clone(), NODE_WORKERS, shutdown, |key: Key| {
-            let (ctx, store) = (ctx.clone(), store.clone());
-            async move {
-                let node = store.get(&key.object_ref())?;
-                Some(reconcile(&node, &ctx).await)
-            }
-        })
-        .await;
-    };
-    // The watch goes first: events already received reach the cache before a reconcile
-    // starts, so a Node is never reconciled from a copy older than what has arrived (our
-    // own patches would otherwise be seen half-applied and initialized twice).
+    });
+    let mut shutdown = std::pin::pin!(shutdown);
     tokio::select! {
         biased;
-        () = watch => {}
-        () = work => {}
+        () = &mut shutdown => return,
+        () = nodes.synced() => {}
     }
+    // The shared watch delivers what has arrived before a reconcile starts (it is polled
+    // first), so a Node is never reconciled from a copy older than what has arrived (our
+    // own patches would otherwise be seen half-applied and initialized twice).
+    runner::run(queue.clone(), NODE_WORKERS, shutdown, |key: Key| {
+        let (ctx, store) = (ctx.clone(), store.clone());
+        async move {
+            let node = store.get(&key.object_ref())?;
+            Some(reconcile(&node, &ctx).await)
+        }
+    })
+    .await;
 }

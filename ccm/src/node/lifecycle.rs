@@ -5,10 +5,13 @@
 
 use super::metadata::{SHUTDOWN_TAINT, ServerFacts, ServerMatch, match_by_name};
 use super::provider_id;
-use super::{DirectoryError, Events, ServerDirectory};
+use super::{DirectoryError, ServerDirectory};
+use crate::events::Events;
 use crate::metrics::Metrics;
+use crate::runner::{self, Informer};
 use k8s_openapi::api::core::v1::{Node, Taint};
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::future::Future;
@@ -216,10 +219,9 @@ async fn check_node<D: ServerDirectory>(
     }
 }
 
-/// Looks at every Node once.
-pub async fn sweep<D: ServerDirectory>(ctx: &LifecycleContext<D>) -> Result<(), kube::Error> {
-    let nodes: Api<Node> = Api::all(ctx.client.clone());
-    for node in nodes.list(&ListParams::default()).await?.items {
+/// Looks at every Node of the cache once.
+pub async fn sweep<D: ServerDirectory>(ctx: &LifecycleContext<D>, nodes: &Store<Node>) {
+    for node in runner::sorted(nodes) {
         let started = Instant::now();
         let result = check_node(&node, ctx).await;
         ctx.metrics.reconcile(
@@ -231,19 +233,20 @@ pub async fn sweep<D: ServerDirectory>(ctx: &LifecycleContext<D>) -> Result<(), 
             tracing::warn!(node = %node.name_any(), error = %e, "node lifecycle check failed");
         }
     }
-    Ok(())
 }
 
-/// Runs sweeps every `period` until `shutdown` completes.
+/// Sweeps the shared Node cache every `period` until `shutdown` completes (a Ready Node
+/// costs neither a cloud nor a Kubernetes request).
 pub async fn run<D: ServerDirectory>(
     ctx: Arc<LifecycleContext<D>>,
+    nodes: Arc<Informer<Node>>,
     shutdown: impl Future<Output = ()> + Send,
 ) {
     let work = async {
+        nodes.synced().await;
+        let store = nodes.store();
         loop {
-            if let Err(e) = sweep(&ctx).await {
-                tracing::warn!(error = %e, "cannot list nodes");
-            }
+            sweep(&ctx, &store).await;
             tokio::time::sleep(ctx.period).await;
         }
     };

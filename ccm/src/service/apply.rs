@@ -116,13 +116,55 @@ pub struct Outcome {
 pub struct Pending {
     pub what: String,
     pub detail: String,
+    /// The one check that tells whether the wait may be over, so that polling a wait costs
+    /// one or two reads instead of a whole fetch and plan (`None`: plan again to know).
+    pub recheck: Option<Recheck>,
 }
 
 impl Pending {
-    fn new(what: impl Into<String>, detail: impl Into<String>) -> Pending {
+    pub(super) fn new(what: impl Into<String>, detail: impl Into<String>) -> Pending {
         Pending {
             what: what.into(),
             detail: detail.into(),
+            recheck: None,
+        }
+    }
+
+    pub(super) fn rechecked_by(mut self, recheck: Recheck) -> Pending {
+        self.recheck = Some(recheck);
+        self
+    }
+}
+
+/// A barrier's check, kept to be asked again while the Service waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recheck {
+    /// The load balancer is no longer `changing`.
+    Settled(Uuid),
+    /// New members of the pool named `port` are up (a [`Action::WaitMembersUp`] barrier).
+    MembersUp {
+        lb: Uuid,
+        pool: Uuid,
+        port: String,
+        names: Vec<String>,
+        replacing: Vec<Replaced>,
+    },
+}
+
+impl Recheck {
+    /// `None` when what was awaited holds now (plan again), else what is still awaited.
+    pub async fn ask(&self, client: &Client) -> Result<Option<Pending>, ApplyError> {
+        match self {
+            Recheck::Settled(uuid) => Ok((get_lb(client, *uuid).await?.status
+                == LoadBalancerStatus::Changing)
+                .then(|| Pending::new("the load balancer to apply its configuration", ""))),
+            Recheck::MembersUp {
+                lb,
+                pool,
+                port,
+                names,
+                replacing,
+            } => members_ready(client, *lb, (*pool, port), names, replacing).await,
         }
     }
 }
@@ -389,18 +431,29 @@ impl Run<'_> {
     ) -> Result<Option<Pending>, ApplyError> {
         match action {
             Action::WaitLbReady => {
-                let lb = get_lb(&self.client, self.lb(what)?).await?;
-                Ok((lb.status == LoadBalancerStatus::Changing)
-                    .then(|| Pending::new("the load balancer to be provisioned", "")))
+                let uuid = self.lb(what)?;
+                let lb = get_lb(&self.client, uuid).await?;
+                Ok((lb.status == LoadBalancerStatus::Changing).then(|| {
+                    Pending::new("the load balancer to be provisioned", "")
+                        .rechecked_by(Recheck::Settled(uuid))
+                }))
             }
             Action::WaitMembersUp {
                 pool,
                 members,
                 replacing,
             } => {
-                let pool = self.pool(what, pool)?;
-                let lb = self.lb(what)?;
-                members_ready(&self.client, lb, (pool, port), members, replacing).await
+                let recheck = Recheck::MembersUp {
+                    lb: self.lb(what)?,
+                    pool: self.pool(what, pool)?,
+                    port: port.to_string(),
+                    names: members.clone(),
+                    replacing: replacing.clone(),
+                };
+                Ok(recheck
+                    .ask(&self.client)
+                    .await?
+                    .map(|p| p.rechecked_by(recheck)))
             }
             _ => Ok(None),
         }

@@ -8,17 +8,15 @@ use super::annotations;
 use super::apply::{self, ApplyOptions};
 use super::ensure::{self, Progress};
 use super::map;
+use super::map::NodeView;
 use super::model::DesiredLb;
 use super::ownership::Claimant;
-use crate::ambient::Ambient;
 use crate::cloudscale::{self, Client as Cloud};
+use crate::events::Events;
 use crate::metrics::Metrics;
-use crate::node::Events;
-use crate::runner::{self, Change, Key, Queue};
+use crate::runner::{self, Change, Informer, Key, Queue};
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::api::Api;
 use kube::runtime::reflector::{self, Store};
-use kube::runtime::watcher;
 use kube::{Resource, ResourceExt};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -122,6 +120,10 @@ pub struct Waiting {
     pub reason: String,
     /// A Warning said it is held.
     pub warned: bool,
+    /// What it waits for, with the checks that tell when to plan again.
+    pub pending: Vec<super::apply::Pending>,
+    /// When a whole pass last planned it (not a recheck).
+    pub planned: Instant,
 }
 
 pub struct ServiceContext {
@@ -142,10 +144,14 @@ pub struct ServiceContext {
     pub waiting: parking_lot::Mutex<BTreeMap<String, Waiting>>,
     /// Account-wide reads shared by the Services reconciled within a short window.
     pub shared: super::shared::SharedReads,
-    /// The controller's cache of Services (set when the controller starts).
+    /// The shared cache of Services (set when the controller starts).
     pub services: parking_lot::RwLock<Option<Store<Service>>>,
-    /// Wall clock and randomness (jitter of the watches' backoff).
-    pub ambient: Ambient,
+    /// The shared cache of Nodes (set when the controller starts).
+    pub nodes: parking_lot::RwLock<Option<Store<Node>>>,
+    /// Services (namespace/name) changed, or whose members a Node change can alter, since
+    /// their last reconcile began: a waiting one among them is planned again rather than
+    /// only polled.
+    pub touched: parking_lot::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl ServiceContext {
@@ -156,6 +162,20 @@ impl ServiceContext {
             .read()
             .as_ref()
             .map(runner::sorted)
+            .unwrap_or_default()
+    }
+
+    /// Every Node in the shared cache, as the mapping sees them, by name.
+    pub fn node_views(&self) -> Vec<NodeView> {
+        self.nodes
+            .read()
+            .as_ref()
+            .map(|s| {
+                runner::sorted(s)
+                    .iter()
+                    .map(|n| ensure::node_view(n))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -262,81 +282,115 @@ fn error_policy(svc: &Service, error: &ServiceError, ctx: &ServiceContext) -> Du
     delay
 }
 
-/// Runs the service controller until `shutdown` completes; Node changes re-reconcile every
-/// Service. Services are reconciled once their cache holds the whole list (ownership and
-/// floating IP checks read the other Services from it).
+/// The Services whose members a Node change can alter (pure): those for which the Node's
+/// [`map::membership`] differs before (`old`, `None`: it did not exist) and after (`new`,
+/// `None`: deleted). A heartbeat, a condition or an address change alters none.
+pub fn affected_by(
+    services: &[Arc<Service>],
+    old: Option<&NodeView>,
+    new: Option<&NodeView>,
+) -> Vec<Key> {
+    if old == new {
+        return Vec::new();
+    }
+    services
+        .iter()
+        .filter(|svc| match annotations::parse_service(svc) {
+            Ok(Some(cfg)) => {
+                old.and_then(|n| map::membership(&cfg, n))
+                    != new.and_then(|n| map::membership(&cfg, n))
+            }
+            // Not a load balancer, or a configuration its own reconcile refuses: a Node
+            // changes nothing of it.
+            _ => false,
+        })
+        .map(|svc| Key::of(svc.as_ref()))
+        .collect()
+}
+
+/// Runs the service controller on the shared Service and Node caches until `shutdown`
+/// completes. Services are reconciled once both caches hold the whole list (ownership and
+/// floating IP checks read the other Services from one, the mapping the Nodes from the
+/// other); a Node change reconciles only the Services whose members it can alter.
 pub async fn run(
     ctx: Arc<ServiceContext>,
+    services: Arc<Informer<Service>>,
+    nodes: Arc<Informer<Node>>,
     concurrency: u16,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let (store, writer) = reflector::store::<Service>();
-    let (_nodes, node_writer) = reflector::store::<Node>();
+    let store = services.store();
     *ctx.services.write() = Some(store.clone());
+    *ctx.nodes.write() = Some(nodes.store());
     let queue = Arc::new(Queue::default());
-    let (synced_tx, mut synced_rx) = tokio::sync::watch::channel(false);
-    let services = runner::watch(
-        Api::<Service>::all(ctx.kube.clone()),
-        watcher::Config::default(),
-        writer,
-        ctx.ambient.clone(),
-        {
-            let queue = queue.clone();
-            move |change| match change {
-                Change::Touched(svc) => queue.schedule(Key::of(svc.as_ref()), Duration::ZERO),
-                Change::Synced => {
-                    synced_tx.send_replace(true);
-                }
+    services.subscribe({
+        let (queue, ctx) = (queue.clone(), ctx.clone());
+        move |change| {
+            if let Change::Touched(svc) = change {
+                ctx.touched.lock().insert(service_key(svc));
+                queue.schedule(Key::of(svc.as_ref()), Duration::ZERO);
             }
-        },
-    );
-    let nodes = runner::watch(
-        Api::<Node>::all(ctx.kube.clone()),
-        watcher::Config::default(),
-        node_writer,
-        ctx.ambient.clone(),
-        {
-            let (queue, store) = (queue.clone(), store.clone());
-            move |change| {
-                if let Change::Touched(_) = change {
-                    queue.schedule_all(runner::sorted(&store).iter().map(|s| Key::of(s.as_ref())));
-                }
-            }
-        },
-    );
-    let work = async {
-        let mut shutdown = std::pin::pin!(shutdown);
-        tokio::select! {
-            biased;
-            () = &mut shutdown => return,
-            synced = synced_rx.wait_for(|s| *s) => if synced.is_err() { return },
         }
-        runner::run(
-            queue.clone(),
-            usize::from(concurrency),
-            shutdown,
-            |key: Key| {
-                let (ctx, store) = (ctx.clone(), store.clone());
-                async move {
-                    // Gone from the cache: deleted (its finalizer is ours, so the cleanup
-                    // already ran).
-                    let svc = store.get(&key.object_ref())?;
-                    Some(match reconcile(svc.clone(), &ctx).await {
-                        Ok(again) => again,
-                        Err(e) => error_policy(&svc, &e, &ctx),
-                    })
-                }
-            },
-        )
-        .await;
-    };
-    // The watches go first: events already received reach the caches before a reconcile
-    // starts.
+    });
+    nodes.subscribe({
+        let (queue, node_store, ctx) = (queue.clone(), nodes.store(), ctx.clone());
+        // What the mapping last saw of each Node, to tell a change that matters from one
+        // that does not.
+        let mut seen: BTreeMap<String, NodeView> = BTreeMap::new();
+        move |change| {
+            let names: Vec<String> = match change {
+                Change::Touched(node) => vec![node.name_any()],
+                // After a re-list: Nodes deleted while the watch was down sent no event.
+                Change::Synced => seen
+                    .keys()
+                    .filter(|n| node_store.get(&reflector::ObjectRef::new(n)).is_none())
+                    .cloned()
+                    .collect(),
+            };
+            for name in names {
+                let now = node_store
+                    .get(&reflector::ObjectRef::new(&name))
+                    .map(|n| ensure::node_view(&n));
+                let before = match &now {
+                    Some(v) => seen.insert(name, v.clone()),
+                    None => seen.remove(&name),
+                };
+                let all = runner::sorted(&store);
+                let affected = affected_by(&all, before.as_ref(), now.as_ref());
+                ctx.touched
+                    .lock()
+                    .extend(affected.iter().map(ToString::to_string));
+                queue.schedule_all(affected);
+            }
+        }
+    });
+    let mut shutdown = std::pin::pin!(shutdown);
     tokio::select! {
         biased;
-        () = async { tokio::join!(services, nodes); } => {}
-        () = work => {}
+        () = &mut shutdown => return,
+        () = async { tokio::join!(services.synced(), nodes.synced()); } => {}
     }
+    runner::run(
+        queue.clone(),
+        usize::from(concurrency),
+        shutdown,
+        |key: Key| {
+            let (ctx, store) = (ctx.clone(), services.store());
+            async move {
+                // Gone from the cache: deleted (its finalizer is ours, so the cleanup
+                // already ran).
+                let Some(svc) = store.get(&key.object_ref()) else {
+                    ctx.touched.lock().remove(&key.to_string());
+                    return None;
+                };
+                Some(match reconcile(svc.clone(), &ctx).await {
+                    Ok(again) => again,
+                    Err(e) => error_policy(&svc, &e, &ctx),
+                })
+            }
+        },
+    )
+    .await;
 }
 
 /// What the controller would do for `cfg`'s Service, as a preview: see [`ensure::preview`].
@@ -346,6 +400,73 @@ pub use ensure::preview;
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn lb(name: &str, selector: Option<&str>) -> Arc<Service> {
+        let annotations = match selector {
+            Some(s) => json!({annotations::LOADBALANCER_NODE_SELECTOR: s}),
+            None => json!({}),
+        };
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "default", "uid": name,
+                             "annotations": annotations},
+                "spec": {"type": "LoadBalancer", "ports": [{"port": 80, "nodePort": 30080}]},
+            }))
+            .expect("service"),
+        )
+    }
+
+    fn node(labels: &[(&str, &str)], provider: Option<u128>) -> NodeView {
+        NodeView {
+            name: "node-1".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            provider_id: provider.map(uuid::Uuid::from_u128),
+            deleting: false,
+        }
+    }
+
+    fn names(keys: Vec<Key>) -> Vec<String> {
+        keys.into_iter().map(|k| k.name).collect()
+    }
+
+    #[test]
+    fn a_node_change_reconciles_only_the_services_whose_members_it_can_alter() {
+        let services = vec![
+            lb("all", None),
+            lb("gpu", Some("pool=gpu")),
+            lb("not-gpu", Some("pool!=gpu")),
+            lb("web", Some("role=web")),
+        ];
+        let plain = node(&[("role", "web")], Some(1));
+        // A heartbeat (or any status change) leaves the view as it was: nothing.
+        assert!(affected_by(&services, Some(&plain), Some(&plain.clone())).is_empty());
+        // A label only the gpu selectors read: exactly those two.
+        let gpu = node(&[("role", "web"), ("pool", "gpu")], Some(1));
+        assert_eq!(
+            names(affected_by(&services, Some(&plain), Some(&gpu))),
+            ["gpu", "not-gpu"]
+        );
+        // A label no selector reads: nothing.
+        let other = node(&[("role", "web"), ("zone", "a")], Some(1));
+        assert!(affected_by(&services, Some(&plain), Some(&other)).is_empty());
+        // Initialized (provider ID set), joined, left, excluded: every Service selecting it.
+        let uninitialized = node(&[("role", "web")], None);
+        let selecting = ["all", "not-gpu", "web"];
+        assert_eq!(
+            names(affected_by(&services, Some(&uninitialized), Some(&plain))),
+            selecting
+        );
+        assert_eq!(names(affected_by(&services, None, Some(&plain))), selecting);
+        assert_eq!(names(affected_by(&services, Some(&plain), None)), selecting);
+        let excluded = node(&[("role", "web"), (map::EXCLUDE_LABEL, "")], Some(1));
+        assert_eq!(
+            names(affected_by(&services, Some(&plain), Some(&excluded))),
+            selecting
+        );
+    }
 
     #[test]
     fn failed_services_back_off_exponentially_up_to_the_maximum() {

@@ -3,22 +3,21 @@
 //! then annotations, status and Events. The preview runs the same steps up to the plan.
 
 use super::annotations::{self, IpMode, ServiceConfig};
-use super::apply::{self, Pending};
-use super::controller::{
-    FINALIZER, ServiceContext, ServiceError, Waiting, claimants, floating_ip_conflict, service_key,
-};
-use super::fetch::{self, Found, Lookup, Snapshot};
+use super::apply::{self, Pending, Recheck};
+use super::controller::{FINALIZER, ServiceContext, ServiceError, claimants, service_key};
+use super::fetch::{Found, Snapshot};
 use super::map::{self, Mapped, NodeView, ServerView};
 use super::model::{ActualLb, DesiredLb};
-use super::ownership::{self, Claimant, Resolution, Seeker};
+use super::ownership::{self, Resolution, Seeker};
 use super::plan::{self, Impact, Ownership, Plan};
-use crate::cloudscale::{self, Client as Cloud, Filter, InterfaceType, LoadBalancer};
+use super::prepare::{Prepared, Reads, lookup, prepare};
+use super::wait::{continues, note_waiting, recheck_waiting};
+use crate::cloudscale::{self, Client as Cloud, InterfaceType, LoadBalancer};
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
-use tokio::time::Instant;
 use uuid::Uuid;
 
 /// Passes of plan-and-apply per reconcile before giving up for now (a plan normally
@@ -34,7 +33,7 @@ pub enum Progress {
     Pending,
 }
 
-fn node_view(n: &Node) -> NodeView {
+pub fn node_view(n: &Node) -> NodeView {
     NodeView {
         name: n.name_any(),
         labels: n.labels().clone(),
@@ -42,18 +41,6 @@ fn node_view(n: &Node) -> NodeView {
             .and_then(|p| crate::node::provider_id::parse(p).ok()),
         deleting: n.metadata.deletion_timestamp.is_some(),
     }
-}
-
-/// Every Node of the cluster, as the mapping sees them.
-async fn node_views(kube: &kube::Client) -> Result<Vec<NodeView>, kube::Error> {
-    let nodes: Api<Node> = Api::all(kube.clone());
-    Ok(nodes
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .map(node_view)
-        .collect())
 }
 
 pub(super) fn server_view(s: &cloudscale::Server) -> Option<ServerView> {
@@ -115,18 +102,6 @@ pub fn plan_for(
     };
     let p = plan::plan(desired, actual.as_ref(), &snapshot.account(), owner);
     Ok((lb, actual, p))
-}
-
-fn lookup<'a>(cfg: &'a ServiceConfig, cluster: &'a str, others: &'a [Claimant]) -> Lookup<'a> {
-    Lookup {
-        seeker: Seeker {
-            uid: &cfg.uid,
-            name: &cfg.lb_name,
-            uuid: cfg.lb_uuid,
-        },
-        cluster,
-        others,
-    }
 }
 
 async fn set_finalizer(
@@ -268,23 +243,10 @@ fn ingress(cfg: &ServiceConfig, lb: &LoadBalancer) -> serde_json::Value {
     )
 }
 
-/// Maps the Service, reporting nodes that cannot serve and settings not applied as written.
-async fn map_service(
-    svc: &Service,
-    cfg: &ServiceConfig,
-    ctx: &ServiceContext,
-) -> Result<Mapped, ServiceError> {
+/// Reports what the mapping found: nodes that cannot serve and settings not applied as
+/// written.
+async fn report_mapping(svc: &Service, ctx: &ServiceContext, mapped: &Mapped) {
     let reference = svc.object_ref(&());
-    let nodes = node_views(&ctx.kube).await?;
-    let servers = ctx.shared.servers(&ctx.cloud, server_view).await?;
-    let mut mapped = map::desired(cfg, &nodes, &servers)?;
-    if !mapped.problems.is_empty() {
-        // A Node newer than the shared server list: read it again before calling the Node
-        // serverless.
-        ctx.shared.invalidate();
-        let servers = ctx.shared.servers(&ctx.cloud, server_view).await?;
-        mapped = map::desired(cfg, &nodes, &servers)?;
-    }
     for p in &mapped.problems {
         let note = match p {
             map::NodeProblem::NoServer { node } => {
@@ -322,12 +284,34 @@ async fn map_service(
             )
             .await;
     }
-    Ok(mapped)
 }
 
-/// Publishes what the plan says beyond its steps: refusals and notes.
-async fn report_plan(svc: &Service, ctx: &ServiceContext, p: &Plan) {
+/// Publishes what the plan says beyond its steps (refusals and notes), and a load balancer
+/// the Service names that is gone.
+async fn report_plan(
+    svc: &Service,
+    cfg: &ServiceConfig,
+    ctx: &ServiceContext,
+    prepared: &Prepared,
+) {
+    let p = &prepared.plan;
     let reference = svc.object_ref(&());
+    if prepared.lb.is_none()
+        && let Some(uuid) = cfg.lb_uuid
+    {
+        ctx.events
+            .publish(
+                &reference,
+                true,
+                "LoadBalancerMissing",
+                "EnsureLoadBalancer",
+                format!(
+                    "The load balancer {uuid} named in {} no longer exists: creating a new one (its addresses will differ)",
+                    annotations::LOADBALANCER_UUID
+                ),
+            )
+            .await;
+    }
     for r in &p.refusals {
         ctx.events
             .publish(
@@ -352,87 +336,9 @@ async fn report_plan(svc: &Service, ctx: &ServiceContext, p: &Plan) {
     }
 }
 
-/// Records that the Service's change waits, and says so once per thing it waits for (not
-/// per member that comes up); a wait longer than the members timeout gets one Warning.
-async fn note_waiting(
-    svc: &Service,
-    ctx: &ServiceContext,
-    desired: &DesiredLb,
-    pending: &[Pending],
-) {
-    let what = pending
-        .iter()
-        .map(|p| p.what.as_str())
-        .collect::<Vec<_>>()
-        .join("; ");
-    let reason = pending
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
-    let reason = reason.as_str();
-    let key = service_key(svc);
-    let (announce, warn) = {
-        let mut waiting = ctx.waiting.lock();
-        let w = waiting.entry(key).or_insert_with(|| Waiting {
-            desired: desired.clone(),
-            since: Instant::now(),
-            reason: String::new(),
-            warned: false,
-        });
-        if w.desired != *desired {
-            *w = Waiting {
-                desired: desired.clone(),
-                since: Instant::now(),
-                reason: String::new(),
-                warned: false,
-            };
-        }
-        let announce = w.reason != what;
-        w.reason = what;
-        let warn = !w.warned && w.since.elapsed() >= ctx.apply.members_timeout;
-        if warn {
-            w.warned = true;
-        }
-        (announce, warn.then(|| w.since.elapsed()))
-    };
-    let reference = svc.object_ref(&());
-    if announce {
-        ctx.events
-            .publish(
-                &reference,
-                false,
-                "WaitingForLoadBalancer",
-                "EnsureLoadBalancer",
-                format!("Waiting for {reason}; the current configuration keeps serving"),
-            )
-            .await;
-    }
-    if let Some(after) = warn {
-        ctx.events
-            .publish(
-                &reference,
-                true,
-                "ChangeHeld",
-                "EnsureLoadBalancer",
-                format!(
-                    "The change has waited {}s for {reason}: the members that serve now stay until then. New members that never come up usually mean their backend does not answer on its node port; revert the change or fix the backends",
-                    after.as_secs()
-                ),
-            )
-            .await;
-    }
-}
-
-/// Whether this reconcile continues a change already announced.
-fn continues(ctx: &ServiceContext, svc: &Service, desired: &DesiredLb) -> bool {
-    ctx.waiting
-        .lock()
-        .get(&service_key(svc))
-        .is_some_and(|w| w.desired == *desired)
-}
-
-/// Makes the Service's load balancer what it should be, as far as it can go now.
+/// Makes the Service's load balancer what it should be, as far as it can go now: the
+/// pipeline of [`prepare`] (shared with the preview), then apply, passes of fetch, plan and
+/// apply again until nothing is left or something waits, then status.
 pub async fn ensure(
     svc: &Service,
     cfg: &ServiceConfig,
@@ -441,52 +347,60 @@ pub async fn ensure(
     let ns = svc.namespace().unwrap_or_default();
     let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &ns);
     set_finalizer(&api, svc, true).await?;
-    let reference = svc.object_ref(&());
-    let all = ctx.services();
-
-    // One floating IP, two Services: refuse both (each finds the other) before any write.
-    if let Some((ip, other)) = floating_ip_conflict(&cfg.floating_ips, &cfg.uid, &all) {
-        let e = ServiceError::FloatingIpConflict { ip, other };
-        ctx.events
-            .publish(
-                &reference,
-                true,
-                "FloatingIPConflict",
-                "EnsureLoadBalancer",
-                e.to_string(),
-            )
-            .await;
-        return Err(e);
+    if let Some(progress) = recheck_waiting(svc, ctx).await {
+        return Ok(progress);
     }
-    if !cfg.allowed_subnets.is_empty() {
-        check_subnets(cfg, &ctx.shared.subnets(&ctx.cloud).await?)?;
-    }
-    let desired = map_service(svc, cfg, ctx).await?.desired;
-    let owner = Ownership {
-        tags: ownership::tags(&ctx.cluster_name, &cfg.uid),
+    let prepared = match prepare(cfg, &ctx.cluster_name, &Reads::Cached(ctx)).await {
+        Ok(p) => p,
+        Err(e @ ServiceError::FloatingIpConflict { .. }) => {
+            ctx.events
+                .publish(
+                    &svc.object_ref(&()),
+                    true,
+                    "FloatingIPConflict",
+                    "EnsureLoadBalancer",
+                    e.to_string(),
+                )
+                .await;
+            return Err(e);
+        }
+        Err(e) => return Err(e),
     };
-    let others = claimants(&all, &cfg.uid);
+    report_mapping(svc, ctx, &prepared.mapped).await;
+    report_plan(svc, cfg, ctx, &prepared).await;
+    let Prepared {
+        mapped,
+        owner,
+        others,
+        lb,
+        actual,
+        plan,
+    } = prepared;
+    let desired = mapped.desired;
     let lookup = lookup(cfg, &ctx.cluster_name, &others);
-
-    let mut last = None;
+    let mut current = (lb, actual, plan);
     for pass in 0..MAX_PASSES {
-        let p = match one_pass(svc, cfg, ctx, &desired, &owner, &lookup, pass).await? {
+        if pass > 0 {
+            let (snapshot, found) = Reads::Cached(ctx).fetch(&lookup).await?;
+            current = plan_for(&found, &snapshot, &desired, &owner)?;
+        }
+        let (lb, actual, p) = current;
+        current = match one_pass(svc, ctx, &desired, &owner, (lb, actual, p), pass).await? {
             Pass::Done(lb) => {
                 finish(svc, cfg, ctx, &api, &lb).await?;
                 return Ok(Progress::Done);
             }
             Pass::Pending => return Ok(Progress::Pending),
-            Pass::Applied(p) => p,
+            Pass::Applied(p) => (None, None, p),
         };
-        last = Some(p);
     }
     Err(ServiceError::NotConverged {
         passes: MAX_PASSES,
-        remaining: last.map(|p| p.describe()).unwrap_or_default(),
+        remaining: current.2.describe(),
     })
 }
 
-/// How one pass of fetch, plan and apply ended.
+/// How one pass of plan and apply ended.
 enum Pass {
     /// Nothing left to do, and the load balancer has applied it all.
     Done(Box<LoadBalancer>),
@@ -496,38 +410,15 @@ enum Pass {
     Applied(Plan),
 }
 
-/// One pass: fetch, plan, report, apply.
+/// One pass: announce a disruptive plan, apply it.
 async fn one_pass(
     svc: &Service,
-    cfg: &ServiceConfig,
     ctx: &ServiceContext,
     desired: &DesiredLb,
     owner: &Ownership,
-    lookup: &Lookup<'_>,
+    (lb, actual, p): (Option<LoadBalancer>, Option<ActualLb>, Plan),
     pass: usize,
 ) -> Result<Pass, ServiceError> {
-    let reference = svc.object_ref(&());
-    let (snapshot, found) = ctx.shared.fetch(&ctx.cloud, lookup).await?;
-    let (lb, actual, p) = plan_for(&found, &snapshot, desired, owner)?;
-    if pass == 0 {
-        report_plan(svc, ctx, &p).await;
-        if lb.is_none()
-            && let Some(uuid) = cfg.lb_uuid
-        {
-            ctx.events
-                .publish(
-                    &reference,
-                    true,
-                    "LoadBalancerMissing",
-                    "EnsureLoadBalancer",
-                    format!(
-                        "The load balancer {uuid} named in {} no longer exists: creating a new one (its addresses will differ)",
-                        annotations::LOADBALANCER_UUID
-                    ),
-                )
-                .await;
-        }
-    }
     if p.is_converged() {
         let Some(lb) = lb else {
             return Err(ServiceError::NotConverged {
@@ -535,12 +426,10 @@ async fn one_pass(
                 remaining: "no load balancer".into(),
             });
         };
-        if actual.as_ref().is_some_and(ActualLb::changing) {
-            let applying = Pending {
-                what: "the load balancer to apply its configuration".into(),
-                detail: String::new(),
-            };
-            note_waiting(svc, ctx, desired, &[applying]).await;
+        if let Some(a) = actual.as_ref().filter(|a| a.changing()) {
+            let applying = Pending::new("the load balancer to apply its configuration", "")
+                .rechecked_by(Recheck::Settled(a.uuid));
+            note_waiting(svc, ctx, desired, &[applying], true).await;
             return Ok(Pass::Pending);
         }
         return Ok(Pass::Done(Box::new(lb)));
@@ -548,7 +437,7 @@ async fn one_pass(
     if pass == 0 && p.steps_impact() > Impact::None && !continues(ctx, svc, desired) {
         ctx.events
             .publish(
-                &reference,
+                &svc.object_ref(&()),
                 false,
                 "PlannedChange",
                 "PlanLoadBalancer",
@@ -571,7 +460,7 @@ async fn one_pass(
     ctx.metrics
         .reconcile_api_calls(super::controller::CONTROLLER, outcome.reads, outcome.writes);
     if !outcome.pending.is_empty() {
-        note_waiting(svc, ctx, desired, &outcome.pending).await;
+        note_waiting(svc, ctx, desired, &outcome.pending, true).await;
         return Ok(Pass::Pending);
     }
     Ok(Pass::Applied(p))
@@ -635,8 +524,7 @@ async fn finish(
 }
 
 /// What the controller would do for `svc` (live or proposed), without writing anything:
-/// the same check, map, lookup and plan as a reconcile, with Nodes, servers and the account
-/// read directly.
+/// the same pipeline as a reconcile ([`prepare`]), with every list read directly.
 pub async fn preview(
     kube: &kube::Client,
     cloud: &Cloud,
@@ -648,38 +536,9 @@ pub async fn preview(
         Ok(None) => return Ok(None),
         Err(errors) => return Err(ServiceError::Config(errors.to_string())),
     };
-    if !cfg.allowed_subnets.is_empty() {
-        let known: Vec<Uuid> = cloud
-            .list_subnets(&Filter::all())
-            .await?
-            .iter()
-            .filter_map(|s| Uuid::parse_str(&s.uuid).ok())
-            .collect();
-        check_subnets(&cfg, &known)?;
-    }
-    let nodes = node_views(kube).await?;
-    let servers: Vec<ServerView> = cloud
-        .list_servers(&Filter::all())
-        .await?
-        .iter()
-        .filter_map(server_view)
-        .collect();
-    let mapped = map::desired(&cfg, &nodes, &servers)?;
-    let all: Vec<std::sync::Arc<Service>> = Api::<Service>::all(kube.clone())
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .map(std::sync::Arc::new)
-        .collect();
-    let others = claimants(&all, &cfg.uid);
-    let snapshot = Snapshot::fetch(cloud).await?;
-    let found = fetch::fetch_in(cloud, &snapshot, &lookup(&cfg, cluster_name, &others)).await?;
-    let owner = Ownership {
-        tags: ownership::tags(cluster_name, &cfg.uid),
-    };
-    let (_, _, mut p) = plan_for(&found, &snapshot, &mapped.desired, &owner)?;
-    p.notes.extend(mapped.notes);
+    let prepared = prepare(&cfg, cluster_name, &Reads::Direct { kube, cloud }).await?;
+    let mut p = prepared.plan;
+    p.notes.extend(prepared.mapped.notes);
     Ok(Some(p))
 }
 

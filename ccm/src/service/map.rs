@@ -176,6 +176,21 @@ fn notes(cfg: &ServiceConfig, out: &mut Vec<Note>) {
     }
 }
 
+/// Whether the Service's load balancer may send traffic to `node` (a member candidate: not
+/// being deleted, not excluded by label, picked by the node selector).
+pub fn selects(cfg: &ServiceConfig, node: &NodeView) -> bool {
+    !node.deleting
+        && !node.labels.contains_key(EXCLUDE_LABEL)
+        && cfg.node_selector.matches(&node.labels)
+}
+
+/// What of `node` the Service's members depend on: for a candidate, the server it maps to
+/// (by provider ID, else by name); `None` for a Node the Service does not select. A Node
+/// change that leaves this as it was cannot change the Service's members.
+pub fn membership<'a>(cfg: &ServiceConfig, node: &'a NodeView) -> Option<(Option<Uuid>, &'a str)> {
+    selects(cfg, node).then_some((node.provider_id, node.name.as_str()))
+}
+
 /// The nodes' servers the Service's load balancer sends traffic to, and why others are
 /// left out.
 fn select<'a>(
@@ -186,10 +201,7 @@ fn select<'a>(
 ) -> Vec<&'a ServerView> {
     let mut selected: Vec<&ServerView> = Vec::new();
     for node in nodes {
-        if node.deleting
-            || node.labels.contains_key(EXCLUDE_LABEL)
-            || !cfg.node_selector.matches(&node.labels)
-        {
+        if !selects(cfg, node) {
             continue;
         }
         let server = match node.provider_id {

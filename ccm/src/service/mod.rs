@@ -13,6 +13,8 @@ pub mod map;
 pub mod model;
 pub mod ownership;
 pub mod plan;
+pub mod prepare;
 pub mod reference;
 pub mod shared;
 pub mod sim;
+pub mod wait;

@@ -226,21 +226,31 @@ impl TaintAudit {
         }))
     }
 
+    /// The status of the Node's server: by provider ID, or (not initialized yet) the one
+    /// server of its name, as the CCM finds it.
     fn server_status(&self, node: &str) -> Option<String> {
         let nodes: Vec<k8s_openapi::api::core::v1::Node> = self.api.objects("nodes");
         let provider_id = nodes
             .into_iter()
             .find(|n| n.metadata.name.as_deref() == Some(node))?
-            .spec?
-            .provider_id?;
-        let uuid: uuid::Uuid = provider_id.strip_prefix("cloudscale://")?.parse().ok()?;
+            .spec
+            .and_then(|s| s.provider_id);
+        let uuid: Option<uuid::Uuid> = match &provider_id {
+            Some(p) => Some(p.strip_prefix("cloudscale://")?.parse().ok()?),
+            None => None,
+        };
         self.cloud.read("", |ctx| {
-            Some(
-                ctx.st
-                    .servers
-                    .get(&uuid)
-                    .map_or("deleted".to_string(), |s| s.status(ctx.now).to_string()),
-            )
+            let server = match uuid {
+                Some(u) => ctx.st.servers.get(&u),
+                None => {
+                    let mut named = ctx.st.servers.values().filter(|s| s.name == node);
+                    match (named.next(), named.next()) {
+                        (Some(one), None) => Some(one),
+                        _ => None,
+                    }
+                }
+            };
+            Some(server.map_or("deleted".to_string(), |s| s.status(ctx.now).to_string()))
         })
     }
 

@@ -39,7 +39,8 @@ pub struct WorldConfig {
     pub nodes: usize,
     /// Flags every CCM gets (the simulation adds none of its own).
     pub ccm_flags: Vec<String>,
-    pub kubelet_heartbeat: Duration,
+    /// The kubelets' settings (their clock is the world's).
+    pub kubelet: KubeletConfig,
     pub cloud: fakecloud::Config,
     /// CCMs kept running ([`World::revive`]); more than one needs leader election.
     pub replicas: usize,
@@ -61,7 +62,11 @@ impl WorldConfig {
             ]
             .map(String::from)
             .to_vec(),
-            kubelet_heartbeat: Duration::from_secs(10),
+            // A real kubelet's timings: Lease renewed every 10 s, status every 5 minutes.
+            kubelet: KubeletConfig {
+                heartbeat: Duration::from_secs(10),
+                ..KubeletConfig::default()
+            },
             cloud: fakecloud::Config::default(),
             replicas: 1,
         }
@@ -88,9 +93,19 @@ pub struct SimCcm {
     stop: Option<oneshot::Sender<()>>,
     pub crash: Arc<CrashSwitch>,
     pub kube_faults: Arc<KubeFaults>,
+    /// Its metrics, once it has started.
+    pub metrics: Arc<parking_lot::Mutex<Option<Arc<ccm::metrics::Metrics>>>>,
 }
 
 impl SimCcm {
+    /// Reconciles of `controller` (`service`, `node`, `node-lifecycle`) counted so far.
+    pub fn reconciles(&self, controller: &str) -> u64 {
+        self.metrics
+            .lock()
+            .as_ref()
+            .map_or(0, |m| m.reconciles(controller))
+    }
+
     /// Whether it still runs (not crashed, not stopped).
     pub fn is_running(&self) -> bool {
         !self.task.is_finished()
@@ -229,15 +244,18 @@ impl World {
             .cloud
             .write(|st, now| fakecloud::seed::add_server(st, now, &zone, &spec))
             .map_err(|e| TestbedError::Seed(e.to_string()))?;
-        let cfg = KubeletConfig {
-            heartbeat: self.config.kubelet_heartbeat,
-            ambient: Ambient::simulated(self.epoch, sub_seed(self.seed, 3)),
-            ..KubeletConfig::default()
-        };
+        let cfg = self.kubelet_config();
         let client = self.kube_client(&format!("kubelet/{name}"));
         let kubelet = Kubelet::start(client, self.cloud.clone(), uuid, cfg).await?;
         self.kubelets.push(kubelet);
         Ok(uuid)
+    }
+
+    fn kubelet_config(&self) -> KubeletConfig {
+        KubeletConfig {
+            ambient: Ambient::simulated(self.epoch, sub_seed(self.seed, 3)),
+            ..self.config.kubelet.clone()
+        }
     }
 
     /// Outside hands delete the Node `name`; its kubelet restarts and registers it again,
@@ -254,11 +272,7 @@ impl World {
             .delete(name, &kube::api::DeleteParams::default())
             .await
             .map_err(|e| e.to_string())?;
-        let cfg = KubeletConfig {
-            heartbeat: self.config.kubelet_heartbeat,
-            ambient: Ambient::simulated(self.epoch, sub_seed(self.seed, 3)),
-            ..KubeletConfig::default()
-        };
+        let cfg = self.kubelet_config();
         let client = self.kube_client(&format!("kubelet/{name}"));
         let kubelet = Kubelet::start(client, self.cloud.clone(), server, cfg)
             .await
@@ -312,6 +326,7 @@ impl World {
             api_timeout: Some("20".into()),
         };
         let (tx, rx) = oneshot::channel::<()>();
+        let metrics = Arc::new(parking_lot::Mutex::new(None));
         let task = tokio::spawn(app::run_wired(
             opts,
             env,
@@ -319,7 +334,10 @@ impl World {
             async move {
                 let _ = rx.await;
             },
-            |_| {},
+            {
+                let metrics = metrics.clone();
+                move |r| *metrics.lock() = Some(r.metrics.clone())
+            },
         ));
         crash.attach(task.abort_handle());
         self.ccms.push(SimCcm {
@@ -328,8 +346,32 @@ impl World {
             stop: Some(tx),
             crash,
             kube_faults,
+            metrics,
         });
         self.ccms.len() - 1
+    }
+
+    /// A CCM API client for `actor` over the in-process transport (traced, faults apply),
+    /// as a CCM's own: for running the CCM's read-only tools (the `plan` preview) in the
+    /// world.
+    pub fn cloud_client(&self, actor: &str) -> Result<ccm::cloudscale::Client, String> {
+        let token = ccm::secret::Token::new(&self.token).ok_or("an empty token")?;
+        let transport = CloudLink {
+            cloud: fakecloud::InProcess::new(self.cloud.clone()),
+            actor: actor.to_string(),
+            trace: self.trace.clone(),
+            crash: Arc::new(CrashSwitch::default()),
+            found: self.found.clone(),
+        };
+        ccm::cloudscale::Client::new(ccm::cloudscale::ClientConfig {
+            transport: Some(Arc::new(transport)),
+            ambient: Ambient::simulated(self.epoch, sub_seed(self.seed, 4)),
+            ..ccm::cloudscale::ClientConfig::new(
+                CLOUD_URL,
+                Arc::new(ccm::secret::TokenSource::Static(token)),
+            )
+        })
+        .map_err(|e| e.to_string())
     }
 
     /// The server of the node `name`.

@@ -1,0 +1,197 @@
+//! The Event recorder every controller uses: events.k8s.io/v1 Events about Nodes and
+//! Services, a repeated one counted on its first occurrence (an Event series, as client-go
+//! and kube's Recorder do) instead of recorded anew.
+
+/// How long a repeated Event is counted on its first occurrence instead of recorded anew
+/// (the 6 minutes of client-go and kube's Recorder).
+const SERIES_TTL: std::time::Duration = std::time::Duration::from_secs(6 * 60);
+
+/// The API server refuses an events.k8s.io note longer than this (bytes).
+const NOTE_MAX: usize = 1024;
+
+/// What makes two Events the same: the object, type, reason, action and message. kube's
+/// Recorder leaves the message out, so a second, different error or refusal on the same
+/// object would only bump the count of the first and never be shown; here it is its own
+/// Event (client-go keys on the message too, merging only floods of similar messages).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct EventKey {
+    regarding: (
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    ),
+    warning: bool,
+    reason: String,
+    action: String,
+    note: String,
+}
+
+#[derive(Debug, Clone)]
+struct Recorded {
+    name: String,
+    count: i32,
+    last: tokio::time::Instant,
+}
+
+/// Publishes Events (events.k8s.io/v1) without letting a failure to publish stop the
+/// controller.
+#[derive(Clone)]
+pub struct Events {
+    client: kube::Client,
+    instance: String,
+    ambient: crate::ambient::Ambient,
+    recorded: std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<EventKey, Recorded>>>,
+}
+
+impl Events {
+    pub fn new(
+        client: kube::Client,
+        instance: Option<String>,
+        ambient: crate::ambient::Ambient,
+    ) -> Events {
+        Events {
+            client,
+            ambient,
+            instance: instance.unwrap_or_else(|| crate::COMPONENT.to_string()),
+            recorded: Default::default(),
+        }
+    }
+
+    pub async fn publish(
+        &self,
+        object: &k8s_openapi::api::core::v1::ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
+        if let Err(e) = self
+            .try_publish(object, warning, reason, action, note)
+            .await
+        {
+            tracing::warn!(reason, error = %e, "cannot publish event");
+        }
+    }
+
+    async fn try_publish(
+        &self,
+        object: &k8s_openapi::api::core::v1::ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) -> Result<(), kube::Error> {
+        use k8s_openapi::api::events::v1::{Event, EventSeries};
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+        use kube::api::{Api, Patch, PatchParams, PostParams};
+
+        let note = truncate(note, NOTE_MAX);
+        let now = tokio::time::Instant::now();
+        let stamp = MicroTime(self.ambient.now());
+        let key = EventKey {
+            regarding: (
+                object.uid.clone(),
+                object.namespace.clone(),
+                object.name.clone(),
+                object.kind.clone(),
+            ),
+            warning,
+            reason: reason.to_string(),
+            action: action.to_string(),
+            note: note.clone(),
+        };
+        let repeat = {
+            let mut recorded = self.recorded.lock();
+            recorded.retain(|_, r| now.duration_since(r.last) < SERIES_TTL);
+            recorded.get(&key).cloned()
+        };
+        let namespace = object
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string());
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        if let Some(r) = repeat {
+            let count = r.count + 1;
+            let patch = serde_json::json!({"series": EventSeries {
+                count,
+                last_observed_time: stamp.clone(),
+            }});
+            match events
+                .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => {
+                    let counted = Recorded {
+                        count,
+                        last: now,
+                        ..r
+                    };
+                    self.recorded.lock().insert(key, counted);
+                    return Ok(());
+                }
+                // Expired on the server (Events live an hour): record it anew.
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        // Names are at most 253 characters (a DNS subdomain): keep room for the suffix.
+        let full = object.name.as_deref().unwrap_or(crate::COMPONENT);
+        let cut: String = full.chars().take(253 - 17).collect();
+        let base = cut.trim_end_matches(['.', '-']);
+        let name = format!("{base}.{}", &self.ambient.uuid().simple().to_string()[..16]);
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace.clone()),
+                ..ObjectMeta::default()
+            },
+            event_time: Some(stamp),
+            action: Some(action.to_string()),
+            reason: Some(reason.to_string()),
+            note: Some(note),
+            type_: Some(if warning { "Warning" } else { "Normal" }.to_string()),
+            regarding: Some(object.clone()),
+            reporting_controller: Some(crate::COMPONENT.to_string()),
+            reporting_instance: Some(self.instance.clone()),
+            ..Event::default()
+        };
+        events.create(&PostParams::default(), &event).await?;
+        let recorded = Recorded {
+            name,
+            count: 1,
+            last: now,
+        };
+        self.recorded.lock().insert(key, recorded);
+        Ok(())
+    }
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, marked with "…" when cut.
+fn truncate(mut s: String, max: usize) -> String {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.truncate(end);
+    s.push('…');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_notes_are_cut_on_a_character_boundary() {
+        assert_eq!(truncate("short".into(), NOTE_MAX), "short");
+        let long = "ä".repeat(NOTE_MAX);
+        let cut = truncate(long, NOTE_MAX);
+        assert!(cut.len() <= NOTE_MAX, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+        assert!(cut.starts_with("ää"));
+    }
+}

@@ -1,0 +1,142 @@
+//! Changes that wait (for the load balancer to apply, for new members to come up): what a
+//! Service waits for, said once per thing awaited, a Warning when a wait is held too long,
+//! and the cheap poll of a wait ([`recheck_waiting`]) that asks only the waits' own checks.
+
+use super::apply::Pending;
+use super::controller::{ServiceContext, Waiting, service_key};
+use super::ensure::Progress;
+use super::model::DesiredLb;
+use k8s_openapi::api::core::v1::Service;
+use kube::Resource;
+use tokio::time::Instant;
+
+/// Records that the Service's change waits (`planned`: found by a whole pass, not by a
+/// recheck), and says so once per thing it waits for (not per member that comes up); a
+/// wait longer than the members timeout gets one Warning.
+pub(super) async fn note_waiting(
+    svc: &Service,
+    ctx: &ServiceContext,
+    desired: &DesiredLb,
+    pending: &[Pending],
+    planned: bool,
+) {
+    let what = pending
+        .iter()
+        .map(|p| p.what.as_str())
+        .collect::<Vec<_>>()
+        .join("; ");
+    let reason = pending
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let reason = reason.as_str();
+    let key = service_key(svc);
+    let (announce, warn) = {
+        let mut waiting = ctx.waiting.lock();
+        let w = waiting.entry(key).or_insert_with(|| Waiting {
+            desired: desired.clone(),
+            since: Instant::now(),
+            reason: String::new(),
+            warned: false,
+            pending: Vec::new(),
+            planned: Instant::now(),
+        });
+        if w.desired != *desired {
+            *w = Waiting {
+                desired: desired.clone(),
+                since: Instant::now(),
+                reason: String::new(),
+                warned: false,
+                pending: Vec::new(),
+                planned: Instant::now(),
+            };
+        }
+        w.pending = pending.to_vec();
+        if planned {
+            w.planned = Instant::now();
+        }
+        let announce = w.reason != what;
+        w.reason = what;
+        let warn = !w.warned && w.since.elapsed() >= ctx.apply.members_timeout;
+        if warn {
+            w.warned = true;
+        }
+        (announce, warn.then(|| w.since.elapsed()))
+    };
+    let reference = svc.object_ref(&());
+    if announce {
+        ctx.events
+            .publish(
+                &reference,
+                false,
+                "WaitingForLoadBalancer",
+                "EnsureLoadBalancer",
+                format!("Waiting for {reason}; the current configuration keeps serving"),
+            )
+            .await;
+    }
+    if let Some(after) = warn {
+        ctx.events
+            .publish(
+                &reference,
+                true,
+                "ChangeHeld",
+                "EnsureLoadBalancer",
+                format!(
+                    "The change has waited {}s for {reason}: the members that serve now stay until then. New members that never come up usually mean their backend does not answer on its node port; revert the change or fix the backends",
+                    after.as_secs()
+                ),
+            )
+            .await;
+    }
+}
+
+/// A poll of a waiting Service that nothing has touched since it started waiting (neither
+/// the Service nor a Node that can alter its members): asks only the waits' own checks
+/// (the load balancer's status, the members of the pools waited for) instead of fetching,
+/// mapping and planning everything again. `Some(Pending)` while any still waits; `None`
+/// when the Service must be planned again.
+pub(super) async fn recheck_waiting(svc: &Service, ctx: &ServiceContext) -> Option<Progress> {
+    let key = service_key(svc);
+    if ctx.touched.lock().remove(&key) {
+        return None;
+    }
+    let w = ctx.waiting.lock().get(&key).cloned()?;
+    // A long wait is planned again once per resync period all the same, so drift
+    // (outside hands) is repaired while a change is held.
+    if w.pending.is_empty()
+        || w.pending.iter().any(|p| p.recheck.is_none())
+        || w.planned.elapsed() >= ctx.resync
+    {
+        return None;
+    }
+    let mut still = Vec::new();
+    for p in &w.pending {
+        let r = p.recheck.as_ref()?;
+        match r.ask(&ctx.cloud).await {
+            Ok(None) => {}
+            Ok(Some(now)) => still.push(Pending {
+                what: p.what.clone(),
+                recheck: p.recheck.clone(),
+                ..now
+            }),
+            // Whatever failed (the load balancer or a pool vanished, the API erred), the
+            // whole pipeline knows what to make of it.
+            Err(_) => return None,
+        }
+    }
+    if still.is_empty() {
+        return None;
+    }
+    note_waiting(svc, ctx, &w.desired, &still, false).await;
+    Some(Progress::Pending)
+}
+
+/// Whether this reconcile continues a change already announced.
+pub(super) fn continues(ctx: &ServiceContext, svc: &Service, desired: &DesiredLb) -> bool {
+    ctx.waiting
+        .lock()
+        .get(&service_key(svc))
+        .is_some_and(|w| w.desired == *desired)
+}
