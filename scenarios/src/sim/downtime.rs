@@ -18,8 +18,9 @@
 //!   writes waited in the load balancer's queue (fakecloud's load balancers apply one write
 //!   after another, 10 s each, and the class bounds are measured on an idle one): behind
 //!   operations requested before the first pending change ([`backlog`]), or, for the write
-//!   that brought the port back, behind the plan's earlier writes ([`queued`]), whichever
-//!   is longer;
+//!   that brought the port back, behind writes of later passes (another change, a retry;
+//!   [`queued`]), whichever is longer: writes of the pass that broke the port earn nothing
+//!   (make-before-break puts nothing between a break and its restore);
 //! - outside hands deleting or changing a part of its load balancer count as a change
 //!   bounded by [`REPAIR`] (the data plane may apply the breakage minutes after the
 //!   request, behind earlier operations: the bound runs from when the port went down).
@@ -321,36 +322,68 @@ fn nodes_changed(models: &mut BTreeMap<String, Model>, running: &BTreeSet<String
     }
 }
 
+/// The longest a failed request holds its Service up: its reconcile retries within the
+/// service retry ceiling (`--service-sync-max-retry-delay`, 5 minutes) plus one chain of
+/// client retries (5 attempts, backoff at most 10 s each).
+const FAILURE_HOLD_MS: u128 = 330_000;
+/// The longest a crash, stop or cut watch holds the CCM up: a new instance starts (10 s in
+/// the simulation) or the other takes the lease over (15 s lease, 2 s retry), fills its
+/// caches and reconciles what is pending.
+const HALT_HOLD_MS: u128 = 120_000;
+
+/// Where a failed request is retried (`any`: by any method): a POST whose answer was lost
+/// is looked up first (a GET of its collection), which ends the hold when it finds the
+/// resource made (else the lookup or the repeated POST holds on); any other failure holds
+/// until the request succeeds again as such.
+fn retry_key(r: &Request, any: bool) -> String {
+    let path = r.path.split('?').next().unwrap_or(r.path);
+    let method = if any { "*" } else { r.method };
+    format!("{} {} {method} {path}", r.actor, r.api)
+}
+
+/// Whether a failed request can hold up load-balancer work: any cloud request, and
+/// Kubernetes requests on Services and Nodes (the leader-election Lease and Events cannot).
+fn holds_up(r: &Request) -> bool {
+    match r.api {
+        "cloud" => r.status == "lost" || r.status == "429" || r.status.starts_with('5'),
+        _ => {
+            (r.path.contains("/services") || r.path.contains("/nodes"))
+                && (matches!(r.status, "409" | "410") || r.status.starts_with('5'))
+        }
+    }
+}
+
 /// Periods (trace milliseconds) in which faults held the CCM up: see the module comment.
+/// None lasts for good: a failure holds until its retry succeeds, at most
+/// [`FAILURE_HOLD_MS`] after it (a later failure starts a hold of its own), and a crash,
+/// stop or cut watch until the next load-balancer write, at most [`HALT_HOLD_MS`].
 fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
     let mut out = Vec::new();
-    // A failed request is held up until the same request succeeds (its retry: another
-    // Service's writes may succeed meanwhile while this one waits out its backoff).
-    let mut failed: BTreeMap<String, u128> = BTreeMap::new();
-    // A crash, stop or cut watch holds everything up until the next load-balancer write.
-    let mut halted: Option<u128> = None;
+    // Per retry key, the failures not retried with success yet.
+    let mut failed: BTreeMap<String, Vec<u128>> = BTreeMap::new();
+    let mut halted: Vec<u128> = Vec::new();
+    let close = |out: &mut Vec<(u128, u128)>, from: u128, at: u128, hold: u128| {
+        out.push((from, at.min(from + hold)));
+    };
     for line in lines {
         if let Some(r) = Request::parse(line) {
             if !r.by_ccm() {
                 continue;
             }
-            let key = format!("{} {} {}", r.api, r.method, r.path);
-            let failure = match r.api {
-                "cloud" => r.status == "lost" || r.status == "429" || r.status.starts_with('5'),
-                _ => matches!(r.status, "409" | "410") || r.status.starts_with('5'),
-            };
-            if failure {
-                failed.entry(key).or_insert(r.millis);
+            if holds_up(&r) {
+                let key = retry_key(&r, r.method == "POST" && r.status == "lost");
+                failed.entry(key).or_default().push(r.millis);
             } else if r.status.starts_with('2') {
-                if let Some(from) = failed.remove(&key) {
-                    out.push((from, r.millis));
+                for key in [retry_key(&r, false), retry_key(&r, true)] {
+                    for from in failed.remove(&key).unwrap_or_default() {
+                        close(&mut out, from, r.millis, FAILURE_HOLD_MS);
+                    }
                 }
-                if r.api == "cloud"
-                    && r.method != "GET"
-                    && r.path.starts_with("/v1/load-balancers")
-                    && let Some(from) = halted.take()
+                if r.api == "cloud" && r.method != "GET" && r.path.starts_with("/v1/load-balancers")
                 {
-                    out.push((from, r.millis));
+                    for from in halted.drain(..) {
+                        close(&mut out, from, r.millis, HALT_HOLD_MS);
+                    }
                 }
             }
             continue;
@@ -368,21 +401,23 @@ fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
                     out.push((sent, at));
                 }
             }
-            "crash" => {
-                halted.get_or_insert(at);
-            }
+            "crash" => halted.push(at),
             "step"
                 if rest.starts_with("StopLeader")
                     || rest.starts_with("CutWatches")
                     || rest.starts_with("GoneOnRewatch") =>
             {
-                halted.get_or_insert(at);
+                halted.push(at);
             }
             _ => {}
         }
     }
-    out.extend(failed.into_values().map(|from| (from, u128::MAX)));
-    out.extend(halted.map(|from| (from, u128::MAX)));
+    for from in failed.into_values().flatten() {
+        out.push((from, from + FAILURE_HOLD_MS));
+    }
+    for from in halted {
+        out.push((from, from + HALT_HOLD_MS));
+    }
     out.sort_unstable();
     out
 }
@@ -497,21 +532,35 @@ fn backlog(ops: &[(u128, u128)], since: u128, a: u128, b: u128) -> f64 {
     busy_until.clamp(a, b).saturating_sub(a) as f64 / 1000.0
 }
 
+/// Requests further apart than this belong to different passes of the CCM (a pass sends
+/// its writes within milliseconds of virtual time; a retry or a later change comes later).
+const PASS_MS: u128 = 1_000;
+
 /// Seconds within `[a, b)` that the write which brought the port back (the last one the
-/// load balancer applied by `b`) waited behind others, beyond its own `apply_ms`: a plan
-/// sends its make-phase writes (pools, monitors, members) before the switch that restores a
-/// port, and the load balancer applies them first.
+/// load balancer applied by `b`) waited behind writes of later passes: another change or a
+/// retry whose writes the load balancer applied first. Writes of the pass that broke the
+/// port (the operation applied at `a`) earn nothing: a plan that puts them between the
+/// break and the restore (delete before create) is the CCM's own choice.
 fn queued(ops: &[(u128, u128)], a: u128, b: u128, apply_ms: u128) -> f64 {
-    let Some((requested, effective)) = ops
+    let Some(&(_, restored)) = ops
         .iter()
         .filter(|(_, effective)| *effective <= b)
         .max_by_key(|(_, effective)| *effective)
     else {
         return 0.0;
     };
-    let from = (*requested).max(a);
-    let to = effective.saturating_sub(apply_ms).min(b);
-    to.saturating_sub(from) as f64 / 1000.0
+    let broke = ops
+        .iter()
+        .filter(|(_, effective)| *effective <= a)
+        .max_by_key(|(_, effective)| *effective)
+        .map_or(0, |(requested, _)| *requested);
+    let behind = ops
+        .iter()
+        .filter(|(requested, effective)| {
+            *effective > a && *effective < restored && *requested > broke + PASS_MS
+        })
+        .count() as u128;
+    (behind * apply_ms).min(b - a) as f64 / 1000.0
 }
 
 /// Down intervals that touch merged into one (the oracle splits them where the reason
@@ -645,16 +694,22 @@ mod tests {
     fn blocked_time_runs_from_a_failure_to_its_retry_and_from_a_crash_to_the_next_write() {
         let lines: Vec<String> = [
             "100 cloud ccm-1 GET /v1/servers 200",
+            // A refused POST holds until it is repeated with success; a lost one until its
+            // lookup (a GET of the collection) succeeds.
             "200 cloud ccm-1 POST /v1/load-balancers/pools 503",
-            "300 cloud ccm-1 POST /v1/load-balancers/pools lost",
-            "800 cloud ccm-1 POST /v1/load-balancers/listeners 201",
+            "300 cloud ccm-1 POST /v1/load-balancers/listeners lost",
+            "400 cloud ccm-1 GET /v1/load-balancers/listeners?tag:x=y 200",
+            "800 cloud ccm-1 GET /v1/load-balancers/pools 200",
             "900 cloud ccm-1 POST /v1/load-balancers/pools 201",
             "1000 slow ccm-1 950",
             "2000 crash ccm-1",
             "2000 cloud workload POST /v1/load-balancers/pools 201",
             "4000 cloud ccm-2 GET /v1/servers 200",
             "5000 cloud ccm-2 DELETE /v1/load-balancers/pools/x 204",
+            // Leases and Events hold nothing up.
+            "5500 kube ccm-2 POST /apis/coordination.k8s.io/v1/namespaces/kube-system/leases 409",
             "6000 step StopLeader",
+            // Never retried: held for the longest a retry can take, not for good.
             "7000 cloud ccm-2 GET /v1/servers/y 502",
         ]
         .map(String::from)
@@ -663,10 +718,11 @@ mod tests {
             blocked(&lines),
             vec![
                 (200, 900),
+                (300, 400),
                 (950, 1000),
                 (2000, 5000),
-                (6000, u128::MAX),
-                (7000, u128::MAX)
+                (6000, 6000 + HALT_HOLD_MS),
+                (7000, 7000 + FAILURE_HOLD_MS),
             ]
         );
         let b = blocked(&lines);
@@ -675,6 +731,25 @@ mod tests {
             (700 + 50 + 3000 + 4000) as f64 / 1000.0
         );
         assert_eq!(overlap(&b, 850, 960), 0.06);
+    }
+
+    #[test]
+    fn only_writes_of_later_passes_queued_before_the_restore_are_credited() {
+        // (requested, effective), 10 s per write. Delete before create: the listener goes
+        // at 10 s, the pool, three members and the listener of the same pass follow.
+        let same_pass = [
+            (0, 10_000),
+            (5, 20_000),
+            (6, 30_000),
+            (7, 40_000),
+            (8, 50_000),
+            (9, 60_000),
+        ];
+        assert_eq!(queued(&same_pass, 10_000, 60_000, 10_000), 0.0);
+        // The listener deleted at 10 s; its re-creation failed until 80 s, when a later
+        // change's member removal (requested at 79 s) went first.
+        let later_pass = [(0, 10_000), (79_000, 89_000), (80_000, 99_000)];
+        assert_eq!(queued(&later_pass, 10_000, 99_000, 10_000), 10.0);
     }
 
     #[test]
