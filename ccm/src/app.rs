@@ -13,7 +13,7 @@ use crate::options::{self, Options};
 use crate::runner::Informer;
 use crate::secret::{TokenError, TokenSource};
 use crate::service::apply::ApplyOptions;
-use crate::service::controller::ServiceContext;
+use crate::service::context::ServiceContext;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use kube::runtime::watcher;

@@ -46,7 +46,7 @@ pub enum PreviewError {
     #[error("{0}")]
     Setup(String),
     #[error(transparent)]
-    Plan(#[from] controller::ServiceError),
+    Plan(#[from] crate::service::error::ServiceError),
     #[error("Kubernetes API: {0}")]
     Kube(#[from] kube::Error),
 }

@@ -124,6 +124,8 @@ struct Inner {
     timeout: Duration,
     retry: RetryPolicy,
     limiter: Option<Limiter>,
+    /// Endpoint classes the API asked to wait (429 with `Retry-After`).
+    holds: retry::Holds,
     metrics: Option<Arc<Metrics>>,
 }
 
@@ -300,6 +302,7 @@ impl Client {
                 timeout: config.timeout,
                 retry,
                 limiter: config.rate_limit.map(Limiter::new),
+                holds: retry::Holds::default(),
                 metrics: config.metrics,
             }),
             counters: Arc::new(Counters::default()),
@@ -353,6 +356,10 @@ impl Client {
             retry_after: None,
             unknown_outcome: false,
         };
+        // While the API asks an endpoint class to wait, one request at a time tries again
+        // when the wait is over; the others queue behind it.
+        let class = retry::endpoint_class(path);
+        let probe = self.inner.holds.pass(class).await;
         if let Some(limiter) = &self.inner.limiter {
             limiter.acquire(self.priority).await;
         }
@@ -428,6 +435,14 @@ impl Client {
             .and_then(|v| parse_retry_after(v, &self.inner.ambient));
         let bytes = resp.into_body();
         record(&status.to_string());
+        match (status, retry_after) {
+            (429, Some(wait)) => {
+                self.inner
+                    .holds
+                    .hold(class, probe, wait.min(self.inner.retry.max_retry_after))
+            }
+            _ => self.inner.holds.release(probe),
+        }
         if (200..300).contains(&status) {
             return Ok(bytes);
         }
@@ -465,7 +480,13 @@ impl Client {
             match self.attempt(&method, path, body).await {
                 Ok(b) => return Ok((b, n)),
                 Err(f) if f.error.is_transient() && n < policy.max_attempts => {
-                    let delay = policy.delay(n, f.retry_after, &self.inner.ambient);
+                    // A 429 with Retry-After holds its endpoint class: the next attempt
+                    // waits there (see `attempt`), not here as well.
+                    let delay = if f.error.status() == Some(429) && f.retry_after.is_some() {
+                        Duration::ZERO
+                    } else {
+                        policy.delay(n, f.retry_after, &self.inner.ambient)
+                    };
                     tracing::debug!(
                         method = %method,
                         endpoint = %endpoint_template(path),
@@ -591,6 +612,78 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Answers 429 with `Retry-After: 30` until `storm_until`, then an empty list; counts
+    /// the requests it got during the storm.
+    #[derive(Debug)]
+    struct Storm {
+        storm_until: Instant,
+        during: std::sync::atomic::AtomicU32,
+    }
+
+    impl Transport for Storm {
+        fn send(
+            &self,
+            _: transport::Request,
+        ) -> futures::future::BoxFuture<
+            'static,
+            std::result::Result<transport::Response, TransportError>,
+        > {
+            let storm = Instant::now() < self.storm_until;
+            if storm {
+                self.during.fetch_add(1, Ordering::SeqCst);
+            }
+            Box::pin(async move {
+                let answer = if storm {
+                    http::Response::builder()
+                        .status(429)
+                        .header(RETRY_AFTER, "30")
+                        .body(b"{\"detail\": \"slow down\"}".to_vec())
+                } else {
+                    http::Response::builder().status(200).body(b"[]".to_vec())
+                };
+                answer.map_err(|e| TransportError::Lost(e.to_string()))
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_429_storm_costs_one_request_per_retry_after_per_endpoint_class() {
+        let storm = Arc::new(Storm {
+            storm_until: Instant::now() + Duration::from_secs(120),
+            during: Default::default(),
+        });
+        let token = Arc::new(crate::secret::TokenSource::Static(
+            crate::secret::Token::new("t").expect("token"),
+        ));
+        let client = Client::new(ClientConfig {
+            transport: Some(storm.clone()),
+            retry: RetryPolicy {
+                max_attempts: 10,
+                ..RetryPolicy::default()
+            },
+            ..ClientConfig::new("http://api", token)
+        })
+        .expect("client");
+        // Eight requests of one class waiting through a two-minute storm.
+        let all = Filter::all();
+        let calls = (0..8).map(|_| client.list_servers(&all));
+        let results = futures::future::join_all(calls).await;
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        let during = storm.during.load(Ordering::SeqCst);
+        // The first eight went out together before the API said to wait; after that one
+        // request per 30 s (at 30, 60 and 90 s) tried again.
+        assert!(during <= 8 + 3, "{during} requests during the storm");
+    }
+
+    #[test]
+    fn endpoint_classes_are_resource_families() {
+        assert_eq!(
+            retry::endpoint_class("/v1/load-balancers/pools/x/members"),
+            "load-balancers"
+        );
+        assert_eq!(retry::endpoint_class("/v1/servers?tag:a=b"), "servers");
+    }
 
     #[test]
     fn base_urls_are_normalised() {

@@ -3,6 +3,7 @@
 
 use crate::ambient::Ambient;
 use parking_lot::Mutex;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
@@ -162,6 +163,66 @@ impl Limiter {
             self.priority.acquire().await;
         } else {
             self.shared.acquire().await;
+        }
+    }
+}
+
+/// What `Retry-After` applies to: the resource family of a path (`/v1/load-balancers/pools/x`
+/// → `load-balancers`, `/v1/servers/y` → `servers`).
+pub(crate) fn endpoint_class(path: &str) -> &str {
+    let rest = path.strip_prefix("/v1/").unwrap_or(path);
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+type Gate = Arc<tokio::sync::Mutex<Option<Instant>>>;
+
+/// Endpoint classes the API asked to wait (a 429 with `Retry-After`): while one is held,
+/// its requests pass one at a time, the first after the wait, so a storm of 429s costs one
+/// request per `Retry-After` per class instead of one per waiting request.
+#[derive(Debug, Default)]
+pub(crate) struct Holds {
+    gates: Mutex<std::collections::BTreeMap<String, Gate>>,
+}
+
+/// The right to send the one request that tries a held class again.
+pub(crate) type Probe = Option<tokio::sync::OwnedMutexGuard<Option<Instant>>>;
+
+impl Holds {
+    /// Waits until a request of `class` may go; holds the class's gate while it is the one
+    /// trying again after a wait.
+    pub(crate) async fn pass(&self, class: &str) -> Probe {
+        let gate = self.gates.lock().get(class).cloned()?;
+        let guard = gate.lock_owned().await;
+        let until = (*guard)?;
+        tokio::time::sleep_until(until).await;
+        Some(guard)
+    }
+
+    /// The API answered 429 asking to wait `wait`.
+    pub(crate) fn hold(&self, class: &str, probe: Probe, wait: Duration) {
+        let until = Instant::now() + wait;
+        match probe {
+            Some(mut guard) => *guard = Some(until),
+            None => {
+                let gate = self
+                    .gates
+                    .lock()
+                    .entry(class.to_string())
+                    .or_default()
+                    .clone();
+                // A request in flight when another set the hold: the later wait wins.
+                if let Ok(mut g) = gate.try_lock_owned() {
+                    *g = Some(g.map_or(until, |u| u.max(until)));
+                }
+            }
+        }
+    }
+
+    /// Any answer but a 429: a class that was held is free again.
+    pub(crate) fn release(&self, probe: Probe) {
+        if let Some(mut guard) = probe {
+            *guard = None;
         }
     }
 }

@@ -283,27 +283,46 @@ closed_enum!(
     }
 );
 
+// The parsed values become the API's own enums variant by variant, never through a string.
+
 impl From<PoolAlgorithm> for crate::cloudscale::PoolAlgorithm {
     fn from(v: PoolAlgorithm) -> Self {
-        Self::from(v.as_str())
+        match v {
+            PoolAlgorithm::RoundRobin => Self::RoundRobin,
+            PoolAlgorithm::LeastConnections => Self::LeastConnections,
+            PoolAlgorithm::SourceIp => Self::SourceIp,
+        }
     }
 }
 
 impl From<PoolProtocol> for crate::cloudscale::PoolProtocol {
     fn from(v: PoolProtocol) -> Self {
-        Self::from(v.as_str())
+        match v {
+            PoolProtocol::Tcp => Self::Tcp,
+            PoolProtocol::Proxy => Self::Proxy,
+            PoolProtocol::ProxyV2 => Self::ProxyV2,
+        }
     }
 }
 
 impl From<ListenerProtocol> for crate::cloudscale::ListenerProtocol {
     fn from(v: ListenerProtocol) -> Self {
-        Self::from(v.as_str())
+        match v {
+            ListenerProtocol::Tcp => Self::Tcp,
+        }
     }
 }
 
 impl From<MonitorType> for crate::cloudscale::HealthMonitorType {
     fn from(v: MonitorType) -> Self {
-        Self::from(v.as_str())
+        match v {
+            MonitorType::Ping => Self::Ping,
+            MonitorType::Tcp => Self::Tcp,
+            MonitorType::Http => Self::Http,
+            MonitorType::Https => Self::Https,
+            MonitorType::TlsHello => Self::TlsHello,
+            MonitorType::UdpConnect => Self::UdpConnect,
+        }
     }
 }
 

@@ -5,18 +5,15 @@
 //! be looked at again after `--load-balancer-poll-interval`.
 
 use super::annotations;
-use super::apply::{self, ApplyOptions};
+use super::context::{ServiceContext, service_key};
 use super::ensure::{self, Progress};
-use super::map;
-use super::map::NodeView;
-use super::model::DesiredLb;
-use super::ownership::Claimant;
-use crate::cloudscale::{self, Client as Cloud};
-use crate::events::Events;
-use crate::metrics::Metrics;
+use super::error::ServiceError;
+use super::fetch::node_view;
+use super::map::{self, NodeView};
+use crate::cloudscale;
 use crate::runner::{self, Change, Informer, Key, Queue};
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector;
 use kube::{Resource, ResourceExt};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -28,161 +25,6 @@ pub use super::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
 
 pub const CONTROLLER: &str = "service";
 pub const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
-
-#[derive(Debug, thiserror::Error)]
-pub enum ServiceError {
-    #[error("invalid configuration: {0}")]
-    Config(String),
-    #[error(transparent)]
-    Map(#[from] map::MapError),
-    #[error(transparent)]
-    Cloud(#[from] cloudscale::ClientError),
-    #[error(transparent)]
-    Apply(#[from] apply::ApplyError),
-    #[error("Kubernetes API: {0}")]
-    Kube(#[from] kube::Error),
-    /// Changes were applied, yet planning again still finds these steps to do.
-    #[error(
-        "the load balancer did not converge after {passes} passes; still differing:\n{remaining}"
-    )]
-    NotConverged { passes: usize, remaining: String },
-    #[error(
-        "floating IP {ip} is also claimed by Service {other} (k8s.cloudscale.ch/loadbalancer-floating-ips): refusing to go on so it does not flap between load balancers; remove it from one of them"
-    )]
-    FloatingIpConflict { ip: String, other: String },
-    /// The load balancer the Service names is not its own.
-    #[error("{0}")]
-    NotOwned(String),
-}
-
-/// The floating IPs a Service claims (unparseable entries of other Services are ignored:
-/// they are that Service's error to report).
-fn claimed_floating_ips(svc: &Service) -> Vec<std::net::IpAddr> {
-    let Some(raw) = svc
-        .annotations()
-        .get(annotations::LOADBALANCER_FLOATING_IPS)
-    else {
-        return Vec::new();
-    };
-    serde_json::from_str::<Vec<String>>(raw)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|e| annotations::parse_network(e).ok())
-        .map(|n| n.addr())
-        .collect()
-}
-
-fn is_other_lb_service(other: &Service, uid: &str) -> bool {
-    annotations::is_handled(other) && other.metadata.uid.as_deref() != Some(uid)
-}
-
-/// Pure: the first of `mine` that another LoadBalancer Service (not `uid`, no load balancer
-/// class, not being deleted) also claims, with that Service's `namespace/name`. Floating
-/// IPs are compared by address, whatever prefix length each Service wrote.
-pub fn floating_ip_conflict(
-    mine: &[ipnet::IpNet],
-    uid: &str,
-    others: &[Arc<Service>],
-) -> Option<(String, String)> {
-    for other in others {
-        if !is_other_lb_service(other, uid) || other.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-        let theirs = claimed_floating_ips(other);
-        if let Some(ip) = mine.iter().find(|ip| theirs.contains(&ip.addr())) {
-            return Some((ip.to_string(), service_key(other)));
-        }
-    }
-    None
-}
-
-/// The other LoadBalancer Services of the cluster, as far as load balancer claims go.
-pub fn claimants(others: &[Arc<Service>], uid: &str) -> Vec<Claimant> {
-    others
-        .iter()
-        .filter(|o| is_other_lb_service(o, uid))
-        .map(|o| Claimant {
-            service: service_key(o),
-            uid: o.metadata.uid.clone().unwrap_or_default(),
-            lb_name: annotations::lb_name(o),
-            lb_uuid: annotations::lb_uuid(o).ok().flatten(),
-        })
-        .collect()
-}
-
-/// A change in progress that waits (see [`ensure::Progress::Pending`]).
-#[derive(Debug, Clone)]
-pub struct Waiting {
-    /// The desired state it works towards (a different one is a new change).
-    pub desired: DesiredLb,
-    pub since: Instant,
-    /// What it waits for (announced once).
-    pub reason: String,
-    /// A Warning said it is held.
-    pub warned: bool,
-    /// What it waits for, with the checks that tell when to plan again.
-    pub pending: Vec<super::apply::Pending>,
-    /// When a whole pass last planned it (not a recheck).
-    pub planned: Instant,
-}
-
-pub struct ServiceContext {
-    pub kube: kube::Client,
-    pub cloud: Cloud,
-    pub events: Events,
-    pub metrics: Arc<Metrics>,
-    pub cluster_name: String,
-    pub apply: ApplyOptions,
-    /// Converged Services are looked at again this often (drift repair).
-    pub resync: Duration,
-    /// A failed Service is retried after `retry.0`, doubling per further failure up to
-    /// `retry.1` (the upstream service controller's 5 s and 5 min by default).
-    pub retry: (Duration, Duration),
-    /// Consecutive failures per Service (namespace/name), for the backoff.
-    pub failures: parking_lot::Mutex<BTreeMap<String, u32>>,
-    /// Changes that wait for new members, per Service (namespace/name).
-    pub waiting: parking_lot::Mutex<BTreeMap<String, Waiting>>,
-    /// Account-wide reads shared by the Services reconciled within a short window.
-    pub shared: super::shared::SharedReads,
-    /// The shared cache of Services (set when the controller starts).
-    pub services: parking_lot::RwLock<Option<Store<Service>>>,
-    /// The shared cache of Nodes (set when the controller starts).
-    pub nodes: parking_lot::RwLock<Option<Store<Node>>>,
-    /// Services (namespace/name) changed, or whose members a Node change can alter, since
-    /// their last reconcile began: a waiting one among them is planned again rather than
-    /// only polled.
-    pub touched: parking_lot::Mutex<std::collections::BTreeSet<String>>,
-}
-
-impl ServiceContext {
-    /// Every Service in the controller's cache, by namespace and name (empty before the
-    /// controller starts).
-    pub fn services(&self) -> Vec<Arc<Service>> {
-        self.services
-            .read()
-            .as_ref()
-            .map(runner::sorted)
-            .unwrap_or_default()
-    }
-
-    /// Every Node in the shared cache, as the mapping sees them, by name.
-    pub fn node_views(&self) -> Vec<NodeView> {
-        self.nodes
-            .read()
-            .as_ref()
-            .map(|s| {
-                runner::sorted(s)
-                    .iter()
-                    .map(|n| ensure::node_view(n))
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
-
-pub fn service_key(svc: &Service) -> String {
-    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
-}
 
 /// The pause before retrying after the `failures`-th consecutive failure (1-based):
 /// `min`, doubling each time, at most `max`.
@@ -350,7 +192,7 @@ pub async fn run(
             for name in names {
                 let now = node_store
                     .get(&reflector::ObjectRef::new(&name))
-                    .map(|n| ensure::node_view(&n));
+                    .map(|n| node_view(&n));
                 let before = match &now {
                     Some(v) => seen.insert(name, v.clone()),
                     None => seen.remove(&name),
@@ -478,47 +320,6 @@ mod tests {
         assert_eq!(retry_delay(u32::MAX, min, max), max, "no overflow");
     }
 
-    fn svc(ns: &str, name: &str, uid: &str, fips: &str, ty: &str) -> Arc<Service> {
-        Arc::new(
-            serde_json::from_value(json!({
-                "metadata": {"name": name, "namespace": ns, "uid": uid,
-                             "annotations": {annotations::LOADBALANCER_FLOATING_IPS: fips}},
-                "spec": {"type": ty},
-            }))
-            .expect("service"),
-        )
-    }
-
-    #[test]
-    fn a_floating_ip_claimed_twice_is_a_conflict_naming_the_other_service() {
-        let mine = vec!["45.132.236.10/32".parse().expect("net")];
-        let others = vec![
-            svc(
-                "default",
-                "me",
-                "u1",
-                r#"["45.132.236.10/32"]"#,
-                "LoadBalancer",
-            ),
-            svc(
-                "other",
-                "nodeport",
-                "u2",
-                r#"["45.132.236.10/32"]"#,
-                "NodePort",
-            ),
-            svc("other", "web", "u3", r#"["45.132.236.10"]"#, "LoadBalancer"),
-        ];
-        // Itself and non-LoadBalancer Services do not count; bare IPs are normalised.
-        assert_eq!(
-            floating_ip_conflict(&mine, "u1", &others),
-            Some(("45.132.236.10/32".to_string(), "other/web".to_string()))
-        );
-        assert_eq!(floating_ip_conflict(&mine, "u1", &others[..2]), None);
-        let garbage = vec![svc("x", "y", "u4", "not json", "LoadBalancer")];
-        assert_eq!(floating_ip_conflict(&mine, "u1", &garbage), None);
-    }
-
     #[test]
     fn not_converging_names_what_keeps_differing() {
         let e = ServiceError::NotConverged {
@@ -539,21 +340,5 @@ mod tests {
             method: "GET".into(),
         });
         assert_eq!(e.to_string().matches("cloudscale API").count(), 1, "{e}");
-    }
-
-    #[test]
-    fn floating_ips_conflict_by_address_whatever_the_prefix_length() {
-        let mine = vec!["2a06:c02:0:100::/64".parse().expect("net")];
-        let others = vec![svc(
-            "other",
-            "v6",
-            "u9",
-            r#"["2a06:c02:0:100::/56"]"#,
-            "LoadBalancer",
-        )];
-        assert_eq!(
-            floating_ip_conflict(&mine, "u1", &others).map(|c| c.1),
-            Some("other/v6".to_string())
-        );
     }
 }

@@ -4,21 +4,22 @@
 
 use super::annotations::{self, IpMode, ServiceConfig};
 use super::apply::{self, Pending, Recheck};
-use super::controller::{FINALIZER, ServiceContext, ServiceError, claimants, service_key};
-use super::fetch::{Found, Snapshot};
-use super::map::{self, Mapped, NodeView, ServerView};
+use super::context::{ServiceContext, service_key};
+use super::controller::FINALIZER;
+use super::error::ServiceError;
+use super::fetch::Snapshot;
+use super::map::{self, Mapped};
 use super::model::{ActualLb, DesiredLb};
 use super::ownership::{self, Resolution, Seeker};
-use super::plan::{self, Impact, Ownership, Plan};
-use super::prepare::{Prepared, Reads, lookup, prepare};
+use super::plan::{Impact, Ownership, Plan};
+use super::prepare::{Prepared, Reads, claimants, lookup, plan_for, prepare};
 use super::wait::{continues, note_waiting, recheck_waiting};
-use crate::cloudscale::{self, Client as Cloud, InterfaceType, LoadBalancer};
-use k8s_openapi::api::core::v1::{Node, Service};
+use crate::cloudscale::{Client as Cloud, LoadBalancer};
+use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
-use uuid::Uuid;
 
 /// Passes of plan-and-apply per reconcile before giving up for now (a plan normally
 /// converges in one; a second covers races with concurrent writers).
@@ -31,77 +32,6 @@ pub enum Progress {
     Done,
     /// Waiting for the load balancer or for new members: look again shortly.
     Pending,
-}
-
-pub fn node_view(n: &Node) -> NodeView {
-    NodeView {
-        name: n.name_any(),
-        labels: n.labels().clone(),
-        provider_id: crate::node::provider_id_of(n)
-            .and_then(|p| crate::node::provider_id::parse(p).ok()),
-        deleting: n.metadata.deletion_timestamp.is_some(),
-    }
-}
-
-pub(super) fn server_view(s: &cloudscale::Server) -> Option<ServerView> {
-    let uuid = Uuid::parse_str(&s.uuid).ok()?;
-    let private = s
-        .interfaces
-        .iter()
-        .filter(|i| i.kind != InterfaceType::Public)
-        .flat_map(|i| i.addresses.iter())
-        .filter_map(|a| {
-            let subnet = Uuid::parse_str(&a.subnet.as_ref()?.uuid).ok()?;
-            Some((a.address, subnet))
-        })
-        .collect();
-    Some(ServerView {
-        uuid,
-        name: s.name.clone(),
-        zone: s.zone.slug.clone(),
-        private,
-    })
-}
-
-/// Pure: the allowed-subnets annotation may only name subnets of the account: a subnet
-/// that does not exist is refused like any invalid setting (it would leave the load
-/// balancer without members).
-pub fn check_subnets(cfg: &ServiceConfig, known: &[Uuid]) -> Result<(), ServiceError> {
-    let unknown: Vec<String> = cfg
-        .allowed_subnets
-        .iter()
-        .filter(|s| !known.contains(s))
-        .map(ToString::to_string)
-        .collect();
-    if unknown.is_empty() {
-        return Ok(());
-    }
-    let e = annotations::ConfigError {
-        field: annotations::LOADBALANCER_LISTENER_ALLOWED_SUBNETS.to_string(),
-        value: Some(format!("{:?}", unknown.join(", "))),
-        problem: format!("no such subnet in this account: {}", unknown.join(", ")),
-        hint: "name the UUIDs of subnets the nodes are attached to".to_string(),
-    };
-    Err(ServiceError::Config(format!(
-        "Service {}/{} has 1 invalid setting: {e}",
-        cfg.namespace, cfg.name
-    )))
-}
-
-/// The plan for `desired` against what `found` says exists.
-pub fn plan_for(
-    found: &Found,
-    snapshot: &Snapshot,
-    desired: &DesiredLb,
-    owner: &Ownership,
-) -> Result<(Option<LoadBalancer>, Option<ActualLb>, Plan), ServiceError> {
-    let (lb, actual) = match found {
-        Found::Absent => (None, None),
-        Found::Mine { lb, actual } => (Some((**lb).clone()), Some((**actual).clone())),
-        Found::Refused(why) => return Err(ServiceError::NotOwned(why.clone())),
-    };
-    let p = plan::plan(desired, actual.as_ref(), &snapshot.account(), owner);
-    Ok((lb, actual, p))
 }
 
 async fn set_finalizer(
@@ -454,8 +384,18 @@ async fn one_pass(
         &owner.tags,
     )
     .await;
-    // Whatever was written (even before a failure) makes shared reads stale.
-    ctx.shared.invalidate();
+    // Whatever was written (even before a failure) makes shared reads stale: all of them,
+    // or, when the plan writes nothing but members, the load balancer's status.
+    match &actual {
+        Some(a)
+            if p.steps
+                .iter()
+                .all(|s| s.action.writes_members_only() || s.action.is_barrier()) =>
+        {
+            ctx.shared.members_written(&a.uuid.to_string());
+        }
+        _ => ctx.shared.invalidate(),
+    }
     let outcome = executed?;
     ctx.metrics
         .reconcile_api_calls(super::controller::CONTROLLER, outcome.reads, outcome.writes);
@@ -540,35 +480,4 @@ pub async fn preview(
     let mut p = prepared.plan;
     p.notes.extend(prepared.mapped.notes);
     Ok(Some(p))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn an_allowed_subnet_the_account_lacks_is_refused_naming_the_annotation() {
-        let known = Uuid::from_u128(7);
-        let svc: Service = serde_json::from_value(json!({
-            "metadata": {"name": "web", "namespace": "default", "uid": "u1", "annotations": {
-                annotations::LOADBALANCER_LISTENER_ALLOWED_SUBNETS:
-                    format!("[\"{known}\", \"{}\"]", Uuid::from_u128(8)),
-            }},
-            "spec": {"type": "LoadBalancer", "ports": [{"port": 80, "nodePort": 30080}]},
-        }))
-        .expect("service");
-        let cfg = annotations::parse_service(&svc)
-            .expect("valid")
-            .expect("handled");
-        let e = check_subnets(&cfg, &[known]).expect_err("refused");
-        let text = e.to_string();
-        assert!(
-            text.contains(annotations::LOADBALANCER_LISTENER_ALLOWED_SUBNETS),
-            "{text}"
-        );
-        assert!(text.contains(&Uuid::from_u128(8).to_string()), "{text}");
-        assert!(!text.contains(&format!("{known},")), "{text}");
-        assert!(check_subnets(&cfg, &[known, Uuid::from_u128(8)]).is_ok());
-    }
 }

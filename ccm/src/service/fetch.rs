@@ -5,14 +5,48 @@
 //! "absent".
 
 use super::apply::{ApplyError, api_err, invalid, parse_uuid};
+use super::map::{NodeView, ServerView};
 use super::model::*;
 use super::ownership::{self, Claimant, Resolution, Seeker};
 use super::plan::Account;
-use crate::cloudscale::{self as api, Client, Filter};
+use crate::cloudscale::{self as api, Client, Filter, InterfaceType};
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
 use std::collections::HashMap;
 use std::net::IpAddr;
+use uuid::Uuid;
 
 pub use crate::cloudscale::{FloatingIp, HealthMonitor, LoadBalancer, Pool, PoolMember};
+
+pub fn node_view(n: &Node) -> NodeView {
+    NodeView {
+        name: n.name_any(),
+        labels: n.labels().clone(),
+        provider_id: crate::node::provider_id_of(n)
+            .and_then(|p| crate::node::provider_id::parse(p).ok()),
+        deleting: n.metadata.deletion_timestamp.is_some(),
+    }
+}
+
+pub fn server_view(s: &api::Server) -> Option<ServerView> {
+    let uuid = Uuid::parse_str(&s.uuid).ok()?;
+    let private = s
+        .interfaces
+        .iter()
+        .filter(|i| i.kind != InterfaceType::Public)
+        .flat_map(|i| i.addresses.iter())
+        .filter_map(|a| {
+            let subnet = Uuid::parse_str(&a.subnet.as_ref()?.uuid).ok()?;
+            Some((a.address, subnet))
+        })
+        .collect();
+    Some(ServerView {
+        uuid,
+        name: s.name.clone(),
+        zone: s.zone.slug.clone(),
+        private,
+    })
+}
 
 /// The account-wide lists one sync reads once and shares across Services.
 #[derive(Debug, Clone, Default)]

@@ -7,8 +7,8 @@ use super::annotations::{
     LOADBALANCER_LISTENER_ALLOWED_CIDRS, MonitorType, PortProtocol, PortSpec, ServiceConfig,
 };
 use super::model::{
-    DesiredLb, DesiredPool, HealthMonitorType, HttpCheck, Listener, ListenerProtocol, Member,
-    Monitor, PoolProtocol, Vip,
+    DesiredLb, DesiredPool, HttpCheck, Listener, ListenerProtocol, Member, Monitor, PoolProtocol,
+    Vip,
 };
 use super::plan::Note;
 use std::collections::BTreeMap;
@@ -111,7 +111,7 @@ fn monitor(cfg: &ServiceConfig, protocol: PortProtocol) -> Monitor {
         (None, true, false) => Some(http_check(&HttpOptions::default())),
     };
     Monitor {
-        kind: HealthMonitorType::from(kind.as_str()),
+        kind: kind.into(),
         delay_s: cfg.monitor.delay_s,
         timeout_s: cfg.monitor.timeout_s,
         up_threshold: cfg.monitor.up_threshold,
@@ -238,8 +238,8 @@ fn pool(
     let (proto, listener_protocol, pool_protocol) = match p.protocol {
         PortProtocol::Tcp => (
             "tcp",
-            ListenerProtocol::from(cfg.listener_protocol.as_str()),
-            PoolProtocol::from(cfg.pool_protocol.as_str()),
+            cfg.listener_protocol.into(),
+            cfg.pool_protocol.into(),
         ),
         PortProtocol::Udp => ("udp", ListenerProtocol::Udp, PoolProtocol::Udp),
     };
@@ -342,6 +342,7 @@ pub fn desired(
 mod tests {
     use super::*;
     use crate::service::annotations::parse_service;
+    use crate::service::model::HealthMonitorType;
     use serde_json::json;
 
     fn config(annotations: serde_json::Value, spec_extra: serde_json::Value) -> ServiceConfig {

@@ -5,8 +5,10 @@
 
 pub mod annotations;
 pub mod apply;
+pub mod context;
 pub mod controller;
 pub mod ensure;
+pub mod error;
 pub mod fetch;
 pub mod fixtures;
 pub mod map;

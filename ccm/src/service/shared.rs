@@ -2,10 +2,14 @@
 //! pools, listeners, monitors, floating IPs), of the servers and of the subnets serves every
 //! Service reconciled within `ttl`, instead of each Service listing everything again.
 //!
-//! Safety: any write invalidates the snapshot, and a snapshot whose fetch began before an
-//! invalidation is never stored (a generation counter), so a Service never plans against a
-//! state older than its own last write. A load balancer missing from a snapshot is looked up
-//! in a fresh one before anything is created, so staleness can never cause a duplicate.
+//! Safety: any write of what the lists hold invalidates the snapshot, and a snapshot whose
+//! fetch began before an invalidation is never stored (a generation counter), so a Service
+//! never plans against a state older than its own last write. Member writes (a node joining
+//! or leaving: one per Service) change nothing the lists hold but the load balancer's
+//! status: they only mark that load balancer `changing` in every snapshot fetched before
+//! them, so a thousand Services gaining a member share one snapshot. A load balancer missing
+//! from a snapshot is looked up in a fresh one before anything is created, so staleness can
+//! never cause a duplicate.
 
 use super::apply::{ApplyError, api_err};
 use super::fetch::{self, Found, Lookup, Snapshot};
@@ -24,7 +28,11 @@ type Slot<T> = Mutex<Option<(Instant, u64, Arc<T>)>>;
 pub struct SharedReads {
     ttl: Duration,
     generation: AtomicU64,
-    snapshot: Slot<Snapshot>,
+    /// Member writes so far, and per load balancer the count when it was last written.
+    member_writes: AtomicU64,
+    written: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
+    /// The snapshot, with the member write count when its fetch began.
+    snapshot: Slot<(u64, Arc<Snapshot>)>,
     servers: Slot<Vec<ServerView>>,
     subnets: Slot<Vec<Uuid>>,
 }
@@ -34,15 +42,24 @@ impl SharedReads {
         SharedReads {
             ttl,
             generation: AtomicU64::new(0),
+            member_writes: AtomicU64::new(0),
+            written: Default::default(),
             snapshot: Mutex::new(None),
             servers: Mutex::new(None),
             subnets: Mutex::new(None),
         }
     }
 
-    /// Forgets everything read so far (call after any write).
+    /// Forgets everything read so far (call after any write but of members).
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Members of the load balancer `lb` were written: snapshots fetched before show it
+    /// `changing` (it is applying them), the rest of them stays good.
+    pub fn members_written(&self, lb: &str) {
+        let n = self.member_writes.fetch_add(1, Ordering::SeqCst) + 1;
+        self.written.lock().insert(lb.to_string(), n);
     }
 
     fn fresh<T>(&self, slot: &Option<(Instant, u64, Arc<T>)>) -> Option<Arc<T>> {
@@ -70,9 +87,35 @@ impl SharedReads {
         Ok(fetched)
     }
 
-    /// The account-wide lists, fetched at most once per `ttl`.
+    /// The account-wide lists, fetched at most once per `ttl`, with the load balancers whose
+    /// members were written since the fetch began shown `changing`.
     pub async fn snapshot(&self, client: &Client) -> Result<Arc<Snapshot>, ApplyError> {
-        self.shared(&self.snapshot, Snapshot::fetch(client)).await
+        let started = self.member_writes.load(Ordering::SeqCst);
+        let fetched = self
+            .shared(&self.snapshot, async {
+                Ok::<_, ApplyError>((started, Arc::new(Snapshot::fetch(client).await?)))
+            })
+            .await?;
+        let (since, snapshot) = &*fetched;
+        let stale: Vec<String> = self
+            .written
+            .lock()
+            .iter()
+            .filter(|(_, n)| **n > *since)
+            .map(|(lb, _)| lb.clone())
+            .collect();
+        if stale.is_empty() {
+            return Ok(snapshot.clone());
+        }
+        let mut marked = (**snapshot).clone();
+        for lb in marked
+            .load_balancers
+            .iter_mut()
+            .filter(|lb| stale.contains(&lb.uuid))
+        {
+            lb.status = crate::cloudscale::LoadBalancerStatus::Changing;
+        }
+        Ok(Arc::new(marked))
     }
 
     /// Every server, as mapping needs them, at most once per `ttl`.

@@ -3,7 +3,7 @@
 //! and the cheap poll of a wait ([`recheck_waiting`]) that asks only the waits' own checks.
 
 use super::apply::Pending;
-use super::controller::{ServiceContext, Waiting, service_key};
+use super::context::{ServiceContext, Waiting, service_key};
 use super::ensure::Progress;
 use super::model::DesiredLb;
 use k8s_openapi::api::core::v1::Service;

@@ -284,6 +284,18 @@ impl Action {
         matches!(self, Action::WaitLbReady | Action::WaitMembersUp { .. })
     }
 
+    /// A write of pool members only: it changes nothing the account-wide lists hold (members
+    /// are read per pool), only the load balancer's status.
+    pub fn writes_members_only(&self) -> bool {
+        matches!(
+            self,
+            Action::CreateMember { .. }
+                | Action::EnableMember { .. }
+                | Action::RenameMember { .. }
+                | Action::DeleteMember { .. }
+        )
+    }
+
     /// A short name for the kind of action (`create-member`, `update-listener`, …), for
     /// logs and tests.
     pub fn kind(&self) -> &'static str {

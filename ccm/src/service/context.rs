@@ -1,0 +1,87 @@
+//! What the service controller's reconciles share: clients, options, the shared caches and
+//! reads, and the Services' backoff and waits.
+
+use super::apply::ApplyOptions;
+use super::fetch::node_view;
+use super::map::NodeView;
+use super::model::DesiredLb;
+use crate::cloudscale::Client as Cloud;
+use crate::events::Events;
+use crate::metrics::Metrics;
+use crate::runner;
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::ResourceExt;
+use kube::runtime::reflector::Store;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// A change in progress that waits (see [`super::ensure::Progress::Pending`]).
+#[derive(Debug, Clone)]
+pub struct Waiting {
+    /// The desired state it works towards (a different one is a new change).
+    pub desired: DesiredLb,
+    pub since: Instant,
+    /// What it waits for (announced once).
+    pub reason: String,
+    /// A Warning said it is held.
+    pub warned: bool,
+    /// What it waits for, with the checks that tell when to plan again.
+    pub pending: Vec<super::apply::Pending>,
+    /// When a whole pass last planned it (not a recheck).
+    pub planned: Instant,
+}
+
+pub struct ServiceContext {
+    pub kube: kube::Client,
+    pub cloud: Cloud,
+    pub events: Events,
+    pub metrics: Arc<Metrics>,
+    pub cluster_name: String,
+    pub apply: ApplyOptions,
+    /// Converged Services are looked at again this often (drift repair).
+    pub resync: Duration,
+    /// A failed Service is retried after `retry.0`, doubling per further failure up to
+    /// `retry.1` (the upstream service controller's 5 s and 5 min by default).
+    pub retry: (Duration, Duration),
+    /// Consecutive failures per Service (namespace/name), for the backoff.
+    pub failures: parking_lot::Mutex<BTreeMap<String, u32>>,
+    /// Changes that wait for new members, per Service (namespace/name).
+    pub waiting: parking_lot::Mutex<BTreeMap<String, Waiting>>,
+    /// Account-wide reads shared by the Services reconciled within a short window.
+    pub shared: super::shared::SharedReads,
+    /// The shared cache of Services (set when the controller starts).
+    pub services: parking_lot::RwLock<Option<Store<Service>>>,
+    /// The shared cache of Nodes (set when the controller starts).
+    pub nodes: parking_lot::RwLock<Option<Store<Node>>>,
+    /// Services (namespace/name) changed, or whose members a Node change can alter, since
+    /// their last reconcile began: a waiting one among them is planned again rather than
+    /// only polled.
+    pub touched: parking_lot::Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl ServiceContext {
+    /// Every Service in the controller's cache, by namespace and name (empty before the
+    /// controller starts).
+    pub fn services(&self) -> Vec<Arc<Service>> {
+        self.services
+            .read()
+            .as_ref()
+            .map(runner::sorted)
+            .unwrap_or_default()
+    }
+
+    /// Every Node in the shared cache, as the mapping sees them, by name.
+    pub fn node_views(&self) -> Vec<NodeView> {
+        self.nodes
+            .read()
+            .as_ref()
+            .map(|s| runner::sorted(s).iter().map(|n| node_view(n)).collect())
+            .unwrap_or_default()
+    }
+}
+
+pub fn service_key(svc: &Service) -> String {
+    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
+}
