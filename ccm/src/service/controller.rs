@@ -32,6 +32,22 @@ pub fn retry_delay(failures: u32, min: Duration, max: Duration) -> Duration {
     cloudscale::doubling(failures, min, max)
 }
 
+/// When to look again at a change that has waited `waited`: every `poll` at first, then
+/// less often the longer it waits (a quarter of the time waited, at most four polls apart:
+/// provisioning a load balancer takes a minute, members come up after their checks), and
+/// a change held past the members timeout at the failure retry delay.
+pub fn poll_after(
+    waited: Duration,
+    poll: Duration,
+    held_after: Duration,
+    held: Duration,
+) -> Duration {
+    if waited >= held_after {
+        return held.max(poll);
+    }
+    (waited / 4).clamp(poll, poll * 4)
+}
+
 /// Reconciles one Service; answers when to look at it again.
 async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, ServiceError> {
     let started = Instant::now();
@@ -68,18 +84,17 @@ async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, 
         }
         Progress::Pending => {
             ctx.failures.lock().remove(&key);
-            let held = ctx
+            let waited = ctx
                 .waiting
                 .lock()
                 .get(&key)
-                .is_some_and(|w| w.since.elapsed() >= ctx.apply.members_timeout);
-            // A held change is looked at less often, but still looked at.
-            let again = if held {
-                ctx.retry.0.max(ctx.apply.poll)
-            } else {
-                ctx.apply.poll
-            };
-            Ok(again)
+                .map_or(Duration::ZERO, |w| w.since.elapsed());
+            Ok(poll_after(
+                waited,
+                ctx.apply.poll,
+                ctx.apply.members_timeout,
+                ctx.retry.0,
+            ))
         }
     }
 }
@@ -308,6 +323,20 @@ mod tests {
             names(affected_by(&services, Some(&plain), Some(&excluded))),
             selecting
         );
+    }
+
+    #[test]
+    fn waits_are_polled_less_often_the_longer_they_last() {
+        let (poll, held_after, held) = (
+            Duration::from_secs(2),
+            Duration::from_secs(300),
+            Duration::from_secs(5),
+        );
+        let after = |s| poll_after(Duration::from_secs(s), poll, held_after, held).as_secs_f64();
+        assert_eq!(after(0), 2.0);
+        assert_eq!(after(12), 3.0);
+        assert_eq!(after(60), 8.0, "at most four polls apart");
+        assert_eq!(after(400), 5.0, "held");
     }
 
     #[test]

@@ -386,14 +386,9 @@ async fn one_pass(
     .await;
     // Whatever was written (even before a failure) makes shared reads stale: all of them,
     // or, when the plan writes nothing but members, the load balancer's status.
+    let members_only = p.steps.iter().all(|s| s.action.writes_members_only());
     match &actual {
-        Some(a)
-            if p.steps
-                .iter()
-                .all(|s| s.action.writes_members_only() || s.action.is_barrier()) =>
-        {
-            ctx.shared.members_written(&a.uuid.to_string());
-        }
+        Some(a) if members_only => ctx.shared.members_written(&a.uuid.to_string()),
         _ => ctx.shared.invalidate(),
     }
     let outcome = executed?;
@@ -402,6 +397,16 @@ async fn one_pass(
     if !outcome.pending.is_empty() {
         note_waiting(svc, ctx, desired, &outcome.pending, true).await;
         return Ok(Pass::Pending);
+    }
+    // Members added or removed on a load balancer that serves (a node joined or left): every
+    // write succeeded, so nothing else can differ; the load balancer applies them while
+    // the old members serve, and the next resync looks again. Planning once more would
+    // cost every Service another read for what a node change does to a thousand of them.
+    if members_only
+        && let Some(lb) = lb
+        && !ingress_of(svc).is_empty()
+    {
+        return Ok(Pass::Done(Box::new(lb)));
     }
     Ok(Pass::Applied(p))
 }

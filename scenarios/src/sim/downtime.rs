@@ -55,6 +55,9 @@ pub const REPAIR: Duration = Duration::from_secs(150);
 /// How long after a node event its members may fail new connections before the monitors
 /// (delay ≤ 5 s × down threshold 3) take them out and the CCM has reacted.
 pub const NODE_SETTLE: Duration = Duration::from_secs(60);
+/// How long after outside hands changed a load balancer a CCM's convergence may still
+/// have been planned on reads from before the change.
+const OUTSIDE_SEEN_MS: u128 = 5_000;
 /// The oracle's intervals are exact; the bounds are whole seconds measured on one run.
 const SLACK: f64 = 0.5;
 
@@ -489,7 +492,10 @@ fn allowed(
                 let c = &events[*p];
                 match (c.rv, e.rv) {
                     (Some(change), Some(seen)) => change > seen,
-                    _ => c.at >= e.at,
+                    // Outside hands change no resourceVersion: a convergence settles them
+                    // only if its reads came after them (the CCM shares the account-wide
+                    // lists for up to 2 s, and a reconcile takes a few seconds).
+                    _ => c.at + OUTSIDE_SEEN_MS >= e.at,
                 }
             }),
             Kind::Converged => {}
