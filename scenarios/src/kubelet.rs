@@ -353,6 +353,28 @@ async fn heartbeat(
 mod tests {
     use super::*;
 
+    #[tokio::test(start_paused = true)]
+    async fn a_flapping_kubelet_reports_not_ready_at_the_end_of_each_period() {
+        let cfg = KubeletConfig {
+            flaps: Some(Flaps {
+                every: Duration::from_secs(60),
+                down: Duration::from_secs(10),
+            }),
+            ..KubeletConfig::default()
+        };
+        let started = tokio::time::Instant::now();
+        let mut seen = Vec::new();
+        for at in [0, 49, 50, 59, 60, 115] {
+            tokio::time::sleep_until(started + Duration::from_secs(at)).await;
+            seen.push(reported_ready(&cfg, started));
+        }
+        assert_eq!(seen, [true, true, false, false, true, false]);
+        assert!(
+            reported_ready(&KubeletConfig::default(), started),
+            "no flaps: always Ready"
+        );
+    }
+
     #[test]
     fn node_object_looks_like_an_external_cloud_kubelets() {
         let m = Machine {

@@ -33,6 +33,20 @@ pub struct Waiting {
     pub planned: Instant,
 }
 
+impl Waiting {
+    /// A change that starts waiting now.
+    pub fn new(desired: DesiredLb) -> Waiting {
+        Waiting {
+            desired,
+            since: Instant::now(),
+            reason: String::new(),
+            warned: false,
+            pending: Vec::new(),
+            planned: Instant::now(),
+        }
+    }
+}
+
 pub struct ServiceContext {
     pub kube: kube::Client,
     pub cloud: Cloud,

@@ -34,23 +34,11 @@ pub(super) async fn note_waiting(
     let key = service_key(svc);
     let (announce, warn) = {
         let mut waiting = ctx.waiting.lock();
-        let w = waiting.entry(key).or_insert_with(|| Waiting {
-            desired: desired.clone(),
-            since: Instant::now(),
-            reason: String::new(),
-            warned: false,
-            pending: Vec::new(),
-            planned: Instant::now(),
-        });
+        let w = waiting
+            .entry(key)
+            .or_insert_with(|| Waiting::new(desired.clone()));
         if w.desired != *desired {
-            *w = Waiting {
-                desired: desired.clone(),
-                since: Instant::now(),
-                reason: String::new(),
-                warned: false,
-                pending: Vec::new(),
-                planned: Instant::now(),
-            };
+            *w = Waiting::new(desired.clone());
         }
         w.pending = pending.to_vec();
         if planned {

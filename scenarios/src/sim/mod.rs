@@ -42,12 +42,28 @@ pub fn run_many(first: u64, count: u64, threads: usize, keep_trace: bool) -> Vec
     results.into_iter().map(|(_, o)| o).collect()
 }
 
+/// Creates `count` Services of one TCP port (`PREFIX0`, `PREFIX1`, ...) in `default`.
+pub async fn create_services(world: &World, prefix: &str, count: usize) -> Result<(), String> {
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Api, PostParams};
+    let api: Api<Service> = Api::namespaced(world.kube.clone(), "default");
+    let shape = schedule::Shape::http();
+    for i in 0..count {
+        let svc: Service =
+            serde_json::from_value(schedule::service(&format!("{prefix}{i}"), &shape))
+                .map_err(|e| e.to_string())?;
+        api.create(&PostParams::default(), &svc)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// One world with `services` Services (one TCP port each) on `nodes` nodes, all created at
 /// the start, run for `minutes` virtual minutes: a line with the wall time, the simulated
 /// seconds per real second, the Services with an ingress and the requests made.
 pub fn scale(services: usize, nodes: usize, minutes: u64) -> Result<String, String> {
     use k8s_openapi::api::core::v1::Service;
-    use kube::api::{Api, PostParams};
     let rt = runtime().map_err(|e| e.to_string())?;
     let started = std::time::Instant::now();
     rt.block_on(async {
@@ -57,16 +73,7 @@ pub fn scale(services: usize, nodes: usize, minutes: u64) -> Result<String, Stri
         };
         let mut world = World::start(config).await.map_err(|e| e.to_string())?;
         world.revive();
-        let api: Api<Service> = Api::namespaced(world.kube.clone(), "default");
-        let shape = schedule::Shape::http();
-        for i in 0..services {
-            let svc: Service =
-                serde_json::from_value(schedule::service(&format!("svc-{i}"), &shape))
-                    .map_err(|e| e.to_string())?;
-            api.create(&PostParams::default(), &svc)
-                .await
-                .map_err(|e| e.to_string())?;
-        }
+        create_services(&world, "svc-", services).await?;
         world
             .run_for(std::time::Duration::from_secs(minutes * 60))
             .await;
