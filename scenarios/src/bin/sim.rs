@@ -197,7 +197,7 @@ fn report(o: &Outcome, shrink: bool) {
     };
     let schedule = Schedule::generate(o.seed);
     if shrink {
-        let (prefix, _) = run::shrink(&schedule, first.invariant);
+        let (prefix, failing, passing) = run::shrink(&schedule, first.invariant);
         println!(
             "  shortest failing prefix: {} of {} steps:",
             prefix.steps.len(),
@@ -214,6 +214,17 @@ fn report(o: &Outcome, shrink: bool) {
                 last.at.as_secs(),
                 last.action
             );
+        }
+        // Where its trace leaves the passing one's, and what follows.
+        let (a, b) = (
+            failing.trace.unwrap_or_default(),
+            passing.and_then(|p| p.trace).unwrap_or_default(),
+        );
+        if let Some((i, _, _)) = scenarios::sim::trace::first_difference(&a, &b) {
+            println!("  the trace diverges from the passing prefix's at line {i}:");
+            for line in a.iter().skip(i).take(8) {
+                println!("    {line}");
+            }
         }
     }
     println!(

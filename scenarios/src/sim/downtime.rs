@@ -18,9 +18,10 @@
 //!   writes waited in the load balancer's queue (fakecloud's load balancers apply one write
 //!   after another, 10 s each, and the class bounds are measured on an idle one): behind
 //!   operations requested before the first pending change ([`backlog`]), or, for the write
-//!   that brought the port back, behind writes of later passes (another change, a retry;
-//!   [`queued`]), whichever is longer: writes of the pass that broke the port earn nothing
-//!   (make-before-break puts nothing between a break and its restore);
+//!   that brought the port back, behind writes of other passes (requested after a workload
+//!   or fault step or a CCM restart that came after the break; [`queued`]), whichever is
+//!   longer: writes of the pass that broke the port earn nothing, however far apart they
+//!   were sent (make-before-break puts nothing between a break and its restore);
 //! - outside hands deleting or changing a part of its load balancer count as a change
 //!   bounded by [`REPAIR`] (the data plane may apply the breakage minutes after the
 //!   request, behind earlier operations: the bound runs from when the port went down).
@@ -538,16 +539,27 @@ fn backlog(ops: &[(u128, u128)], since: u128, a: u128, b: u128) -> f64 {
     busy_until.clamp(a, b).saturating_sub(a) as f64 / 1000.0
 }
 
-/// Requests further apart than this belong to different passes of the CCM (a pass sends
-/// its writes within milliseconds of virtual time; a retry or a later change comes later).
-const PASS_MS: u128 = 1_000;
+/// When something new began that a CCM's writes may answer (a workload or fault step, a
+/// CCM crashing or starting): trace milliseconds, in order. Writes requested after one of
+/// these that came after a port broke belong to another pass than the break's.
+fn pass_boundaries(lines: &[String]) -> Vec<u128> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            let mut f = l.splitn(3, ' ');
+            let at = f.next()?.parse::<u128>().ok()?;
+            matches!(f.next()?, "step" | "crash" | "start").then_some(at)
+        })
+        .collect()
+}
 
 /// Seconds within `[a, b)` that the write which brought the port back (the last one the
-/// load balancer applied by `b`) waited behind writes of later passes: another change or a
-/// retry whose writes the load balancer applied first. Writes of the pass that broke the
-/// port (the operation applied at `a`) earn nothing: a plan that puts them between the
-/// break and the restore (delete before create) is the CCM's own choice.
-fn queued(ops: &[(u128, u128)], a: u128, b: u128, apply_ms: u128) -> f64 {
+/// load balancer applied by `b`) waited behind writes of other passes: another change, a
+/// fault or a CCM restart came between the break and their request, and the load balancer
+/// applied them first. Writes of the pass that broke the port (the operation applied at
+/// `a`) earn nothing, however far apart the CCM sent them: a plan that puts them between
+/// the break and the restore (delete before create) is the CCM's own choice.
+fn queued(ops: &[(u128, u128)], a: u128, b: u128, apply_ms: u128, boundaries: &[u128]) -> f64 {
     let Some(&(_, restored)) = ops
         .iter()
         .filter(|(_, effective)| *effective <= b)
@@ -563,7 +575,9 @@ fn queued(ops: &[(u128, u128)], a: u128, b: u128, apply_ms: u128) -> f64 {
     let behind = ops
         .iter()
         .filter(|(requested, effective)| {
-            *effective > a && *effective < restored && *requested > broke + PASS_MS
+            *effective > a
+                && *effective < restored
+                && boundaries.iter().any(|t| broke < *t && *t <= *requested)
         })
         .count() as u128;
     (behind * apply_ms).min(b - a) as f64 / 1000.0
@@ -594,6 +608,7 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
     let lines = world.trace.lines();
     let models = models(&effects.played, &lines, &first_nodes);
     let blocked = blocked(&lines);
+    let boundaries = pass_boundaries(&lines);
     let settle = NODE_SETTLE.as_millis();
     let node_events: Vec<u128> = effects.node_events.iter().map(|d| d.as_millis()).collect();
     let propagation = world.cloud.config().timing.floating_ip_propagation_s;
@@ -660,7 +675,7 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
                         continue;
                     };
                     let waited = since.map_or(0.0, |since| {
-                        backlog(&ops, since, a, b).max(queued(&ops, a, b, apply_ms))
+                        backlog(&ops, since, a, b).max(queued(&ops, a, b, apply_ms, &boundaries))
                     });
                     let allowed = allowed + waited;
                     let took = (b - a) as f64 / 1000.0;
@@ -742,8 +757,9 @@ mod tests {
     #[test]
     fn only_writes_of_later_passes_queued_before_the_restore_are_credited() {
         // (requested, effective), 10 s per write. Delete before create: the listener goes
-        // at 10 s, the pool, three members and the listener of the same pass follow.
-        let same_pass = [
+        // at 10 s, the pool, three members and the listener of the same pass follow, sent
+        // at once or (waiting for the load balancer between writes) 10 s apart.
+        let at_once = [
             (0, 10_000),
             (5, 20_000),
             (6, 30_000),
@@ -751,11 +767,18 @@ mod tests {
             (8, 50_000),
             (9, 60_000),
         ];
-        assert_eq!(queued(&same_pass, 10_000, 60_000, 10_000), 0.0);
+        assert_eq!(queued(&at_once, 10_000, 60_000, 10_000, &[]), 0.0);
+        let spaced = [
+            (0, 10_000),
+            (10_000, 20_000),
+            (20_000, 30_000),
+            (30_000, 40_000),
+        ];
+        assert_eq!(queued(&spaced, 10_000, 40_000, 10_000, &[]), 0.0);
         // The listener deleted at 10 s; its re-creation failed until 80 s, when a later
-        // change's member removal (requested at 79 s) went first.
+        // change (a step at 79 s) had its member removal requested first.
         let later_pass = [(0, 10_000), (79_000, 89_000), (80_000, 99_000)];
-        assert_eq!(queued(&later_pass, 10_000, 99_000, 10_000), 10.0);
+        assert_eq!(queued(&later_pass, 10_000, 99_000, 10_000, &[79_000]), 10.0);
     }
 
     #[test]

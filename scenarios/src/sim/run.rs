@@ -372,14 +372,17 @@ fn final_records(world: &World) {
     }
 }
 
-/// The shortest prefix of `schedule` that still breaks `invariant`, with its outcome.
-pub fn shrink(schedule: &Schedule, invariant: &str) -> (Schedule, Outcome) {
+/// The shortest prefix of `schedule` that still breaks `invariant`, with its outcome and the
+/// outcome of the prefix one step shorter (which keeps it).
+pub fn shrink(schedule: &Schedule, invariant: &str) -> (Schedule, Outcome, Option<Outcome>) {
+    let mut passing = None;
     for n in 0..schedule.steps.len() {
         let prefix = schedule.prefix(n);
         let out = run(&prefix, true);
         if out.violations.iter().any(|v| v.invariant == invariant) {
-            return (prefix, out);
+            return (prefix, out, passing);
         }
+        passing = Some(out);
     }
-    (schedule.clone(), run(schedule, true))
+    (schedule.clone(), run(schedule, true), passing)
 }
