@@ -215,6 +215,117 @@ fn peak_rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// All Services created at once, a Node registering 5 s in.
+async fn burst(world: &mut World, services: u64, nodes: usize) {
+    let from = world.trace.len();
+    create(world, "svc-", services).await;
+    world.run_for(Duration::from_secs(5)).await;
+    let joiner = format!("node-{}", nodes + 1);
+    world.add_node(&joiner).await.expect("node");
+    let init = until(world, Duration::from_secs(600), |w| initialized(w, &joiner)).await;
+    let took = until(world, Duration::from_secs(6 * 3600), |w| {
+        with_ingress(w, "svc-") == services as usize
+    })
+    .await;
+    let r = requests(world, from);
+    println!(
+        "burst: every ingress after {} virtual s; {} cloud reads, {} cloud writes, {} Kubernetes requests; a Node registering 5 s in initialized after {} s",
+        took.map_or("(not within 6 h)".into(), |d| d.as_secs().to_string()),
+        total(&r, "cloud GET"),
+        total(&r, "cloud") - total(&r, "cloud GET"),
+        total(&r, "kube"),
+        init.map_or("(not within 600 s)".into(), |d| d.as_secs().to_string()),
+    );
+    print_requests(&r, services as f64, " per Service");
+}
+
+async fn idle(world: &World, minutes: u64) {
+    let from = world.trace.len();
+    world.run_for(Duration::from_secs(minutes * 60)).await;
+    let r = requests(world, from);
+    println!("idle, {minutes} virtual minutes, per minute:");
+    print_requests(&r, minutes as f64, "/min");
+}
+
+/// Reads and writes per Service since trace line `from`, as a line.
+fn per_service(world: &World, from: usize, services: u64) -> String {
+    let r = requests(world, from);
+    format!(
+        "per Service {:.2} reads, {:.2} writes",
+        total(&r, "cloud GET") as f64 / services as f64,
+        (total(&r, "cloud") - total(&r, "cloud GET")) as f64 / services as f64,
+    )
+}
+
+/// A node joins, then its server is deleted.
+async fn node_join_and_leave(world: &mut World, services: u64, nodes: usize) {
+    let extra = format!("node-{}", nodes + 2);
+    let from = world.trace.len();
+    world.add_node(&extra).await.expect("node");
+    let address = node_address(world, &extra).expect("address");
+    let join = until(world, Duration::from_secs(3 * 3600), |w| {
+        let (with, all) = pools_with(w, address);
+        with == all
+    })
+    .await;
+    println!(
+        "node join: every Service has its member after {} virtual s; {}",
+        join.map_or("(not within 3 h)".into(), |d| d.as_secs().to_string()),
+        per_service(world, from, services),
+    );
+    print_requests(&requests(world, from), services as f64, " per Service");
+    world.run_for(Duration::from_secs(120)).await;
+
+    let from = world.trace.len();
+    let server = world.server_of(&extra).expect("server");
+    world
+        .outside("DELETE", &format!("/v1/servers/{server}"))
+        .await
+        .expect("delete server");
+    let leave = until(world, Duration::from_secs(3 * 3600), |w| {
+        pools_with(w, address).0 == 0
+    })
+    .await;
+    println!(
+        "node leave: every member gone after {} virtual s; {}",
+        leave.map_or("(not within 3 h)".into(), |d| d.as_secs().to_string()),
+        per_service(world, from, services),
+    );
+    world.run_for(Duration::from_secs(120)).await;
+}
+
+/// A 429 storm (`Retry-After: 30` for two minutes) 30 s into a second burst.
+async fn storm(world: &World, services: u64) {
+    let storm_from = world.trace.len();
+    create(world, "more-", services).await;
+    world.run_for(Duration::from_secs(30)).await;
+    let rule = fakecloud::FaultRule::new(
+        None,
+        "/v1/**",
+        fakecloud::FaultEffect::Status {
+            status: 429,
+            body: None,
+            retry_after: Some(30),
+        },
+    );
+    let storm_start = world.trace.len();
+    world.cloud.faults().add(rule).expect("fault");
+    world.run_for(Duration::from_secs(120)).await;
+    world.cloud.faults().clear();
+    let during = by_class(world, storm_start);
+    let took = until(world, Duration::from_secs(6 * 3600), |w| {
+        with_ingress(w, "more-") == services as usize
+    })
+    .await;
+    println!(
+        "429 storm (Retry-After 30, 2 minutes, 30 s into a second burst): every ingress {} virtual s after the storm began; {} cloud requests in that burst; during the storm, by endpoint class:",
+        took.map_or("(not within 6 h)".into(), |d| (d.as_secs() + 120)
+            .to_string()),
+        total(&requests(world, storm_from), "cloud"),
+    );
+    print_requests(&during, 1.0, "");
+}
+
 fn main() {
     let services = arg("--services", 1000);
     let nodes = arg("--nodes", 100) as usize;
@@ -234,107 +345,12 @@ fn main() {
         world.run_for(Duration::from_secs(30)).await;
         println!("{services} Services (1 port) on {nodes} nodes");
 
-        // Burst, with a Node registering 5 s in.
-        let from = world.trace.len();
-        create(&world, "svc-", services).await;
-        world.run_for(Duration::from_secs(5)).await;
-        let joiner = format!("node-{}", nodes + 1);
-        world.add_node(&joiner).await.expect("node");
-        let init = until(&world, Duration::from_secs(600), |w| initialized(w, &joiner)).await;
-        let took = until(&world, Duration::from_secs(6 * 3600), |w| {
-            with_ingress(w, "svc-") == services as usize
-        })
-        .await;
-        let r = requests(&world, from);
-        println!(
-            "burst: every ingress after {} virtual s; {} cloud reads, {} cloud writes, {} Kubernetes requests; a Node registering 5 s in initialized after {} s",
-            took.map_or("(not within 6 h)".into(), |d| d.as_secs().to_string()),
-            total(&r, "cloud GET"),
-            total(&r, "cloud") - total(&r, "cloud GET"),
-            total(&r, "kube"),
-            init.map_or("(not within 600 s)".into(), |d| d.as_secs().to_string()),
-        );
-        print_requests(&r, services as f64, " per Service");
+        burst(&mut world, services, nodes).await;
         // Quiet down: members of the joined node and the last writes applied.
         world.run_for(Duration::from_secs(600)).await;
-
-        // Idle.
-        let from = world.trace.len();
-        world
-            .run_for(Duration::from_secs(idle_minutes * 60))
-            .await;
-        let r = requests(&world, from);
-        println!("idle, {idle_minutes} virtual minutes, per minute:");
-        print_requests(&r, idle_minutes as f64, "/min");
-
-        // Node join.
-        let extra = format!("node-{}", nodes + 2);
-        let from = world.trace.len();
-        world.add_node(&extra).await.expect("node");
-        let address = node_address(&world, &extra).expect("address");
-        let join = until(&world, Duration::from_secs(3 * 3600), |w| {
-            let (with, all) = pools_with(w, address);
-            with == all
-        })
-        .await;
-        let r = requests(&world, from);
-        println!(
-            "node join: every Service has its member after {} virtual s; per Service {:.2} reads, {:.2} writes",
-            join.map_or("(not within 3 h)".into(), |d| d.as_secs().to_string()),
-            total(&r, "cloud GET") as f64 / services as f64,
-            (total(&r, "cloud") - total(&r, "cloud GET")) as f64 / services as f64,
-        );
-        print_requests(&r, services as f64, " per Service");
-        world.run_for(Duration::from_secs(120)).await;
-
-        // Node leave: its server deleted.
-        let from = world.trace.len();
-        let server = world.server_of(&extra).expect("server");
-        world
-            .outside("DELETE", &format!("/v1/servers/{server}"))
-            .await
-            .expect("delete server");
-        let leave = until(&world, Duration::from_secs(3 * 3600), |w| {
-            pools_with(w, address).0 == 0
-        })
-        .await;
-        let r = requests(&world, from);
-        println!(
-            "node leave: every member gone after {} virtual s; per Service {:.2} reads, {:.2} writes",
-            leave.map_or("(not within 3 h)".into(), |d| d.as_secs().to_string()),
-            total(&r, "cloud GET") as f64 / services as f64,
-            (total(&r, "cloud") - total(&r, "cloud GET")) as f64 / services as f64,
-        );
-        world.run_for(Duration::from_secs(120)).await;
-
-        // A 429 storm during a second burst.
-        let storm_from = world.trace.len();
-        create(&world, "more-", services).await;
-        world.run_for(Duration::from_secs(30)).await;
-        let rule = fakecloud::FaultRule::new(
-            None,
-            "/v1/**",
-            fakecloud::FaultEffect::Status {
-                status: 429,
-                body: None,
-                retry_after: Some(30),
-            },
-        );
-        let storm_start = world.trace.len();
-        world.cloud.faults().add(rule).expect("fault");
-        world.run_for(Duration::from_secs(120)).await;
-        world.cloud.faults().clear();
-        let during = by_class(&world, storm_start);
-        let storm = until(&world, Duration::from_secs(6 * 3600), |w| {
-            with_ingress(w, "more-") == services as usize
-        })
-        .await;
-        println!(
-            "429 storm (Retry-After 30, 2 minutes, 30 s into a second burst): every ingress {} virtual s after the storm began; {} cloud requests in that burst; during the storm, by endpoint class:",
-            storm.map_or("(not within 6 h)".into(), |d| (d.as_secs() + 120).to_string()),
-            total(&requests(&world, storm_from), "cloud"),
-        );
-        print_requests(&during, 1.0, "");
+        idle(&world, idle_minutes).await;
+        node_join_and_leave(&mut world, services, nodes).await;
+        storm(&world, services).await;
     });
     println!(
         "peak resident memory of the whole simulation: {} MiB; wall time {:.0} s",
