@@ -1,8 +1,10 @@
 //! Node initialization benchmark: the CCM binary against the testbed.
 //!
-//! `cargo bench -p scenarios --bench ccm_nodes [-- --nodes 100]` prints the time from Node
-//! registration to taint removal (median, p90, worst), cloudscale API calls per Node
-//! initialized, and the CCM's resident memory at idle.
+//! `cargo bench -p scenarios --bench ccm_nodes [-- --nodes 100] [--services 1000]` prints the
+//! time from Node registration to taint removal (median, p90, worst), cloudscale API calls
+//! per Node initialized, and the CCM's resident memory at idle; with `--services N`, then N
+//! Services of one port created at once (fakecloud's clock at 100×), the time until every
+//! ingress and the CCM process's peak resident memory.
 
 use ccm::node::metadata::is_initialized;
 use k8s_openapi::api::core::v1::Node;
@@ -23,13 +25,61 @@ impl Drop for Kill {
     }
 }
 
-fn rss_kib(pid: u32) -> Option<u64> {
+/// A `/proc/PID/status` figure in KiB (`VmRSS`: now, `VmHWM`: the peak).
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
-        .find(|l| l.starts_with("VmRSS:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|n| n.parse().ok())
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> usize {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// N Services created at once: the time until every one has its ingress.
+async fn burst(tb: &Testbed, n: usize) -> Duration {
+    use k8s_openapi::api::core::v1::Service;
+    let api: Api<Service> = Api::namespaced(tb.cluster.client(), "default");
+    let started = Instant::now();
+    for i in 0..n {
+        let svc: Service = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("svc-{i}")},
+            "spec": {"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]},
+        }))
+        .expect("service");
+        api.create(&Default::default(), &svc).await.expect("create");
+    }
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    loop {
+        let list = api.list(&Default::default()).await.expect("list");
+        let ready = list
+            .items
+            .iter()
+            .filter(|s| {
+                s.status
+                    .as_ref()
+                    .and_then(|st| st.load_balancer.as_ref())
+                    .and_then(|l| l.ingress.as_ref())
+                    .is_some_and(|i| !i.is_empty())
+            })
+            .count();
+        if ready == n {
+            return started.elapsed();
+        }
+        assert!(Instant::now() < deadline, "only {ready} of {n} Services got an ingress");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 fn api_requests(metrics: &str) -> u64 {
@@ -57,17 +107,18 @@ fn free_port() -> u16 {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let n: usize = args
-        .iter()
-        .position(|a| a == "--nodes")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
+    let n = arg(&args, "--nodes", 100);
+    let services = arg(&args, "--services", 0);
     let cluster = Cluster::embedded().await.expect("embedded cluster");
     let mut tb = Testbed::start(
         cluster,
         TestbedConfig {
             nodes: 0,
+            // Load balancers provisioned in 0.6 s instead of a minute for the burst.
+            cloud: fakecloud::Config {
+                clock: fakecloud::ClockMode::Scaled { scale: 100.0 },
+                ..fakecloud::Config::default()
+            },
             kubelet: KubeletConfig {
                 heartbeat: Duration::from_secs(5),
                 ..KubeletConfig::default()
@@ -92,6 +143,12 @@ async fn main() {
                 &port.to_string(),
                 "--api-rate-limit",
                 "1000",
+                // The burst in minutes, not hours, of wall time (fakecloud runs at 100×, the
+                // CCM's own polls in real time): more Services at once, polled faster.
+                "--concurrent-service-syncs",
+                "10",
+                "--load-balancer-poll-interval",
+                "500ms",
             ])
             .env("CLOUDSCALE_ACCESS_TOKEN", tb.cloud.token())
             .env("CLOUDSCALE_API_URL", tb.cloud.base_url())
@@ -165,5 +222,13 @@ async fn main() {
         idle_before.map_or("?".into(), |k| k.to_string()),
         idle_after.map_or("?".into(), |k| k.to_string())
     );
+    if services > 0 {
+        let took = burst(&tb, services).await;
+        println!(
+            "{services} Services created at once on {n} nodes: every ingress after {:.1} s; CCM peak resident memory {} KiB",
+            took.as_secs_f64(),
+            status_kib(pid, "VmHWM:").map_or("?".into(), |k| k.to_string())
+        );
+    }
     let _ = std::fs::remove_file(&kubeconfig);
 }
