@@ -77,7 +77,10 @@ async fn burst(tb: &Testbed, n: usize) -> Duration {
         if ready == n {
             return started.elapsed();
         }
-        assert!(Instant::now() < deadline, "only {ready} of {n} Services got an ingress");
+        assert!(
+            Instant::now() < deadline,
+            "only {ready} of {n} Services got an ingress"
+        );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
