@@ -857,3 +857,99 @@ async fn in_place_updates_renames_and_http_monitors_converge() {
     }
     fc.shutdown().await;
 }
+
+/// The account-wide lists in a comparable form: sorted by UUID, the load balancers'
+/// status left out (the API changes it on its own).
+fn comparable(s: &Snapshot) -> Value {
+    let sorted = |v: Value| {
+        let mut items = v.as_array().cloned().unwrap_or_default();
+        items.sort_by_key(|i| i["uuid"].as_str().unwrap_or_default().to_string());
+        Value::Array(items)
+    };
+    let mut lbs = serde_json::to_value(&s.load_balancers).expect("json");
+    for lb in lbs.as_array_mut().into_iter().flatten() {
+        lb["status"] = Value::Null;
+    }
+    json!({
+        "load_balancers": sorted(lbs),
+        "pools": sorted(serde_json::to_value(&s.pools).expect("json")),
+        "listeners": sorted(serde_json::to_value(&s.listeners).expect("json")),
+        "monitors": sorted(serde_json::to_value(&s.monitors).expect("json")),
+        "floating_ips": sorted(serde_json::to_value(&s.floating_ips).expect("json")),
+    })
+}
+
+/// Plans against `patched` and executes; asserts that the plan's edits turn `patched` into
+/// what a fresh read returns, or that it has none (a write no edit describes). Returns
+/// whether the plan had edits and the load balancer.
+async fn execute_and_patch(
+    c: &Client,
+    d: &DesiredLb,
+    patched: &mut Snapshot,
+    uuid: Option<Uuid>,
+) -> (bool, Option<Uuid>) {
+    let actual = match fetch::fetch_in(c, patched, &lookup(&d.name, uuid))
+        .await
+        .expect("fetch")
+    {
+        Found::Mine { actual, .. } => Some(*actual),
+        Found::Absent => None,
+        Found::Refused(why) => panic!("refused: {why}"),
+    };
+    let p = plan(d, actual.as_ref(), &patched.account(), &owner());
+    let out = apply::execute(c, d, actual.as_ref().map(|a| a.uuid), &p, &opts(), &tags())
+        .await
+        .expect("execute");
+    let Some(edits) = out.edits else {
+        *patched = Snapshot::fetch(c).await.expect("snapshot");
+        return (false, out.lb_uuid);
+    };
+    for e in &edits {
+        patched.apply(e);
+    }
+    let fresh = Snapshot::fetch(c).await.expect("snapshot");
+    assert_eq!(
+        comparable(patched),
+        comparable(&fresh),
+        "plan:\n{}",
+        p.describe()
+    );
+    let lb = out.lb_uuid;
+    if !out.pending.is_empty() {
+        settle(c, lb.expect("a load balancer")).await;
+    }
+    (true, lb)
+}
+
+#[tokio::test]
+async fn the_edits_of_creating_and_of_removing_a_port_turn_the_shared_snapshot_into_a_fresh_read() {
+    let fc = start().await;
+    let c = client(&fc);
+    let subnet = subnet(&c).await;
+    let d = desired(subnet);
+    let mut patched = Snapshot::fetch(&c).await.expect("snapshot");
+    // From nothing: the load balancer, then (once provisioned) pools, members, listeners
+    // and monitors, all created and so all described by edits.
+    let (edits, lb) = execute_and_patch(&c, &d, &mut patched, None).await;
+    assert!(edits);
+    let lb = lb.expect("created");
+    for _ in 0..5 {
+        let (edits, _) = execute_and_patch(&c, &d, &mut patched, Some(lb)).await;
+        assert!(edits, "a creation is described by edits");
+    }
+    assert_converged(&c, &d, lb).await;
+    wait_all_members_up(&c, lb).await;
+
+    // A third port: a pool, its members, listener and monitor.
+    let mut more = d.clone();
+    more.pools.push(pool(subnet, "tcp/dns", 53, 30053));
+    let (edits, _) = execute_and_patch(&c, &more, &mut patched, Some(lb)).await;
+    assert!(edits);
+    settle(&c, lb).await;
+    wait_all_members_up(&c, lb).await;
+    // Removing it deletes a pool: no edit describes that, the snapshot is read again.
+    let (edits, _) = execute_and_patch(&c, &d, &mut patched, Some(lb)).await;
+    assert!(!edits, "a pool deletion discards the snapshot");
+    assert_converged(&c, &d, lb).await;
+    fc.shutdown().await;
+}

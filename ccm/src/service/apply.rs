@@ -12,6 +12,7 @@
 //! later from what then exists, so a newer edit or a deletion of the Service always comes
 //! first, and no worker waits.
 
+use super::fetch::Edit;
 use super::model::*;
 use super::plan::{Action, ListenerChanges, MonitorChanges, Plan, PoolRef, Replaced, describe};
 use crate::cloudscale::{
@@ -98,7 +99,7 @@ impl Default for ApplyOptions {
 }
 
 /// What [`execute`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// The load balancer (created or given).
     pub lb_uuid: Option<Uuid>,
@@ -108,6 +109,9 @@ pub struct Outcome {
     pub reads: u64,
     /// Barriers that did not hold; their steps were skipped.
     pub pending: Vec<Pending>,
+    /// What the writes did to the account-wide lists, when every write was one a
+    /// [`Edit`] describes (`None`: the shared snapshot must be read again).
+    pub edits: Option<Vec<Edit>>,
 }
 
 /// A barrier that did not hold: what it waits for (stable while the wait lasts) and how far
@@ -388,9 +392,29 @@ struct Run<'a> {
     lb: Option<Uuid>,
     /// UUIDs of the pools created for `PoolRef::New(i)`.
     new_pools: Vec<Option<Uuid>>,
+    /// What the writes so far did to the account-wide lists; `None` once a write did what
+    /// no [`Edit`] describes.
+    edits: Option<Vec<Edit>>,
 }
 
 impl Run<'_> {
+    /// Notes what a successful write did: `edit` on the lists (`None`: something no edit
+    /// describes), and the load balancer applying it.
+    fn wrote(&mut self, edit: Option<Edit>) {
+        let changing = self.lb.map(|u| Edit::Changing(u.to_string()));
+        match (&mut self.edits, edit) {
+            (Some(edits), Some(edit)) => edits.extend([Some(edit), changing].into_iter().flatten()),
+            _ => self.edits = None,
+        }
+    }
+
+    /// Members change nothing the lists hold but their load balancer's status.
+    fn wrote_members(&mut self) {
+        if let (Some(edits), Some(lb)) = (&mut self.edits, self.lb) {
+            edits.push(Edit::Changing(lb.to_string()));
+        }
+    }
+
     fn lb(&self, action: &str) -> Result<Uuid, ApplyError> {
         self.lb.ok_or_else(|| {
             invalid(
@@ -488,6 +512,7 @@ impl Run<'_> {
                     .await
                     .map_err(failed)?;
                 self.lb = Some(parse_uuid("load balancer", &lb.uuid)?);
+                self.wrote(Some(Edit::LoadBalancer(lb)));
             }
             Action::WaitLbReady | Action::WaitMembersUp { .. } => {}
             Action::RenameLb { uuid, to, .. } => {
@@ -499,6 +524,7 @@ impl Run<'_> {
                 c.update_load_balancer(&uuid.to_string(), &body)
                     .await
                     .map_err(failed)?;
+                self.wrote(None);
             }
             Action::TagLb { uuid, tags } => {
                 let body = api::UpdateLoadBalancer {
@@ -508,6 +534,7 @@ impl Run<'_> {
                 c.update_load_balancer(&uuid.to_string(), &body)
                     .await
                     .map_err(failed)?;
+                self.wrote(None);
             }
             Action::CreatePool {
                 new,
@@ -529,6 +556,7 @@ impl Run<'_> {
                 };
                 let pool = c.create_pool(&body, idem()).await.map_err(failed)?;
                 self.new_pools[*new] = Some(parse_uuid("pool", &pool.uuid)?);
+                self.wrote(Some(Edit::Pool(pool)));
             }
             Action::RenamePool { uuid, to, .. } => {
                 self.settle(what).await?;
@@ -539,10 +567,12 @@ impl Run<'_> {
                 c.update_pool(&uuid.to_string(), &body)
                     .await
                     .map_err(failed)?;
+                self.wrote(None);
             }
             Action::DeletePool { uuid, .. } => {
                 self.settle(what).await?;
                 c.delete_pool(&uuid.to_string()).await.map_err(failed)?;
+                self.wrote(None);
             }
             Action::CreateMember { pool, member } => {
                 let pool = self.pool(what, pool)?;
@@ -559,6 +589,7 @@ impl Run<'_> {
                 c.create_pool_member(&pool.to_string(), &body, idem())
                     .await
                     .map_err(failed)?;
+                self.wrote_members();
             }
             Action::EnableMember { pool, uuid, .. } | Action::RenameMember { pool, uuid, .. } => {
                 self.settle(what).await?;
@@ -575,12 +606,14 @@ impl Run<'_> {
                 c.update_pool_member(&pool.to_string(), &uuid.to_string(), &body)
                     .await
                     .map_err(failed)?;
+                self.wrote_members();
             }
             Action::DeleteMember { pool, uuid, .. } => {
                 self.settle(what).await?;
                 c.delete_pool_member(&pool.to_string(), &uuid.to_string())
                     .await
                     .map_err(failed)?;
+                self.wrote_members();
             }
             Action::CreateListener { pool, listener } => {
                 let pool = self.pool(what, pool)?;
@@ -606,7 +639,8 @@ impl Run<'_> {
                     tags: self.tags.clone(),
                 };
                 self.settle(what).await?;
-                c.create_listener(&body, idem()).await.map_err(failed)?;
+                let listener = c.create_listener(&body, idem()).await.map_err(failed)?;
+                self.wrote(Some(Edit::Listener(listener)));
             }
             Action::UpdateListener { uuid, changes, .. } => {
                 if changes.is_empty() {
@@ -617,10 +651,12 @@ impl Run<'_> {
                 c.update_listener(&uuid.to_string(), &body)
                     .await
                     .map_err(failed)?;
+                self.wrote(None);
             }
             Action::DeleteListener { uuid, .. } => {
                 self.settle(what).await?;
                 c.delete_listener(&uuid.to_string()).await.map_err(failed)?;
+                self.wrote(Some(Edit::ListenerDeleted(uuid.to_string())));
             }
             Action::CreateMonitor { pool, monitor } => {
                 let pool = self.pool(what, pool)?;
@@ -637,9 +673,11 @@ impl Run<'_> {
                     tags: self.tags.clone(),
                 };
                 self.settle(what).await?;
-                c.create_health_monitor(&body, idem())
+                let monitor = c
+                    .create_health_monitor(&body, idem())
                     .await
                     .map_err(failed)?;
+                self.wrote(Some(Edit::Monitor(monitor)));
             }
             Action::UpdateMonitor {
                 uuid,
@@ -654,18 +692,21 @@ impl Run<'_> {
                 c.update_health_monitor(&uuid.to_string(), &body)
                     .await
                     .map_err(failed)?;
+                self.wrote(None);
             }
             Action::DeleteMonitor { uuid, .. } => {
                 self.settle(what).await?;
                 c.delete_health_monitor(&uuid.to_string())
                     .await
                     .map_err(failed)?;
+                self.wrote(Some(Edit::MonitorDeleted(uuid.to_string())));
             }
             Action::AssignFloatingIp { network } => {
                 let lb = self.lb(what)?;
                 c.assign_floating_ip_to_load_balancer(&network.addr().to_string(), &lb.to_string())
                     .await
                     .map_err(failed)?;
+                self.wrote(None);
             }
         }
         Ok(())
@@ -691,6 +732,7 @@ pub async fn execute(
         tags,
         lb,
         new_pools: vec![None; desired.pools.len()],
+        edits: Some(Vec::new()),
     };
     let mut pending = Vec::new();
     let mut blocked: HashSet<Option<u32>> = HashSet::new();
@@ -753,5 +795,6 @@ pub async fn execute(
         writes: counts.writes,
         reads: counts.reads,
         pending,
+        edits: run.edits,
     })
 }

@@ -7,7 +7,7 @@ use super::apply::{self, Pending, Recheck};
 use super::context::{ServiceContext, service_key};
 use super::controller::FINALIZER;
 use super::error::ServiceError;
-use super::fetch::Snapshot;
+use super::fetch::{Edit, Snapshot};
 use super::map::{self, Mapped};
 use super::model::{ActualLb, DesiredLb};
 use super::ownership::{self, Resolution, Seeker};
@@ -384,11 +384,18 @@ async fn one_pass(
         &owner.tags,
     )
     .await;
-    // Whatever was written (even before a failure) makes shared reads stale: all of them,
-    // or, when the plan writes nothing but members, the load balancer's status.
+    // The shared reads follow what was written: by its edits when every write was one an
+    // edit describes; else (a failure included: its effect is unknown) they are read again,
+    // unless the plan writes nothing but members, which only show the load balancer busy.
     let members_only = p.steps.iter().all(|s| s.action.writes_members_only());
-    match &actual {
-        Some(a) if members_only => ctx.shared.members_written(&a.uuid.to_string()),
+    match (&executed, &actual) {
+        (
+            Ok(apply::Outcome {
+                edits: Some(edits), ..
+            }),
+            _,
+        ) => ctx.shared.record(edits),
+        (_, Some(a)) if members_only => ctx.shared.record(&[Edit::Changing(a.uuid.to_string())]),
         _ => ctx.shared.invalidate(),
     }
     let outcome = executed?;

@@ -117,6 +117,50 @@ impl Snapshot {
     }
 }
 
+/// What a successful write did to the account-wide lists, so that the shared snapshot can
+/// follow the CCM's own writes instead of being read again after each one (the API answers
+/// a create with the whole object, and a delete removes exactly the object named). Writes
+/// whose effect is not one of these (renames, PATCHes, pool deletions, floating IP
+/// assignments, tags) discard the snapshot instead.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edit {
+    LoadBalancer(LoadBalancer),
+    Pool(Pool),
+    Listener(api::Listener),
+    Monitor(HealthMonitor),
+    ListenerDeleted(String),
+    MonitorDeleted(String),
+    /// The load balancer applies a write (members included): it shows `changing`.
+    Changing(String),
+}
+
+/// Replaces the item with `uuid` or appends `item`.
+fn upsert<T: Clone>(items: &mut Vec<T>, item: &T, uuid: impl Fn(&T) -> &str) {
+    match items.iter_mut().find(|i| uuid(i) == uuid(item)) {
+        Some(slot) => *slot = item.clone(),
+        None => items.push(item.clone()),
+    }
+}
+
+impl Snapshot {
+    /// The snapshot as it is after `edit` (idempotent: applying it twice changes nothing).
+    pub fn apply(&mut self, edit: &Edit) {
+        match edit {
+            Edit::LoadBalancer(lb) => upsert(&mut self.load_balancers, lb, |l| &l.uuid),
+            Edit::Pool(p) => upsert(&mut self.pools, p, |p| &p.uuid),
+            Edit::Listener(l) => upsert(&mut self.listeners, l, |l| &l.uuid),
+            Edit::Monitor(m) => upsert(&mut self.monitors, m, |m| &m.uuid),
+            Edit::ListenerDeleted(u) => self.listeners.retain(|l| &l.uuid != u),
+            Edit::MonitorDeleted(u) => self.monitors.retain(|m| &m.uuid != u),
+            Edit::Changing(u) => {
+                for lb in self.load_balancers.iter_mut().filter(|l| &l.uuid == u) {
+                    lb.status = api::LoadBalancerStatus::Changing;
+                }
+            }
+        }
+    }
+}
+
 /// Who is looking, for [`fetch_in`].
 #[derive(Debug, Clone)]
 pub struct Lookup<'a> {

@@ -2,19 +2,22 @@
 //! pools, listeners, monitors, floating IPs), of the servers and of the subnets serves every
 //! Service reconciled within `ttl`, instead of each Service listing everything again.
 //!
-//! Safety: any write of what the lists hold invalidates the snapshot, and a snapshot whose
-//! fetch began before an invalidation is never stored (a generation counter), so a Service
-//! never plans against a state older than its own last write. Member writes (a node joining
-//! or leaving: one per Service) change nothing the lists hold but the load balancer's
-//! status: they only mark that load balancer `changing` in every snapshot fetched before
-//! them, so a thousand Services gaining a member share one snapshot. A load balancer missing
-//! from a snapshot is looked up in a fresh one before anything is created, so staleness can
-//! never cause a duplicate.
+//! Safety: the CCM's own writes are logged as [`Edit`]s, numbered, and a snapshot is
+//! served with every logged edit newer than the start of its fetch applied, so a Service
+//! never plans against a state that lacks its own last write, and a thousand Services
+//! creating their load balancers share one read per window instead of one per write.
+//! Writes no edit describes (renames, PATCHes, pool deletions, floating IP assignments,
+//! tags, a failure whose effect is unknown) invalidate everything instead, and a snapshot
+//! whose fetch began before an invalidation is never stored (a generation counter). Member
+//! writes (a node joining or leaving) change nothing the lists hold but the load balancer's
+//! status: their edit shows it `changing`. A load balancer missing from a snapshot is looked
+//! up in a fresh one before anything is created, so staleness can never cause a duplicate.
 
 use super::apply::{ApplyError, api_err};
-use super::fetch::{self, Found, Lookup, Snapshot};
+use super::fetch::{self, Edit, Found, Lookup, Snapshot};
 use super::map::ServerView;
 use crate::cloudscale::{Client, Filter};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,13 +28,39 @@ use uuid::Uuid;
 
 type Slot<T> = Mutex<Option<(Instant, u64, Arc<T>)>>;
 
+/// How long an edit is kept for snapshots fetched before it: far longer than a fetch lasts
+/// (five attempts of at most 20 s with backoff); a snapshot older than the oldest edit kept
+/// is fetched again rather than patched.
+const KEEP_EDITS: Duration = Duration::from_secs(300);
+
+/// The numbered edits of the CCM's own writes.
+#[derive(Default)]
+struct Log {
+    /// The number of the newest edit (0: none yet).
+    last: u64,
+    entries: VecDeque<(u64, Instant, Edit)>,
+    /// The number of the newest edit dropped.
+    dropped: u64,
+}
+
+impl Log {
+    /// The edits after `since`, or `None` when some of them were dropped already.
+    fn after(&self, since: u64) -> Option<Vec<Edit>> {
+        (self.dropped <= since).then(|| {
+            self.entries
+                .iter()
+                .filter(|(n, _, _)| *n > since)
+                .map(|(_, _, e)| e.clone())
+                .collect()
+        })
+    }
+}
+
 pub struct SharedReads {
     ttl: Duration,
     generation: AtomicU64,
-    /// Member writes so far, and per load balancer the count when it was last written.
-    member_writes: AtomicU64,
-    written: parking_lot::Mutex<std::collections::BTreeMap<String, u64>>,
-    /// The snapshot, with the member write count when its fetch began.
+    log: parking_lot::Mutex<Log>,
+    /// The snapshot, with the number of the newest edit it includes.
     snapshot: Slot<(u64, Arc<Snapshot>)>,
     servers: Slot<Vec<ServerView>>,
     subnets: Slot<Vec<Uuid>>,
@@ -42,24 +71,38 @@ impl SharedReads {
         SharedReads {
             ttl,
             generation: AtomicU64::new(0),
-            member_writes: AtomicU64::new(0),
-            written: Default::default(),
+            log: Default::default(),
             snapshot: Mutex::new(None),
             servers: Mutex::new(None),
             subnets: Mutex::new(None),
         }
     }
 
-    /// Forgets everything read so far (call after any write but of members).
+    /// Forgets everything read so far (after a write no [`Edit`] describes).
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
     }
 
-    /// Members of the load balancer `lb` were written: snapshots fetched before show it
-    /// `changing` (it is applying them), the rest of them stays good.
-    pub fn members_written(&self, lb: &str) {
-        let n = self.member_writes.fetch_add(1, Ordering::SeqCst) + 1;
-        self.written.lock().insert(lb.to_string(), n);
+    /// The CCM's own successful writes, as edits of the account-wide lists.
+    pub fn record(&self, edits: &[Edit]) {
+        let now = Instant::now();
+        let mut log = self.log.lock();
+        for edit in edits {
+            // A plan of a dozen writes marks its load balancer `changing` a dozen times.
+            if log.entries.back().is_some_and(|(_, _, e)| e == edit) {
+                continue;
+            }
+            log.last += 1;
+            let n = log.last;
+            log.entries.push_back((n, now, edit.clone()));
+        }
+        while let Some(&(n, at, _)) = log.entries.front() {
+            if now.duration_since(at) < KEEP_EDITS {
+                break;
+            }
+            log.entries.pop_front();
+            log.dropped = n;
+        }
     }
 
     fn fresh<T>(&self, slot: &Option<(Instant, u64, Arc<T>)>) -> Option<Arc<T>> {
@@ -70,7 +113,7 @@ impl SharedReads {
     }
 
     /// The value in `slot` if fresh, else fetched (others wait for the fetch in flight and
-    /// share it), kept unless a write happened meanwhile.
+    /// share it), kept unless an invalidation happened meanwhile.
     async fn shared<T, E, F>(&self, slot: &Slot<T>, fetch: F) -> Result<Arc<T>, E>
     where
         F: Future<Output = Result<T, E>>,
@@ -87,35 +130,41 @@ impl SharedReads {
         Ok(fetched)
     }
 
-    /// The account-wide lists, fetched at most once per `ttl`, with the load balancers whose
-    /// members were written since the fetch began shown `changing`.
+    /// The account-wide lists, fetched at most once per `ttl`, with the CCM's own writes
+    /// since the fetch began applied.
     pub async fn snapshot(&self, client: &Client) -> Result<Arc<Snapshot>, ApplyError> {
-        let started = self.member_writes.load(Ordering::SeqCst);
+        let started = self.log.lock().last;
         let fetched = self
             .shared(&self.snapshot, async {
                 Ok::<_, ApplyError>((started, Arc::new(Snapshot::fetch(client).await?)))
             })
             .await?;
         let (since, snapshot) = &*fetched;
-        let stale: Vec<String> = self
-            .written
-            .lock()
-            .iter()
-            .filter(|(_, n)| **n > *since)
-            .map(|(lb, _)| lb.clone())
-            .collect();
-        if stale.is_empty() {
+        let (edits, last) = {
+            let log = self.log.lock();
+            (log.after(*since), log.last)
+        };
+        let Some(edits) = edits else {
+            // Older than the edits kept: read again.
+            return Ok(Arc::new(Snapshot::fetch(client).await?));
+        };
+        if edits.is_empty() {
             return Ok(snapshot.clone());
         }
-        let mut marked = (**snapshot).clone();
-        for lb in marked
-            .load_balancers
-            .iter_mut()
-            .filter(|lb| stale.contains(&lb.uuid))
-        {
-            lb.status = crate::cloudscale::LoadBalancerStatus::Changing;
+        let mut patched = (**snapshot).clone();
+        for edit in &edits {
+            patched.apply(edit);
         }
-        Ok(Arc::new(marked))
+        let patched = Arc::new(patched);
+        // The next reader takes the patched one, unless the slot moved on meanwhile; it
+        // keeps the time of its fetch, so patching never extends its life.
+        if let Ok(mut slot) = self.snapshot.try_lock()
+            && let Some((at, generation, v)) = slot.as_ref()
+            && Arc::ptr_eq(v, &fetched)
+        {
+            *slot = Some((*at, *generation, Arc::new((last, patched.clone()))));
+        }
+        Ok(patched)
     }
 
     /// Every server, as mapping needs them, at most once per `ttl`.
