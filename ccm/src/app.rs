@@ -245,7 +245,10 @@ pub async fn run_wired(
             members_timeout: opts.load_balancer_members_timeout,
             ..ApplyOptions::default()
         },
-        resync: opts.service_resync_period,
+        resync: crate::service::context::Resync {
+            period: opts.service_resync_period,
+            origin: tokio::time::Instant::now(),
+        },
         shared: crate::service::shared::SharedReads::new(opts.api_read_sharing_window),
         retry: (
             opts.service_sync_retry_delay,

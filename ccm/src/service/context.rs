@@ -54,8 +54,8 @@ pub struct ServiceContext {
     pub metrics: Arc<Metrics>,
     pub cluster_name: String,
     pub apply: ApplyOptions,
-    /// Converged Services are looked at again this often (drift repair).
-    pub resync: Duration,
+    /// When converged Services are looked at again (drift repair).
+    pub resync: Resync,
     /// A failed Service is retried after `retry.0`, doubling per further failure up to
     /// `retry.1` (the upstream service controller's 5 s and 5 min by default).
     pub retry: (Duration, Duration),
@@ -96,6 +96,60 @@ impl ServiceContext {
     }
 }
 
+/// Drift repair of converged Services, every `period`, on a grid of slots of a tenth of it
+/// from `origin`: Services converging at different moments are looked at again together,
+/// so that they share the reads of the account-wide lists (one snapshot per slot instead of
+/// one per Service), without all of them falling at once into a queue that new changes
+/// wait behind.
+#[derive(Debug, Clone, Copy)]
+pub struct Resync {
+    pub period: Duration,
+    pub origin: Instant,
+}
+
+impl Resync {
+    /// How long from `now` until the slot boundary at or after one period from now.
+    pub fn after(&self, now: Instant) -> Duration {
+        let slot = (self.period / 10).max(Duration::from_secs(1)).as_nanos();
+        let due = (now + self.period).duration_since(self.origin).as_nanos();
+        let aligned = due.div_ceil(slot) * slot;
+        self.period + Duration::from_nanos((aligned - due) as u64)
+    }
+}
+
 pub fn service_key(svc: &Service) -> String {
     format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resyncs_fall_on_slots_of_a_tenth_of_the_period() {
+        let origin = Instant::now();
+        let r = Resync {
+            period: Duration::from_secs(300),
+            origin,
+        };
+        let at = |s: f64| origin + Duration::from_secs_f64(s);
+        // Converged at 0, 7.5 and 29.9 s: all looked at again at 330 s.
+        assert_eq!(r.after(at(0.0)), Duration::from_secs(300));
+        assert_eq!(at(7.5) + r.after(at(7.5)), at(330.0));
+        assert_eq!(at(29.9) + r.after(at(29.9)), at(330.0));
+        // Never sooner than a period, never later than a period and a slot.
+        for s in [0.1, 12.0, 30.0, 31.0, 299.0] {
+            let d = r.after(at(s));
+            assert!(
+                d >= r.period && d <= r.period + Duration::from_secs(30),
+                "{s}: {d:?}"
+            );
+        }
+        // Short periods: slots of at least a second.
+        let short = Resync {
+            period: Duration::from_secs(5),
+            origin,
+        };
+        assert_eq!(at(0.2) + short.after(at(0.2)), at(6.0));
+    }
 }

@@ -80,7 +80,7 @@ async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, 
             );
             ctx.failures.lock().remove(&key);
             ctx.waiting.lock().remove(&key);
-            Ok(ctx.resync)
+            Ok(ctx.resync.after(Instant::now()))
         }
         Progress::Pending => {
             ctx.failures.lock().remove(&key);

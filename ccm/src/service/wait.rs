@@ -95,7 +95,7 @@ pub(super) async fn recheck_waiting(svc: &Service, ctx: &ServiceContext) -> Opti
     // (outside hands) is repaired while a change is held.
     if w.pending.is_empty()
         || w.pending.iter().any(|p| p.recheck.is_none())
-        || w.planned.elapsed() >= ctx.resync
+        || w.planned.elapsed() >= ctx.resync.period
     {
         return None;
     }
