@@ -212,13 +212,15 @@ async fn declare_backends(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult
 async fn list_backends(AxState(app): AxState<App>) -> Response {
     let now = app.now();
     let st = app.0.state.read();
-    let mut current: Vec<&BackendDecl> = Vec::new();
+    // In time order per address and port: the last one at or before now is in force.
+    let mut last: std::collections::BTreeMap<_, BackendDecl> = Default::default();
     for d in st.dataplane.backends.iter().filter(|d| d.at <= now) {
-        current.retain(|c| !(c.address == d.address && c.port == d.port));
-        if d.behaviour.is_some() {
-            current.push(d);
-        }
+        last.insert((d.address, d.port), d);
     }
+    let current: Vec<BackendDecl> = last
+        .into_values()
+        .filter(|d| d.behaviour.is_some())
+        .collect();
     ok(json!(
         current
             .iter()
@@ -235,7 +237,7 @@ async fn list_backends(AxState(app): AxState<App>) -> Response {
 async fn clear_backends(AxState(app): AxState<App>) -> ApiResult<Response> {
     app.write(|st, now| {
         let mut keys: Vec<(std::net::IpAddr, Option<u16>)> = Vec::new();
-        for d in &st.dataplane.backends {
+        for d in st.dataplane.backends.iter() {
             if !keys.contains(&(d.address, d.port)) {
                 keys.push((d.address, d.port));
             }

@@ -16,6 +16,7 @@ use crate::resources::load_balancers::HttpCheck;
 use indexmap::IndexMap;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use uuid::Uuid;
 
@@ -25,8 +26,8 @@ pub struct DataPlane {
     pub lbs: IndexMap<Uuid, LbHistory>,
     /// Per server: its addresses and when it answered (running) or not.
     pub hosts: IndexMap<Uuid, HostHistory>,
-    /// Backend behaviour declared through `/_fake/backends`, in time order.
-    pub backends: Vec<BackendDecl>,
+    /// Backend behaviour declared through `/_fake/backends`.
+    pub backends: Backends,
     /// Floating IP assignments, in time order.
     pub floating: Vec<FloatingEvent>,
 }
@@ -110,6 +111,81 @@ pub struct BackendDecl {
     pub port: Option<u16>,
     /// `None`: back to the default (answers while its server runs).
     pub behaviour: Option<Behaviour>,
+}
+
+/// The backend declarations, per address and port in time order, so that asking how one
+/// address and port behaves costs two map lookups and a binary search however many are
+/// declared (a simulated kube-proxy declares every node port on every node: 100,000 at
+/// 1,000 Services on 100 nodes). Serialized as the flat list of declarations.
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(from = "Vec<BackendDecl>", into = "Vec<BackendDecl>")]
+pub struct Backends {
+    by_address: BTreeMap<IpAddr, BTreeMap<Option<u16>, Vec<(Time, Option<Behaviour>)>>>,
+}
+
+impl Backends {
+    pub fn push(&mut self, d: BackendDecl) {
+        let list = self
+            .by_address
+            .entry(d.address)
+            .or_default()
+            .entry(d.port)
+            .or_default();
+        // Declarations come in time order; one from the past still lands in its place.
+        let at = list.partition_point(|(t, _)| *t <= d.at);
+        list.insert(at, (d.at, d.behaviour));
+    }
+
+    /// The last declaration for exactly `address` and `port` at or before `t`: `Some(None)`
+    /// when it put the default back, `None` when there is none.
+    pub fn latest(&self, address: IpAddr, port: Option<u16>, t: Time) -> Option<Option<Behaviour>> {
+        let list = self.by_address.get(&address)?.get(&port)?;
+        let n = list.partition_point(|(at, _)| *at <= t);
+        n.checked_sub(1).map(|i| list[i].1)
+    }
+
+    /// The times of the declarations for `address` as a whole or on one of `ports`.
+    fn change_points(&self, address: IpAddr, ports: &[u16], out: &mut Vec<Time>) {
+        let Some(by_port) = self.by_address.get(&address) else {
+            return;
+        };
+        let wanted = std::iter::once(None).chain(ports.iter().map(|p| Some(*p)));
+        for port in wanted {
+            out.extend(by_port.get(&port).into_iter().flatten().map(|(t, _)| *t));
+        }
+    }
+
+    /// Every declaration, by address and port, each in time order.
+    pub fn iter(&self) -> impl Iterator<Item = BackendDecl> + '_ {
+        self.by_address.iter().flat_map(|(address, by_port)| {
+            by_port.iter().flat_map(move |(port, list)| {
+                list.iter().map(move |(at, behaviour)| BackendDecl {
+                    at: *at,
+                    address: *address,
+                    port: *port,
+                    behaviour: *behaviour,
+                })
+            })
+        })
+    }
+}
+
+impl From<Vec<BackendDecl>> for Backends {
+    fn from(list: Vec<BackendDecl>) -> Backends {
+        let mut b = Backends::default();
+        for d in list {
+            b.push(d);
+        }
+        b
+    }
+}
+
+impl From<Backends> for Vec<BackendDecl> {
+    fn from(b: Backends) -> Vec<BackendDecl> {
+        let mut list: Vec<BackendDecl> = b.iter().collect();
+        list.sort_by_key(|d| d.at);
+        list
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,28 +281,22 @@ impl DataPlane {
                 http_status: 0,
             };
         }
-        let latest = |want: Option<u16>| {
-            self.backends
-                .iter()
-                .rfind(|d| d.at <= t && d.address == address && d.port == want)
-        };
-        match latest(Some(port)) {
-            Some(d) if d.behaviour.is_some() => d.behaviour.unwrap_or_default(),
-            _ => latest(None).and_then(|d| d.behaviour).unwrap_or_default(),
+        match self.backends.latest(address, Some(port), t) {
+            Some(Some(b)) => b,
+            _ => self
+                .backends
+                .latest(address, None, t)
+                .flatten()
+                .unwrap_or_default(),
         }
     }
 
-    /// Times at which anything about `address` may change.
-    fn address_change_points(&self, address: IpAddr, out: &mut Vec<Time>) {
+    /// Times at which anything about `address` on one of `ports` may change.
+    fn address_change_points(&self, address: IpAddr, ports: &[u16], out: &mut Vec<Time>) {
         if let Some(host) = self.hosts.values().find(|h| h.addresses.contains(&address)) {
             out.extend(host.log.iter().map(|(t, _)| *t));
         }
-        out.extend(
-            self.backends
-                .iter()
-                .filter(|d| d.address == address)
-                .map(|d| d.at),
-        );
+        self.backends.change_points(address, ports, out);
     }
 }
 
@@ -325,14 +395,23 @@ pub fn member_health(
 ) -> Vec<(Time, Health)> {
     let mut points: Vec<Time> = Vec::new();
     lb.boundaries(&mut points);
-    let address = lb
+    let configs = lb
         .ops
         .iter()
         .flat_map(|o| o.config.members.iter())
-        .find(|m| m.uuid == member)
-        .map(|m| m.address);
+        .filter(|m| m.uuid == member);
+    let mut ports = Vec::new();
+    let mut address = None;
+    for m in configs {
+        address = Some(m.address);
+        ports.extend(
+            [Some(m.protocol_port), m.monitor_port]
+                .into_iter()
+                .flatten(),
+        );
+    }
     if let Some(a) = address {
-        dp.address_change_points(a, &mut points);
+        dp.address_change_points(a, &ports, &mut points);
     }
     points.retain(|t| *t <= until);
     points.sort();
@@ -592,14 +671,17 @@ pub fn availability(
     for (_, ev) in &health {
         points.extend(ev.iter().map(|(t, _)| *t));
     }
-    let mut addresses: Vec<IpAddr> = Vec::new();
+    let mut ports: BTreeMap<IpAddr, Vec<u16>> = BTreeMap::new();
     for m in lb.ops.iter().flat_map(|o| o.config.members.iter()) {
-        if !addresses.contains(&m.address) {
-            addresses.push(m.address);
-        }
+        let of = ports.entry(m.address).or_default();
+        of.extend(
+            [Some(m.protocol_port), m.monitor_port]
+                .into_iter()
+                .flatten(),
+        );
     }
-    for a in addresses {
-        dp.address_change_points(a, &mut points);
+    for (a, ports) in &ports {
+        dp.address_change_points(*a, ports, &mut points);
     }
     for e in &dp.floating {
         points.push(e.at);
@@ -657,6 +739,46 @@ pub fn availability(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backends_answer_the_last_declaration_at_or_before_a_time_and_dump_as_a_list() {
+        let t0 = chrono::DateTime::UNIX_EPOCH;
+        let at = |s: f64| t0 + delta_from_secs(s);
+        let a: IpAddr = "10.0.0.1".parse().expect("ip");
+        let b = |tcp: bool| Behaviour {
+            tcp,
+            udp: false,
+            http_status: if tcp { 200 } else { 0 },
+        };
+        let decl = |t: f64, port: Option<u16>, behaviour: Option<Behaviour>| BackendDecl {
+            at: at(t),
+            address: a,
+            port,
+            behaviour,
+        };
+        let mut dp = DataPlane::default();
+        dp.backends.push(decl(1.0, Some(80), Some(b(false))));
+        dp.backends.push(decl(2.0, None, Some(b(false))));
+        dp.backends.push(decl(3.0, Some(80), None));
+        // Two at one moment: the later one counts, as it did in a flat list.
+        dp.backends.push(decl(3.0, Some(443), Some(b(false))));
+        dp.backends.push(decl(3.0, Some(443), Some(b(true))));
+        assert_eq!(dp.behaviour(a, 80, at(0.5)), Behaviour::default());
+        assert_eq!(dp.behaviour(a, 80, at(1.0)), b(false));
+        // Port 80 back to the default: the address-wide declaration applies.
+        assert_eq!(dp.behaviour(a, 80, at(3.0)), b(false));
+        assert_eq!(dp.behaviour(a, 443, at(3.0)), b(true));
+        assert_eq!(dp.behaviour(a, 22, at(1.5)), Behaviour::default());
+        let mut points = Vec::new();
+        dp.backends.change_points(a, &[80], &mut points);
+        points.sort();
+        assert_eq!(points, [at(1.0), at(2.0), at(3.0)]);
+
+        let dumped = serde_json::to_value(&dp.backends).expect("json");
+        assert_eq!(dumped.as_array().map(Vec::len), Some(5));
+        let back: Backends = serde_json::from_value(dumped).expect("restore");
+        assert_eq!(back.latest(a, Some(443), at(3.0)), Some(Some(b(true))));
+    }
 
     #[test]
     fn expected_codes_accept_single_codes_and_ranges() {

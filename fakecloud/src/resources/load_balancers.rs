@@ -294,10 +294,9 @@ fn snapshot(st: &State, lb: Uuid) -> LbConfig {
                 pool: l.pool,
             })
             .collect(),
-        members: st
-            .members
-            .values()
-            .filter(|m| pools.contains(&m.pool))
+        members: pools
+            .iter()
+            .flat_map(|p| st.members.of_pool(*p))
             .map(|m| MemberCfg {
                 uuid: m.uuid,
                 pool: m.pool,
@@ -426,7 +425,7 @@ fn describe_monitor(st: &State, id: Uuid) -> Option<(Uuid, String)> {
 
 fn delete_pool(st: &mut State, id: Uuid) {
     st.pools.shift_remove(&id);
-    st.members.retain(|_, m| m.pool != id);
+    st.members.remove_pool(&id);
     st.health_monitors.retain(|_, m| m.pool != id);
     st.listeners.retain(|_, l| l.pool != Some(id));
 }
@@ -932,7 +931,7 @@ async fn list_members(
         }
         Ok(ok(list_of(
             ctx,
-            ctx.st.members.values().filter(|m| m.pool == pool),
+            ctx.st.members.of_pool(pool),
             &q,
             |m| Some(&m.name),
             |m| &m.tags,
@@ -1000,8 +999,8 @@ async fn create_member(
             && refuse_duplicates
             && st
                 .members
-                .values()
-                .any(|m| m.pool == pool && m.address == ip && m.protocol_port == port)
+                .of_pool(pool)
+                .any(|m| m.address == ip && m.protocol_port == port)
         {
             body.error(
                 "address",
@@ -1018,21 +1017,18 @@ async fn create_member(
         };
         body.finish()?;
         let uuid = st.ids.new_uuid();
-        st.members.insert(
+        st.members.insert(Member {
             uuid,
-            Member {
-                uuid,
-                pool,
-                name,
-                enabled,
-                protocol_port,
-                monitor_port,
-                address,
-                subnet,
-                tags,
-                created_at: now,
-            },
-        );
+            pool,
+            name,
+            enabled,
+            protocol_port,
+            monitor_port,
+            address,
+            subnet,
+            tags,
+            created_at: now,
+        });
         if let Some((lb, what)) = describe_member(st, uuid) {
             record_lb_op(st, lb, now, &timing, format!("create {what}"));
         }
@@ -1093,7 +1089,7 @@ async fn delete_member(
             return Err(ApiError::NotFound);
         }
         let described = describe_member(st, id);
-        st.members.shift_remove(&id);
+        st.members.remove(&id);
         if let Some((lb, what)) = described {
             record_lb_op(st, lb, now, &timing, format!("delete {what}"));
         }

@@ -213,6 +213,16 @@ impl Shared {
         self.0.changed.subscribe()
     }
 
+    /// Whether an object of one of `storages` changed after resourceVersion `rv` (also when
+    /// the history no longer reaches back that far), and the current resourceVersion.
+    pub fn changed_since(&self, rv: u64, storages: &[&str]) -> (bool, u64) {
+        let store = self.0.store.read();
+        let changed = store
+            .changes_after(rv)
+            .is_none_or(|mut c| c.any(|c| storages.contains(&c.storage)));
+        (changed, store.rv)
+    }
+
     /// Every stored object of one type (`services`, `nodes`, `endpointslices`, `events`, ...)
     /// that parses as `T`, in namespace and name order.
     pub fn objects<T: serde::de::DeserializeOwned>(&self, storage: &str) -> Vec<T> {

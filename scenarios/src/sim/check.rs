@@ -224,7 +224,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                     ));
                 }
                 let mut members = BTreeSet::new();
-                for m in st.members.values().filter(|m| m.pool == p.uuid) {
+                for m in st.members.of_pool(p.uuid) {
                     if !members.insert((m.address, m.protocol_port)) {
                         out.push(violation(
                             "duplicate",
