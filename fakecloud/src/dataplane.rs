@@ -120,8 +120,12 @@ pub struct BackendDecl {
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 #[serde(from = "Vec<BackendDecl>", into = "Vec<BackendDecl>")]
 pub struct Backends {
-    by_address: BTreeMap<IpAddr, BTreeMap<Option<u16>, Vec<(Time, Option<Behaviour>)>>>,
+    by_address: BTreeMap<IpAddr, BTreeMap<Option<u16>, Declared>>,
 }
+
+/// The declarations of one address and port (`None`: the whole address), in time order:
+/// from when on, and how it answers (`None`: back to the default).
+type Declared = Vec<(Time, Option<Behaviour>)>;
 
 impl Backends {
     pub fn push(&mut self, d: BackendDecl) {
