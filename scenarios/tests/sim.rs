@@ -124,6 +124,13 @@ fn the_checks_report_orphans_duplicates_and_foreign_changes() {
                 .await
                 .expect("member");
         }
+        // The check run after each create looks where that create could have broken it.
+        let after = check::after_create(&world.cloud, &format!("{path}?x=1"));
+        assert_eq!(
+            after.iter().map(|v| v.invariant).collect::<Vec<_>>(),
+            ["duplicate"]
+        );
+        assert!(check::after_create(&world.cloud, "/v1/load-balancers").is_empty());
         let cx = Context {
             // A foreign load balancer that has vanished since its snapshot.
             foreign: (uuid::Uuid::nil(), json!({"name": "vanished"})),

@@ -114,7 +114,7 @@ impl Transport for CloudLink {
                     trace.cloud(&actor, &method, &path, Some(status.as_u16()));
                     trace.slow(&actor, sent);
                     if method == "POST" && status.is_success() {
-                        let mut new = super::check::at_any_time(cloud.app());
+                        let mut new = super::check::after_create(cloud.app(), &path);
                         if !new.is_empty() {
                             let mut found = found.lock();
                             new.retain(|v| !found.contains(v));
@@ -132,7 +132,7 @@ impl Transport for CloudLink {
                     trace.slow(&actor, sent);
                     if method == "POST" {
                         // A lost answer may hide an executed create.
-                        let mut new = super::check::at_any_time(cloud.app());
+                        let mut new = super::check::after_create(cloud.app(), &path);
                         let mut found = found.lock();
                         new.retain(|v| !found.contains(v));
                         found.extend(new);

@@ -136,7 +136,7 @@ pub struct World {
     /// fakecloud's time when the trace began (trace millisecond 0).
     pub cloud_zero: fakecloud::clock::Time,
     pub ccms: Vec<SimCcm>,
-    /// Violations the checks found while the run went on (see [`super::check::at_any_time`]).
+    /// Violations the checks found while the run went on (see [`super::check::after_create`]).
     pub found: Arc<parking_lot::Mutex<Vec<super::check::Violation>>>,
     kubelets: Vec<Kubelet>,
     proxy: JoinHandle<()>,
