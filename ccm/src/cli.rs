@@ -25,18 +25,26 @@ fn init_logging(format: &str) {
     }
 }
 
-async fn termination() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// SIGTERM or SIGINT. The handlers are installed at once (inside a runtime), not when the
+/// future is first polled: a signal sent as soon as the CCM logs that it started must stop
+/// it cleanly, not meet the default action.
+fn termination() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = signal(SignalKind::terminate()).ok();
+    let int = signal(SignalKind::interrupt()).ok();
+    async move {
+        let recv = |s: Option<tokio::signal::unix::Signal>| async move {
+            match s {
+                Some(mut s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        tokio::select! {
+            _ = recv(term) => {}
+            _ = recv(int) => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term => {}
     }
 }
 
@@ -109,12 +117,11 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(app::run(
-        opts,
-        Environment::from_process(),
-        termination(),
-        |_| {},
-    )) {
+    let stop = {
+        let _in_runtime = runtime.enter();
+        termination()
+    };
+    match runtime.block_on(app::run(opts, Environment::from_process(), stop, |_| {})) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("cloudscale-cloud-controller-manager: {e}");

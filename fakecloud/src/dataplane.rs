@@ -58,8 +58,42 @@ pub struct AppliedOp {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LbConfig {
     pub listeners: Vec<ListenerCfg>,
+    /// Sorted by UUID (see [`LbConfig::member`]).
+    #[serde(deserialize_with = "sorted_members")]
     pub members: Vec<MemberCfg>,
     pub monitors: Vec<MonitorCfg>,
+}
+
+impl LbConfig {
+    /// The configuration with its members sorted by UUID, as [`LbConfig::member`] needs.
+    pub fn new(
+        listeners: Vec<ListenerCfg>,
+        mut members: Vec<MemberCfg>,
+        monitors: Vec<MonitorCfg>,
+    ) -> LbConfig {
+        members.sort_by_key(|m| m.uuid);
+        LbConfig {
+            listeners,
+            members,
+            monitors,
+        }
+    }
+
+    /// The member `uuid`: a binary search, since a member's health is followed through
+    /// every configuration a load balancer ran (a hundred members in a hundred
+    /// configurations for each of a pool's members).
+    pub fn member(&self, uuid: Uuid) -> Option<&MemberCfg> {
+        self.members
+            .binary_search_by_key(&uuid, |m| m.uuid)
+            .ok()
+            .map(|i| &self.members[i])
+    }
+}
+
+fn sorted_members<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<MemberCfg>, D::Error> {
+    let mut members = Vec::<MemberCfg>::deserialize(d)?;
+    members.sort_by_key(|m| m.uuid);
+    Ok(members)
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -399,11 +433,7 @@ pub fn member_health(
 ) -> Vec<(Time, Health)> {
     let mut points: Vec<Time> = Vec::new();
     lb.boundaries(&mut points);
-    let configs = lb
-        .ops
-        .iter()
-        .flat_map(|o| o.config.members.iter())
-        .filter(|m| m.uuid == member);
+    let configs = lb.ops.iter().filter_map(|o| o.config.member(member));
     let mut ports = Vec::new();
     let mut address = None;
     for m in configs {
@@ -437,7 +467,7 @@ pub fn member_health(
     for (i, &start) in points.iter().enumerate() {
         let end = points.get(i + 1).copied().unwrap_or(until);
         let cfg = lb.config_at(start);
-        let m = cfg.and_then(|c| c.members.iter().find(|m| m.uuid == member));
+        let m = cfg.and_then(|c| c.member(member));
         let Some(m) = m else {
             state = Health::Absent;
             monitor_id = None;

@@ -164,6 +164,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let fc = FakeCloud::start_app(app)
         .await
         .with_context(|| format!("cannot listen on {}", args.listen))?;
+    // Before the banner: a script that signals once it has read it must not meet the
+    // default action (an exit that is not success).
+    let signals = Signals::install()?;
     // The first line is machine-readable: scripts wait for it to learn the port.
     println!("fakecloud listening on http://{}", fc.addr());
     if args.public_url.is_some() {
@@ -184,7 +187,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     println!("admin API: {}/_fake/", fc.base_url());
-    wait_for_signal().await?;
+    signals.wait().await;
     tracing::info!("shutting down");
     fc.shutdown().await;
     Ok(())
@@ -204,12 +207,25 @@ fn init_logging(format: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .context("cannot install SIGTERM handler")?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.context("cannot wait for SIGINT")?,
-        _ = term.recv() => {}
+/// SIGTERM and SIGINT handlers, installed before they are awaited.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            term: signal(SignalKind::terminate()).context("cannot install SIGTERM handler")?,
+            int: signal(SignalKind::interrupt()).context("cannot install SIGINT handler")?,
+        })
     }
-    Ok(())
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.term.recv() => {}
+            _ = self.int.recv() => {}
+        }
+    }
 }

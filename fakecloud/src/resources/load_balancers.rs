@@ -276,9 +276,8 @@ fn snapshot(st: &State, lb: Uuid) -> LbConfig {
         .filter(|p| p.load_balancer == lb)
         .map(|p| p.uuid)
         .collect();
-    LbConfig {
-        listeners: st
-            .listeners
+    LbConfig::new(
+        st.listeners
             .values()
             .filter(|l| l.load_balancer == lb)
             .map(|l| ListenerCfg {
@@ -294,7 +293,7 @@ fn snapshot(st: &State, lb: Uuid) -> LbConfig {
                 pool: l.pool,
             })
             .collect(),
-        members: pools
+        pools
             .iter()
             .flat_map(|p| st.members.of_pool(*p))
             .map(|m| MemberCfg {
@@ -306,8 +305,7 @@ fn snapshot(st: &State, lb: Uuid) -> LbConfig {
                 enabled: m.enabled,
             })
             .collect(),
-        monitors: st
-            .health_monitors
+        st.health_monitors
             .values()
             .filter(|m| m.load_balancer == lb)
             .map(|m| MonitorCfg {
@@ -320,7 +318,7 @@ fn snapshot(st: &State, lb: Uuid) -> LbConfig {
                 http: m.http.clone(),
             })
             .collect(),
-    }
+    )
 }
 
 /// Queues a change on `lb`: it is applied after the changes before it, each taking
