@@ -141,17 +141,27 @@ async fn mine(c: &Client, name: &str, uuid: Option<Uuid>) -> (LoadBalancer, Actu
     }
 }
 
-/// Plans against the fetched state.
-async fn plan_now(c: &Client, d: &DesiredLb, uuid: Option<Uuid>) -> (Option<ActualLb>, Plan) {
-    let snapshot = Snapshot::fetch(c).await.expect("snapshot");
-    let actual = match fetch::fetch_in(c, &snapshot, &lookup(&d.name, uuid))
+/// The Service's load balancer as found in `snapshot`; panics unless it is its own or absent.
+async fn actual_in(
+    c: &Client,
+    snapshot: &Snapshot,
+    d: &DesiredLb,
+    uuid: Option<Uuid>,
+) -> Option<ActualLb> {
+    match fetch::fetch_in(c, snapshot, &lookup(&d.name, uuid))
         .await
         .expect("fetch")
     {
         Found::Mine { actual, .. } => Some(*actual),
         Found::Absent => None,
         Found::Refused(why) => panic!("refused: {why}"),
-    };
+    }
+}
+
+/// Plans against the fetched state.
+async fn plan_now(c: &Client, d: &DesiredLb, uuid: Option<Uuid>) -> (Option<ActualLb>, Plan) {
+    let snapshot = Snapshot::fetch(c).await.expect("snapshot");
+    let actual = actual_in(c, &snapshot, d, uuid).await;
     let p = plan(d, actual.as_ref(), &snapshot.account(), &owner());
     (actual, p)
 }
@@ -888,14 +898,7 @@ async fn execute_and_patch(
     patched: &mut Snapshot,
     uuid: Option<Uuid>,
 ) -> (bool, Option<Uuid>) {
-    let actual = match fetch::fetch_in(c, patched, &lookup(&d.name, uuid))
-        .await
-        .expect("fetch")
-    {
-        Found::Mine { actual, .. } => Some(*actual),
-        Found::Absent => None,
-        Found::Refused(why) => panic!("refused: {why}"),
-    };
+    let actual = actual_in(c, patched, d, uuid).await;
     let p = plan(d, actual.as_ref(), &patched.account(), &owner());
     let out = apply::execute(c, d, actual.as_ref().map(|a| a.uuid), &p, &opts(), &tags())
         .await

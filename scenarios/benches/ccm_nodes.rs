@@ -232,6 +232,11 @@ async fn main() {
             took.as_secs_f64(),
             status_kib(pid, "VmHWM:").map_or("?".into(), |k| k.to_string())
         );
+        // The API server, fakecloud and the kubelets run in this process.
+        println!(
+            "testbed peak resident memory (API server, fakecloud at 100x, kubelets): {} KiB",
+            status_kib(std::process::id(), "VmHWM:").map_or("?".into(), |k| k.to_string())
+        );
     }
     let _ = std::fs::remove_file(&kubeconfig);
 }
