@@ -213,14 +213,37 @@ impl Shared {
         self.0.changed.subscribe()
     }
 
-    /// Whether an object of one of `storages` changed after resourceVersion `rv` (also when
-    /// the history no longer reaches back that far), and the current resourceVersion.
-    pub fn changed_since(&self, rv: u64, storages: &[&str]) -> (bool, u64) {
+    /// The objects of `storages` changed after resourceVersion `rv`, as (storage, namespace,
+    /// name) in the order of their changes (`None` when the history no longer reaches back
+    /// that far), and the current resourceVersion.
+    pub fn changed_since(
+        &self,
+        rv: u64,
+        storages: &[&str],
+    ) -> (Option<Vec<(&'static str, String, String)>>, u64) {
         let store = self.0.store.read();
-        let changed = store
-            .changes_after(rv)
-            .is_none_or(|mut c| c.any(|c| storages.contains(&c.storage)));
+        let changed = store.changes_after(rv).map(|changes| {
+            changes
+                .filter(|c| storages.contains(&c.storage))
+                .map(|c| {
+                    let name = c.object["metadata"]["name"].as_str().unwrap_or_default();
+                    (c.storage, c.namespace.clone(), name.to_string())
+                })
+                .collect()
+        });
         (changed, store.rv)
+    }
+
+    /// One stored object, if it parses as `T`.
+    pub fn object<T: serde::de::DeserializeOwned>(
+        &self,
+        storage: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<T> {
+        let store = self.0.store.read();
+        let value = store.get(storage, &(namespace.to_string(), name.to_string()))?;
+        serde_json::from_value(value.clone()).ok()
     }
 
     /// Every stored object of one type (`services`, `nodes`, `endpointslices`, `events`, ...)
