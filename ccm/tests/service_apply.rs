@@ -956,3 +956,48 @@ async fn the_edits_of_creating_and_of_removing_a_port_turn_the_shared_snapshot_i
     assert_converged(&c, &d, lb).await;
     fc.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_shared_snapshot_takes_recorded_edits_without_reading_again_and_reads_after_an_invalidation()
+ {
+    use ccm::service::fetch::Edit;
+    use ccm::service::shared::SharedReads;
+    let fc = start().await;
+    let c = client(&fc).with_own_counters();
+    let subnet = subnet(&c).await;
+    let shared = SharedReads::new(Duration::from_secs(3600));
+    let first = shared.snapshot(&c).await.expect("snapshot");
+    let reads = c.counters().reads;
+    assert!(first.load_balancers.is_empty());
+
+    // Another Service's plan creates a load balancer and records it.
+    let (_, lb) = apply_once(&client(&fc), &desired(subnet), None).await;
+    let created = c
+        .get_load_balancer(&lb.to_string())
+        .await
+        .expect("get")
+        .expect("exists");
+    let reads = reads + 1;
+    shared.record(&[Edit::LoadBalancer(created), Edit::Changing(lb.to_string())]);
+    let patched = shared.snapshot(&c).await.expect("snapshot");
+    assert_eq!(
+        c.counters().reads,
+        reads,
+        "the edit is applied, nothing read"
+    );
+    assert_eq!(patched.load_balancers.len(), 1);
+    assert_eq!(
+        patched.load_balancers[0].status,
+        LoadBalancerStatus::Changing
+    );
+    // The patched snapshot is kept: the next reader applies nothing again.
+    let again = shared.snapshot(&c).await.expect("snapshot");
+    assert!(Arc::ptr_eq(&patched, &again));
+
+    // A write no edit describes: read again, and the pools the plan made are there.
+    shared.invalidate();
+    let fresh = shared.snapshot(&c).await.expect("snapshot");
+    assert!(c.counters().reads > reads, "read again");
+    assert_eq!(fresh.pools.len(), 2);
+    fc.shutdown().await;
+}
