@@ -76,6 +76,9 @@ pub struct Inner {
 #[derive(Clone)]
 pub struct Shared(pub Arc<Inner>);
 
+/// A changed object: its storage (`services`, ...), namespace and name.
+pub type ChangedObject = (&'static str, String, String);
+
 /// What a path names.
 #[derive(Debug, Clone)]
 struct Target {
@@ -216,11 +219,7 @@ impl Shared {
     /// The objects of `storages` changed after resourceVersion `rv`, as (storage, namespace,
     /// name) in the order of their changes (`None` when the history no longer reaches back
     /// that far), and the current resourceVersion.
-    pub fn changed_since(
-        &self,
-        rv: u64,
-        storages: &[&str],
-    ) -> (Option<Vec<(&'static str, String, String)>>, u64) {
+    pub fn changed_since(&self, rv: u64, storages: &[&str]) -> (Option<Vec<ChangedObject>>, u64) {
         let store = self.0.store.read();
         let changed = store.changes_after(rv).map(|changes| {
             changes
