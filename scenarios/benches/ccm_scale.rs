@@ -318,7 +318,7 @@ async fn storm(world: &World, services: u64) {
     })
     .await;
     println!(
-        "429 storm (Retry-After 30, 2 minutes, 30 s into a second burst): every ingress {} virtual s after the storm began; {} cloud requests in that burst; during the storm, by endpoint class:",
+        "429 storm (Retry-After 30, 2 minutes, 30 s into a burst): every ingress {} virtual s after the storm began; {} cloud requests in that burst; during the storm, by endpoint class:",
         took.map_or("(not within 6 h)".into(), |d| (d.as_secs() + 120)
             .to_string()),
         total(&requests(world, storm_from), "cloud"),
