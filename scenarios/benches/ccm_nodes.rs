@@ -66,13 +66,7 @@ async fn burst(tb: &Testbed, n: usize) -> Duration {
         let ready = list
             .items
             .iter()
-            .filter(|s| {
-                s.status
-                    .as_ref()
-                    .and_then(|st| st.load_balancer.as_ref())
-                    .and_then(|l| l.ingress.as_ref())
-                    .is_some_and(|i| !i.is_empty())
-            })
+            .filter(|s| scenarios::ccm_bed::has_ingress(s))
             .count();
         if ready == n {
             return started.elapsed();

@@ -122,13 +122,7 @@ fn with_ingress(world: &World, prefix: &str) -> usize {
                 .as_deref()
                 .is_some_and(|n| n.starts_with(prefix))
         })
-        .filter(|s| {
-            s.status
-                .as_ref()
-                .and_then(|st| st.load_balancer.as_ref())
-                .and_then(|l| l.ingress.as_ref())
-                .is_some_and(|i| !i.is_empty())
-        })
+        .filter(|s| scenarios::ccm_bed::has_ingress(s))
         .count()
 }
 

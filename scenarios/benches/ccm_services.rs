@@ -77,14 +77,6 @@ fn service(name: &str, port: u16) -> Service {
     .expect("service")
 }
 
-fn has_ingress(s: &Service) -> bool {
-    s.status
-        .as_ref()
-        .and_then(|s| s.load_balancer.as_ref())
-        .and_then(|l| l.ingress.as_ref())
-        .is_some_and(|i| !i.is_empty())
-}
-
 async fn wait_ingress(api: &Api<Service>, names: &[String], limit: Duration) -> Duration {
     let started = Instant::now();
     loop {
@@ -93,7 +85,8 @@ async fn wait_ingress(api: &Api<Service>, names: &[String], limit: Duration) -> 
             .items
             .iter()
             .filter(|s| {
-                names.contains(&s.metadata.name.clone().unwrap_or_default()) && has_ingress(s)
+                names.contains(&s.metadata.name.clone().unwrap_or_default())
+                    && scenarios::ccm_bed::has_ingress(s)
             })
             .count();
         if ready == names.len() {

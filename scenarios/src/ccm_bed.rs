@@ -690,6 +690,15 @@ pub fn ingress(svc: &Service) -> Vec<Value> {
     ccm::service::ensure::ingress_of(svc)
 }
 
+/// Whether the Service's status has an ingress entry (its load balancer is in place).
+pub fn has_ingress(svc: &Service) -> bool {
+    svc.status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|l| l.ingress.as_ref())
+        .is_some_and(|i| !i.is_empty())
+}
+
 /// The longest downtime (virtual s) of any VIP on `port` in oracle `entries`; panics when
 /// there is no such entry (nothing measured is not "no downtime").
 pub fn downtime(entries: &[Value], port: u16) -> f64 {

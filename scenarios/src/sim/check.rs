@@ -316,12 +316,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                     ),
                 ));
             }
-            let ingress = svc
-                .status
-                .as_ref()
-                .and_then(|s| s.load_balancer.as_ref())
-                .and_then(|l| l.ingress.as_ref())
-                .is_some_and(|i| !i.is_empty());
+            let ingress = crate::ccm_bed::has_ingress(svc);
             if !ingress {
                 out.push(violation(
                     "not-converged",

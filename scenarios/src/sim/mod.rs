@@ -81,13 +81,7 @@ pub fn scale(services: usize, nodes: usize, minutes: u64) -> Result<String, Stri
             .api
             .objects::<Service>("services")
             .iter()
-            .filter(|s| {
-                s.status
-                    .as_ref()
-                    .and_then(|st| st.load_balancer.as_ref())
-                    .and_then(|l| l.ingress.as_ref())
-                    .is_some_and(|i| !i.is_empty())
-            })
+            .filter(|s| crate::ccm_bed::has_ingress(s))
             .count();
         let lines = world.trace.lines();
         let count = |api: &str| {
