@@ -318,50 +318,40 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn floating_ips(&mut self) -> Vec<IpNet> {
-        let key = LOADBALANCER_FLOATING_IPS;
-        let Some(raw) = self.get(key) else {
-            return Vec::new();
-        };
-        let Some(list) = self.string_list(key, r#"["5.102.150.123/32", "2a06:c01::123/128"]"#)
-        else {
-            return Vec::new();
-        };
-        let mut out = Vec::with_capacity(list.len());
-        for (i, entry) in list.iter().enumerate() {
-            match parse_network(entry) {
-                Ok(net) => push_unique(&mut out, net),
-                Err(problem) => self.error(
-                    key,
-                    raw,
-                    format!("entry [{i}] {entry:?} {problem}"),
-                    "list Floating IP networks as the API shows them, e.g. \
-                     \"5.102.150.123/32\" or \"2a06:c01::/56\"; a bare address means /32 or \
-                     /128",
-                ),
-            }
-        }
-        out
+        self.networks(
+            LOADBALANCER_FLOATING_IPS,
+            r#"["5.102.150.123/32", "2a06:c01::123/128"]"#,
+            "list Floating IP networks as the API shows them, e.g. \
+             \"5.102.150.123/32\" or \"2a06:c01::/56\"; a bare address means /32 or \
+             /128",
+        )
     }
 
     pub(super) fn allowed_cidrs(&mut self) -> Vec<IpNet> {
-        let key = LOADBALANCER_LISTENER_ALLOWED_CIDRS;
+        self.networks(
+            LOADBALANCER_LISTENER_ALLOWED_CIDRS,
+            r#"["1.2.3.0/24", "2001:db8::/32"]"#,
+            "list networks in CIDR notation with the host bits zero, e.g. \
+             \"1.2.3.0/24\", or single addresses",
+        )
+    }
+
+    /// A JSON list of networks (`example` shows one), without repeats; every bad entry is
+    /// noted with `hint`.
+    fn networks(&mut self, key: &str, example: &str, hint: &str) -> Vec<IpNet> {
         let Some(raw) = self.get(key) else {
             return Vec::new();
         };
-        let Some(list) = self.string_list(key, r#"["1.2.3.0/24", "2001:db8::/32"]"#) else {
+        let Some(list) = self.string_list(key, example) else {
             return Vec::new();
         };
         let mut out = Vec::with_capacity(list.len());
         for (i, entry) in list.iter().enumerate() {
             match parse_network(entry) {
                 Ok(net) => push_unique(&mut out, net),
-                Err(problem) => self.error(
-                    key,
-                    raw,
-                    format!("entry [{i}] {entry:?} {problem}"),
-                    "list networks in CIDR notation with the host bits zero, e.g. \
-                     \"1.2.3.0/24\", or single addresses",
-                ),
+                Err(problem) => {
+                    self.error(key, raw, format!("entry [{i}] {entry:?} {problem}"), hint)
+                }
             }
         }
         out
