@@ -266,6 +266,30 @@ async fn report_plan(
     }
 }
 
+/// [`prepare`] on the shared reads; a floating IP two Services claim is announced.
+async fn prepare_announced(
+    svc: &Service,
+    cfg: &ServiceConfig,
+    ctx: &ServiceContext,
+) -> Result<Prepared, ServiceError> {
+    match prepare(cfg, &ctx.cluster_name, &Reads::Cached(ctx)).await {
+        Ok(p) => Ok(p),
+        Err(e @ ServiceError::FloatingIpConflict { .. }) => {
+            ctx.events
+                .publish(
+                    &svc.object_ref(&()),
+                    true,
+                    "FloatingIPConflict",
+                    "EnsureLoadBalancer",
+                    e.to_string(),
+                )
+                .await;
+            Err(e)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// Makes the Service's load balancer what it should be, as far as it can go now: the
 /// pipeline of [`prepare`] (shared with the preview), then apply, passes of fetch, plan and
 /// apply again until nothing is left or something waits, then status.
@@ -280,22 +304,20 @@ pub async fn ensure(
     if let Some(progress) = recheck_waiting(svc, ctx).await {
         return Ok(progress);
     }
-    let prepared = match prepare(cfg, &ctx.cluster_name, &Reads::Cached(ctx)).await {
-        Ok(p) => p,
-        Err(e @ ServiceError::FloatingIpConflict { .. }) => {
-            ctx.events
-                .publish(
-                    &svc.object_ref(&()),
-                    true,
-                    "FloatingIPConflict",
-                    "EnsureLoadBalancer",
-                    e.to_string(),
-                )
-                .await;
-            return Err(e);
-        }
-        Err(e) => return Err(e),
-    };
+    let mut prepared = prepare_announced(svc, cfg, ctx).await?;
+    // The account-wide lists may be shared from a read made up to
+    // `--api-read-sharing-window` ago, before a floating IP the Service now names was
+    // created (a user creates it, then annotates the Service): read afresh before refusing
+    // it, rather than leave it unassigned until the next resync.
+    if prepared
+        .plan
+        .refusals
+        .iter()
+        .any(|r| r.annotation == super::plan::ANNOTATION_FLOATING_IPS)
+    {
+        ctx.shared.invalidate();
+        prepared = prepare_announced(svc, cfg, ctx).await?;
+    }
     report_mapping(svc, ctx, &prepared.mapped).await;
     report_plan(svc, cfg, ctx, &prepared).await;
     let Prepared {

@@ -260,7 +260,8 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
         .unwrap_or_default();
     // Node ports given out to earlier ports of this Service: a TCP and a UDP port with the
     // same number may share one (the DNS case).
-    let mut own_node_ports: Vec<(i64, Option<i64>)> = Vec::new();
+    // With each: the port number and protocol it was given to.
+    let mut own_node_ports: Vec<(i64, Option<i64>, String)> = Vec::new();
     let allocate_node_ports = external(&ty)
         && !(ty == "LoadBalancer"
             && spec.get("allocateLoadBalancerNodePorts") == Some(&json!(false)));
@@ -270,6 +271,12 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
         .iter()
         .filter_map(|o| o.get("nodePort").and_then(Value::as_i64))
     {
+        taken.node_ports.insert(n);
+    }
+    // So is the Service's own health-check node port: a port added by the update must not
+    // be given it (the health check and the port would answer on one node port).
+    let old_health = old_spec.get("healthCheckNodePort").and_then(Value::as_i64);
+    if let Some(n) = old_health {
         taken.node_ports.insert(n);
     }
     // Node ports the new ports ask for by value.
@@ -349,7 +356,11 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
                             c.add("FieldValueInvalid", f("nodePort"), format!("Invalid value: {n}: provided port is not in the valid range. The range of valid ports is {NODE_PORT_MIN}-{NODE_PORT_MAX}"));
                         } else if !own
                             && taken.node_ports.contains(&n)
-                            && !own_node_ports.contains(&(n, port))
+                            // kube-apiserver refuses a node port twice for one protocol;
+                            // a TCP and a UDP port may share one whatever their numbers.
+                            && !own_node_ports
+                                .iter()
+                                .any(|(m, _, proto)| *m == n && *proto != protocol)
                         {
                             c.add(
                                 "FieldValueInvalid",
@@ -358,7 +369,7 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
                             );
                         } else {
                             taken.node_ports.insert(n);
-                            own_node_ports.push((n, port));
+                            own_node_ports.push((n, port, protocol.clone()));
                         }
                     }
                     None => {
@@ -374,12 +385,12 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
                             .filter(|n| !requested.contains(n));
                         let twin = own_node_ports
                             .iter()
-                            .find(|(_, q)| *q == port)
-                            .map(|(n, _)| *n);
+                            .find(|(_, q, proto)| *q == port && *proto != protocol)
+                            .map(|(n, _, _)| *n);
                         match kept.or(twin).or_else(|| taken.allocate_node_port()) {
                             Some(n) => {
                                 p["nodePort"] = json!(n);
-                                own_node_ports.push((n, port));
+                                own_node_ports.push((n, port, protocol.clone()));
                             }
                             None => c.add(
                                 "FieldValueInvalid",
@@ -410,8 +421,14 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
         spec.get("healthCheckNodePort").and_then(Value::as_i64),
     ) {
         (true, Some(n)) => {
-            let own = old_spec.get("healthCheckNodePort").and_then(Value::as_i64) == Some(n);
-            if !own && taken.node_ports.contains(&n) {
+            let own = old_health == Some(n);
+            let a_port = spec
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|p| p.get("nodePort").and_then(Value::as_i64) == Some(n));
+            if (!own && taken.node_ports.contains(&n)) || a_port {
                 c.add(
                     "FieldValueInvalid",
                     "spec.healthCheckNodePort",
@@ -419,17 +436,14 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
                 );
             }
         }
-        (true, None) => {
-            let kept = old_spec.get("healthCheckNodePort").and_then(Value::as_i64);
-            match kept.or_else(|| taken.allocate_node_port()) {
-                Some(n) => spec["healthCheckNodePort"] = json!(n),
-                None => c.add(
-                    "FieldValueInvalid",
-                    "spec.healthCheckNodePort",
-                    "range of valid ports is full",
-                ),
-            }
-        }
+        (true, None) => match old_health.or_else(|| taken.allocate_node_port()) {
+            Some(n) => spec["healthCheckNodePort"] = json!(n),
+            None => c.add(
+                "FieldValueInvalid",
+                "spec.healthCheckNodePort",
+                "range of valid ports is full",
+            ),
+        },
         (false, Some(_)) => {
             if let Some(m) = spec.as_object_mut() {
                 m.remove("healthCheckNodePort");
@@ -548,6 +562,30 @@ mod tests {
     }
 
     #[test]
+    fn a_port_added_to_a_local_service_never_gets_its_health_check_node_port() {
+        let mut old = json!({"metadata": {"name": "a", "uid": "1"}, "spec": {"type": "LoadBalancer",
+            "externalTrafficPolicy": "Local", "ports": [{"name": "web", "port": 80}]}});
+        prepare(&mut old, None, &mut empty()).expect("create");
+        let health = old["spec"]["healthCheckNodePort"].clone();
+        let mut added = json!({"metadata": {"name": "a", "uid": "1"}, "spec": {"type": "LoadBalancer",
+            "externalTrafficPolicy": "Local", "healthCheckNodePort": health,
+            "ports": [{"name": "web", "port": 80}, {"name": "dns", "port": 53}]}});
+        let mut taken = Taken::from_services([&old].into_iter(), Some("1"));
+        prepare(&mut added, Some(&old), &mut taken).expect("add a port");
+        assert_eq!(added["spec"]["healthCheckNodePort"], health);
+        assert_ne!(added["spec"]["ports"][1]["nodePort"], health);
+        assert_ne!(
+            added["spec"]["ports"][1]["nodePort"],
+            added["spec"]["ports"][0]["nodePort"]
+        );
+        // Asking for one of its own node ports as the health check's is refused.
+        let mut clash = added.clone();
+        clash["spec"]["healthCheckNodePort"] = added["spec"]["ports"][0]["nodePort"].clone();
+        let mut taken = Taken::from_services([&added].into_iter(), Some("1"));
+        assert!(prepare(&mut clash, Some(&added), &mut taken).is_err());
+    }
+
+    #[test]
     fn node_ports_are_unique_and_kept_on_update() {
         let mut a = json!({"metadata": {"name": "a", "uid": "1"}, "spec": {"type": "NodePort", "ports": [{"port": 80}]}});
         prepare(&mut a, None, &mut empty()).expect("a");
@@ -628,6 +666,18 @@ mod tests {
             svc["spec"]["ports"][0]["nodePort"],
             svc["spec"]["ports"][1]["nodePort"]
         );
+        // Asked for explicitly, a TCP and a UDP port share one whatever their numbers; two
+        // TCP ports never do.
+        let mut apart = json!({"metadata": {"name": "dns2"}, "spec": {"type": "LoadBalancer", "ports": [
+            {"name": "dns-tcp", "port": 53, "protocol": "TCP", "nodePort": 31053},
+            {"name": "alt-udp", "port": 5353, "protocol": "UDP", "nodePort": 31053},
+        ]}});
+        prepare(&mut apart, None, &mut empty()).expect("TCP and UDP on one node port");
+        let mut twice = json!({"metadata": {"name": "dns3"}, "spec": {"type": "LoadBalancer", "ports": [
+            {"name": "a", "port": 53, "protocol": "TCP", "nodePort": 31054},
+            {"name": "b", "port": 54, "protocol": "TCP", "nodePort": 31054},
+        ]}});
+        assert!(prepare(&mut twice, None, &mut empty()).is_err());
     }
 
     /// The causes of a refused `prepare`, as `(reason, field, message)`.

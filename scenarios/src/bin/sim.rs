@@ -58,6 +58,26 @@ enum Command {
         #[arg(long, default_value_t = 10)]
         minutes: u64,
     },
+    /// The property-based suite of Service changes (`scenarios::sim::props`): runs N
+    /// generated cases and writes the markdown report (per change type: the reference's
+    /// class and figure, this CCM's announced class, the downtime observed), ending with
+    /// `N passed, M failed`.
+    Report {
+        #[arg(long, default_value_t = scenarios::sim::props::report::CASES)]
+        cases: usize,
+        #[arg(long, default_value_t = scenarios::sim::props::report::SEED)]
+        seed: u64,
+        /// Write the report here instead of standard output.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// For each property broken, shrink its first failing case to a minimal one and
+        /// print it (JSON, with its replay command).
+        #[arg(long)]
+        shrink: bool,
+    },
+    /// Plays one case of the property-based suite (its JSON, as a failure prints it) and
+    /// prints its steps, violations and trace.
+    Case { json: String },
 }
 
 fn main() -> ExitCode {
@@ -85,6 +105,13 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         };
+    }
+    match args.command {
+        Some(Command::Report { cases, seed, out }) => {
+            return props_report(cases, seed, out, args.threads);
+        }
+        Some(Command::Case { json }) => return case(&json),
+        _ => {}
     }
     let threads = args
         .threads
@@ -231,4 +258,106 @@ fn report(o: &Outcome, shrink: bool) {
         "  replay: cargo run --release -p scenarios --bin sim -- --schedules 1 --seed {} --trace sim-{}.trace",
         o.seed, o.seed
     );
+}
+
+fn cores(threads: Option<usize>) -> usize {
+    threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    })
+}
+
+fn props_report(
+    cases: usize,
+    seed: u64,
+    out: Option<PathBuf>,
+    shrink: bool,
+    threads: Option<usize>,
+) -> ExitCode {
+    use scenarios::sim::props::{report, strategy};
+    let started = Instant::now();
+    let drawn = strategy::cases(seed, cases);
+    let outcomes = report::run_all(&drawn, cores(threads));
+    let summary = report::summarize(&outcomes);
+    let text = summary.markdown(seed, started.elapsed().as_secs_f64());
+    for (i, v) in &summary.violations {
+        eprintln!(
+            "case {i}: {}: {}\n  replay: {}",
+            v.property,
+            v.detail,
+            drawn[*i].replay_command()
+        );
+    }
+    if shrink {
+        let mut seen = BTreeSet::new();
+        for (i, v) in &summary.violations {
+            if !seen.insert(v.property) {
+                continue;
+            }
+            if let Some((minimal, out)) = report::shrink(seed, *i, v.property, 200) {
+                eprintln!(
+                    "minimal case for {} (from case {i}):\n  {}\n  violations: {:?}\n  replay: {}",
+                    v.property,
+                    serde_json::to_string(&minimal).unwrap_or_default(),
+                    out.violations
+                        .iter()
+                        .map(|v| format!("{}: {}", v.property, v.detail))
+                        .collect::<Vec<_>>(),
+                    minimal.replay_command()
+                );
+            }
+        }
+    }
+    match out {
+        Some(path) => {
+            if let Err(e) = std::fs::write(&path, &text) {
+                eprintln!("sim report: cannot write {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+            println!("{} passed, {} failed", summary.passed, summary.failed);
+        }
+        None => print!("{text}"),
+    }
+    if summary.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn case(json: &str) -> ExitCode {
+    let case: scenarios::sim::props::Case = match serde_json::from_str(json) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("sim case: not a case: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let out = scenarios::sim::props::play::run(&case, true);
+    for line in out.trace.iter().flatten() {
+        println!("{line}");
+    }
+    for s in &out.steps {
+        println!(
+            "step {:?}: {:?}, documented {}, announced {}, preview {:?}, observed {:?} s",
+            s.change, s.kind, s.documented, s.predicted, s.preview, s.observed
+        );
+        for line in &s.announced {
+            println!("  announced {line}");
+        }
+    }
+    for v in &out.violations {
+        println!("violation {}: {}", v.property, v.detail);
+    }
+    println!(
+        "{} passed, {} failed",
+        out.checks.saturating_sub(out.violations.len()),
+        out.violations.len()
+    );
+    if out.violations.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

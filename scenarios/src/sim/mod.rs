@@ -7,6 +7,7 @@
 
 pub mod check;
 pub mod downtime;
+pub mod props;
 pub mod run;
 pub mod schedule;
 pub mod trace;

@@ -41,7 +41,7 @@ pub struct Outcome {
 
 /// The logs of one run (every component logs through `tracing` on the run's one thread).
 #[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Logs(Arc<Mutex<Vec<u8>>>);
 
 impl std::io::Write for Logs {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -54,7 +54,7 @@ impl std::io::Write for Logs {
 }
 
 impl Logs {
-    fn contains(&self, needle: &str) -> bool {
+    pub(crate) fn contains(&self, needle: &str) -> bool {
         let logs = self.0.lock();
         !needle.is_empty() && logs.windows(needle.len()).any(|w| w == needle.as_bytes())
     }
@@ -63,7 +63,14 @@ impl Logs {
 /// Writes `converged NAMESPACE/NAME RESOURCE_VERSION` to the run's trace whenever a CCM logs
 /// that a Service converged (its `service converged` debug line).
 #[derive(Clone, Default)]
-struct Converged(Arc<Mutex<Option<super::trace::Trace>>>);
+pub(crate) struct Converged(Arc<Mutex<Option<super::trace::Trace>>>);
+
+impl Converged {
+    /// From now on, convergence lines go to `trace`.
+    pub(crate) fn to(&self, trace: &super::trace::Trace) {
+        self.0.lock().replace(trace.clone());
+    }
+}
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Converged {
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
@@ -120,8 +127,23 @@ pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
             };
         }
     };
-    // Everything the run logs at INFO and above is kept, to be searched for the token; the
-    // CCMs' "service converged" lines go to the trace.
+    let (mut outcome, logs) =
+        with_logs(|converged| rt.block_on(play(schedule, keep_trace, converged)));
+    if let Some(token) = &outcome.token
+        && logs.contains(token)
+    {
+        outcome.violations.push(Violation {
+            invariant: "token-leaked",
+            detail: "the API token appears in the logs".into(),
+        });
+    }
+    outcome
+}
+
+/// Runs `f` with the run's logging: everything logged at INFO and above is kept (to be
+/// searched for the token), and the CCMs' "service converged" lines go to the trace
+/// [`Converged::to`] names.
+pub(crate) fn with_logs<T>(f: impl FnOnce(&Converged) -> T) -> (T, Logs) {
     use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
     let logs = Logs::default();
     let converged = Converged::default();
@@ -142,18 +164,8 @@ pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
                 .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
         )
         .with(converged.clone());
-    let mut outcome = tracing::subscriber::with_default(subscriber, || {
-        rt.block_on(play(schedule, keep_trace, &converged))
-    });
-    if let Some(token) = &outcome.token
-        && logs.contains(token)
-    {
-        outcome.violations.push(Violation {
-            invariant: "token-leaked",
-            detail: "the API token appears in the logs".into(),
-        });
-    }
-    outcome
+    let out = tracing::subscriber::with_default(subscriber, || f(&converged));
+    (out, logs)
 }
 
 async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> Outcome {
@@ -175,7 +187,7 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
         Ok(w) => w,
         Err(e) => return harness(format!("cannot build the world: {e}")),
     };
-    converged.0.lock().replace(world.trace.clone());
+    converged.to(&world.trace);
     world.revive();
     let foreign = world
         .outside_with(

@@ -190,6 +190,7 @@ impl<'a> Build<'a> {
     /// Barriers before a port's traffic moves from the pool that serves it to another.
     fn switch_barriers(&mut self) {
         let actual = self.actual;
+        let mut unmonitor: Vec<Step> = Vec::new();
         for t in &self.targets {
             let key = t.desired.listener.key();
             let Some((Some(j), _)) = self.holders.get(&key) else {
@@ -211,6 +212,7 @@ impl<'a> Build<'a> {
             {
                 continue;
             }
+            unmonitor_if_unchecked(source, t.desired, &mut unmonitor);
             let source_serves = actual.changing() || source.members.iter().any(|m| m.serving());
             if source_serves && (actual.changing() || !t.all_serving()) {
                 self.barrier_of_key.insert(key, self.ops.len());
@@ -225,6 +227,11 @@ impl<'a> Build<'a> {
                     t.name(),
                     Rank::Barrier,
                 ));
+            }
+        }
+        for step in unmonitor {
+            if !self.clear.iter().any(|s| s.action == step.action) {
+                self.clear.push(step);
             }
         }
     }
@@ -649,6 +656,36 @@ fn sync_monitor(d: &DesiredPool, a: &ActualPool, front: &mut Vec<Step>) -> bool 
         ));
     }
     reset
+}
+
+/// A source pool whose members are checked on a health-check node port the Service no
+/// longer has (it left `externalTrafficPolicy: Local`, or Kubernetes moved that port)
+/// loses every member the moment Kubernetes closed the port, long before the new pool
+/// takes over. Deleting its monitor first keeps its members in rotation unchecked (a
+/// pool without monitor routes to every member) while the new pool comes up: a gap of
+/// the first write's reconfiguration at most, instead of the whole make phase. Their
+/// node port still serves: only the monitor port changed.
+fn unmonitor_if_unchecked(source: &ActualPool, desired: &DesiredPool, out: &mut Vec<Step>) {
+    let unchecked = !source.members.is_empty()
+        && source.members.iter().all(|m| {
+            let m = &m.member;
+            m.monitor_port != m.protocol_port
+                && m.protocol_port == desired.node_port
+                && !desired
+                    .members
+                    .iter()
+                    .any(|d| d.monitor_port == m.monitor_port)
+        });
+    if !unchecked {
+        return;
+    }
+    for m in &source.monitors {
+        let action = Action::DeleteMonitor {
+            uuid: m.uuid,
+            kind: m.monitor.kind.clone(),
+        };
+        out.push(make(action, Impact::MemberRecreate, &desired.name));
+    }
 }
 
 /// Member creations of several pools, one per pool in turn: the load balancer applies one

@@ -512,6 +512,42 @@ fn a_traffic_policy_switch_replaces_the_pool_under_the_strict_member_rule() {
 }
 
 #[test]
+fn leaving_local_first_takes_the_monitor_off_the_members_kubernetes_stopped_checking() {
+    // Local: members checked on the health-check node port (32000) with an HTTP monitor.
+    let mut local = desired();
+    for p in &mut local.pools {
+        for m in &mut p.members {
+            m.monitor_port = 32000;
+        }
+        p.monitor.kind = HealthMonitorType::Http;
+    }
+    let cluster = desired();
+    for rule in [MemberRule::Strict, MemberRule::Lenient] {
+        let (p, _) = apply(&converged(&local, &owner()), &cluster, rule);
+        // Kubernetes closed port 32000 with the change: the old members would be down
+        // until the new pool takes over, unless their monitor goes first.
+        assert_eq!(
+            p.steps[0].action.kind(),
+            "delete-monitor",
+            "{}",
+            p.describe()
+        );
+        assert_eq!(p.steps[0].impact, Impact::MemberRecreate);
+        assert_eq!(p.impact(), Impact::MemberRecreate, "{}", p.describe());
+    }
+    // Entering Local keeps the old monitor: the node port it checks still answers.
+    let (p, _) = apply(&converged(&cluster, &owner()), &local, MemberRule::Strict);
+    assert!(
+        !p.steps
+            .iter()
+            .take(1)
+            .any(|s| s.action.kind() == "delete-monitor"),
+        "{}",
+        p.describe()
+    );
+}
+
+#[test]
 fn a_protocol_switch_builds_a_udp_pool_next_to_the_tcp_one() {
     let before = DesiredLb {
         pools: vec![tcp("dns", 53, 30053)],

@@ -1,0 +1,586 @@
+//! What a change cost and what the CCM said it would: convergence waits, the CCM's Events
+//! and preview, and the judgement of fakecloud's data-plane oracle over every entry address
+//! × port × client of a change's window.
+
+use super::model;
+use super::play::Violation;
+use super::state::{State, allowed};
+use super::{A, Change, End, PortDraw};
+use crate::sim::trace::Request;
+use crate::sim::world::World;
+use ccm::service::plan::Impact;
+use fakecloud::clock::Time;
+use fakecloud::dataplane::{DownInterval, EntryKind};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// The clients new connections come from: inside `10.0.0.0/8`, inside `203.0.113.0/24`,
+/// and inside neither (the generator's allowed CIDRs are made of these two networks).
+pub const CLIENTS: [Ipv4Addr; 3] = [
+    Ipv4Addr::new(10, 1, 2, 3),
+    Ipv4Addr::new(203, 0, 113, 9),
+    Ipv4Addr::new(198, 51, 100, 7),
+];
+/// The oracle's intervals are exact; this covers the rounding of figures in messages.
+const SLACK: f64 = 0.5;
+/// The longest a change may take to converge.
+const CONVERGE: Duration = Duration::from_secs(900);
+/// How often convergence is looked for.
+const PROBE: Duration = Duration::from_secs(5);
+/// A convergence counts once the CCM has written nothing for this long.
+const QUIET_MS: u128 = 20_000;
+
+/// The cloud writes CCMs made since trace line `from`.
+pub fn ccm_writes(world: &World, from: usize) -> Vec<String> {
+    let lines = world.trace.lines();
+    lines[from.min(lines.len())..]
+        .iter()
+        .filter(|l| {
+            Request::parse(l).is_some_and(|r| r.api == "cloud" && r.by_ccm() && r.method != "GET")
+        })
+        .cloned()
+        .collect()
+}
+
+fn last_write_ms(lines: &[String]) -> Option<u128> {
+    lines.iter().rev().find_map(|l| {
+        let r = Request::parse(l)?;
+        (r.api == "cloud" && r.by_ccm() && r.method != "GET").then_some(r.millis)
+    })
+}
+
+fn applying(world: &World) -> bool {
+    world.cloud.read("", |ctx| {
+        ctx.st
+            .load_balancers
+            .values()
+            .any(|lb| lb.status(ctx.now) == "changing")
+    })
+}
+
+/// Waits until the CCM logged the Service `web` converged at resourceVersion `rv` or later
+/// (any, for `None`) since trace line `from`, wrote nothing for a while, and no load
+/// balancer is applying changes; at least `min`.
+pub async fn settle(
+    world: &World,
+    from: usize,
+    rv: Option<u64>,
+    min: Duration,
+) -> Result<(), String> {
+    let start = tokio::time::Instant::now();
+    loop {
+        tokio::time::sleep(PROBE).await;
+        let lines = world.trace.lines();
+        let since = &lines[from.min(lines.len())..];
+        let converged = since.iter().any(|l| {
+            let mut f = l.split(' ');
+            let (_, word, key, v) = (f.next(), f.next(), f.next(), f.next());
+            word == Some("converged")
+                && key == Some("default/web")
+                && v.and_then(|v| v.parse::<u64>().ok()) >= rv
+        });
+        let quiet = last_write_ms(since).is_none_or(|t| world.trace.millis() >= t + QUIET_MS);
+        let elapsed = start.elapsed();
+        if elapsed >= min && converged && quiet && !applying(world) {
+            return Ok(());
+        }
+        if elapsed >= CONVERGE {
+            return Err(format!(
+                "not-converged: the Service did not converge within {} s",
+                CONVERGE.as_secs()
+            ));
+        }
+    }
+}
+
+/// Members a replaced monitor checks anew come up within delay × up threshold.
+pub async fn settle_monitors(_world: &World, state: &State) {
+    tokio::time::sleep(Duration::from_secs_f64(state.recheck_s() + 10.0)).await;
+}
+
+fn load_balancers_of(world: &World, uid: &str) -> Vec<Uuid> {
+    world.cloud.read("", |ctx| {
+        ctx.st
+            .load_balancers
+            .values()
+            .filter(|lb| {
+                lb.tags
+                    .get(ccm::service::controller::TAG_SERVICE_UID)
+                    .is_some_and(|t| t == uid)
+            })
+            .map(|lb| lb.uuid)
+            .collect()
+    })
+}
+
+/// Waits until no load balancer of the Service with `uid` is left and the CCM is quiet.
+pub async fn settle_gone(world: &World, from: usize, uid: &str) {
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < CONVERGE {
+        tokio::time::sleep(PROBE).await;
+        let lines = world.trace.lines();
+        let quiet = last_write_ms(&lines[from.min(lines.len())..])
+            .is_none_or(|t| world.trace.millis() >= t + QUIET_MS);
+        if quiet && load_balancers_of(world, uid).is_empty() {
+            return;
+        }
+    }
+}
+
+/// Property 5: nothing of the Service is left in the cloud, its floating IPs are still in
+/// the account and assigned to nothing, and a Service turned into ClusterIP lost its
+/// ingress.
+pub async fn gone_checks(world: &World, uid: &str, fips: &[String], end: End) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let left = load_balancers_of(world, uid);
+    if !left.is_empty() {
+        out.push(Violation {
+            property: "deletion",
+            detail: format!("load balancers left after {end:?}: {left:?}"),
+        });
+    }
+    let account = world
+        .outside("GET", "/v1/floating-ips")
+        .await
+        .unwrap_or_default();
+    for network in fips {
+        let found = account
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|f| f["network"].as_str() == Some(network));
+        match found {
+            None => out.push(Violation {
+                property: "deletion",
+                detail: format!("floating IP {network} is gone from the account"),
+            }),
+            Some(f) if !f["load_balancer"].is_null() => out.push(Violation {
+                property: "deletion",
+                detail: format!("floating IP {network} is still assigned: {f}"),
+            }),
+            Some(_) => {}
+        }
+    }
+    if end == End::ToClusterIp {
+        let svc: Option<k8s_openapi::api::core::v1::Service> =
+            world.api.objects("services").into_iter().find(
+                |s: &k8s_openapi::api::core::v1::Service| s.metadata.name.as_deref() == Some("web"),
+            );
+        if svc.as_ref().is_some_and(crate::ccm_bed::has_ingress) {
+            out.push(Violation {
+                property: "deletion",
+                detail: "a Service turned into ClusterIP keeps its ingress".into(),
+            });
+        }
+    }
+    out
+}
+
+/// The class the `plan` preview gives `proposed`.
+pub async fn preview(
+    world: &World,
+    proposed: &k8s_openapi::api::core::v1::Service,
+) -> Result<Impact, String> {
+    let cloud = world.cloud_client("preview")?;
+    match ccm::service::controller::preview(&world.kube, &cloud, "sim", proposed).await {
+        Ok(Some(p)) => Ok(p.steps_impact()),
+        Ok(None) => Ok(Impact::None),
+        Err(e) => Err(format!("the plan preview failed: {e}")),
+    }
+}
+
+/// The Service's Events as they stood (name → count), to tell new ones from old.
+pub struct Events(BTreeMap<String, i32>);
+
+/// What the CCM announced for one change.
+#[derive(Debug, Default)]
+pub struct Announced {
+    /// `PlannedChange` lines: class, the pool concerned (if any), what.
+    pub lines: Vec<(Impact, Option<String>, String)>,
+    /// `ChangeRefused` messages.
+    pub refusals: Vec<String>,
+}
+
+fn events(world: &World, name: &str) -> Vec<k8s_openapi::api::core::v1::Event> {
+    world
+        .api
+        .objects::<k8s_openapi::api::core::v1::Event>("events")
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .collect()
+}
+
+const CLASSES: [Impact; 7] = [
+    Impact::None,
+    Impact::Minimal,
+    Impact::ListenerRecreate,
+    Impact::MemberRecreate,
+    Impact::PoolRecreate,
+    Impact::Outage,
+    Impact::Refused,
+];
+
+/// One line of a `PlannedChange` message: `class [pool]: what` or `class: what`.
+fn planned_line(line: &str) -> Option<(Impact, Option<String>, String)> {
+    let (head, what) = line.split_once(": ")?;
+    let (class, pool) = match head.split_once(" [") {
+        Some((c, p)) => (c, Some(p.trim_end_matches(']').to_string())),
+        None => (head, None),
+    };
+    let class = CLASSES.into_iter().find(|c| c.as_str() == class)?;
+    Some((class, pool, what.to_string()))
+}
+
+impl Events {
+    pub fn of(world: &World, name: &str) -> Events {
+        Events(
+            events(world, name)
+                .into_iter()
+                .map(|e| (e.metadata.name.unwrap_or_default(), e.count.unwrap_or(1)))
+                .collect(),
+        )
+    }
+
+    /// What was announced since [`Events::of`].
+    pub fn since(&self, world: &World, name: &str) -> Announced {
+        let mut out = Announced::default();
+        for e in events(world, name) {
+            let key = e.metadata.name.clone().unwrap_or_default();
+            if self.0.get(&key).is_some_and(|c| *c >= e.count.unwrap_or(1)) {
+                continue;
+            }
+            let message = e.message.unwrap_or_default();
+            match e.reason.as_deref() {
+                Some("PlannedChange") => {
+                    out.lines
+                        .extend(message.lines().skip(1).filter_map(planned_line));
+                    // Its `refused: ...` lines announce refusals too.
+                    out.refusals.extend(
+                        message
+                            .lines()
+                            .filter(|l| l.starts_with("refused: "))
+                            .map(str::to_string),
+                    );
+                }
+                Some("ChangeRefused") => out.refusals.push(message),
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// The messages of every `ChangeRefused` Event of the Service so far (a refusal that
+/// stands is not announced again on every pass: client-go counts a repeated Event on its
+/// first occurrence).
+pub fn standing_refusals(world: &World, name: &str) -> Vec<String> {
+    events(world, name)
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("ChangeRefused"))
+        .filter_map(|e| e.message)
+        .collect()
+}
+
+/// A port's pool name (`tcp/<name>`, or the protocol alone for an unnamed port).
+fn pool_name(p: &PortDraw) -> String {
+    let proto = if p.udp { "udp" } else { "tcp" };
+    match &p.name {
+        Some(n) => format!("{proto}/{n}"),
+        None => proto.to_string(),
+    }
+}
+
+impl Announced {
+    /// The worst class announced (refusals aside).
+    pub fn class(&self) -> Impact {
+        self.lines
+            .iter()
+            .map(|(c, _, _)| *c)
+            .filter(|c| *c != Impact::Refused)
+            .max()
+            .unwrap_or(Impact::None)
+    }
+
+    fn concerning<'a>(
+        &'a self,
+        pools: &'a [String],
+    ) -> impl Iterator<Item = &'a (Impact, Option<String>, String)> {
+        self.lines
+            .iter()
+            .filter(move |(_, p, _)| p.as_ref().is_none_or(|p| pools.contains(p)))
+    }
+
+    /// The worst class announced for a port with these pool names.
+    fn port_class(&self, pools: &[String]) -> Impact {
+        self.concerning(pools)
+            .map(|(c, _, _)| *c)
+            .filter(|c| *c != Impact::Refused)
+            .max()
+            .unwrap_or(Impact::None)
+    }
+
+    /// Whether the port's monitor is replaced (its members are checked anew).
+    fn replaces_monitor(&self, pools: &[String]) -> bool {
+        self.concerning(pools).any(|(_, _, what)| {
+            what.contains("health monitor")
+                && (what.starts_with("create") || what.starts_with("delete"))
+        })
+    }
+}
+
+/// The start of a change's window: when, on which load balancer, with which floating IPs
+/// delivering to it.
+pub struct Window {
+    t0: Time,
+    lb: Option<Uuid>,
+    fips: BTreeSet<IpAddr>,
+}
+
+/// A window's verdict.
+pub struct Judged {
+    pub worst: Option<f64>,
+    pub checks: usize,
+    pub violations: Vec<Violation>,
+}
+
+/// Down intervals that touch merged into one.
+fn merged(down: &[DownInterval]) -> Vec<(Time, Time)> {
+    let mut out: Vec<(Time, Time)> = Vec::new();
+    for d in down {
+        match out.last_mut() {
+            Some(last) if last.1 >= d.from => last.1 = last.1.max(d.to),
+            _ => out.push((d.from, d.to)),
+        }
+    }
+    out
+}
+
+/// The parts of `a` that are also in `b` (both sorted, disjoint).
+fn intersection(a: &[(Time, Time)], b: &[(Time, Time)]) -> Vec<(Time, Time)> {
+    let mut out = Vec::new();
+    for (x0, x1) in a {
+        for (y0, y1) in b {
+            let (s, e) = ((*x0).max(*y0), (*x1).min(*y1));
+            if s < e {
+                out.push((s, e));
+            }
+        }
+    }
+    out
+}
+
+fn seconds(spans: &[(Time, Time)]) -> f64 {
+    spans
+        .iter()
+        .map(|(a, b)| (*b - *a).num_milliseconds() as f64 / 1000.0)
+        .sum()
+}
+
+/// The state's port for a listener (protocol, number).
+fn port_index(state: &State, protocol: &str, port: u16) -> Option<usize> {
+    state
+        .ports
+        .iter()
+        .position(|p| p.port == port && p.udp == (protocol == "udp"))
+}
+
+/// Whether `change` concerns the port at index `i` (of the state before it).
+fn concerns(change: &Change, before: &State, i: usize) -> bool {
+    let n = before.ports.len().max(1);
+    match change {
+        Change::RenamePort(j) | Change::RenumberPort(j, _) | Change::NodePort(j) => j % n == i,
+        Change::AddPort(_) | Change::RemovePort(_) => false,
+        _ => true,
+    }
+}
+
+impl Window {
+    pub async fn open(world: &World, lb: Option<Uuid>) -> Result<Window, String> {
+        let t0 = world.cloud.now();
+        let fips = world.cloud.read("", |ctx| {
+            let mut latest: BTreeMap<IpAddr, Option<Uuid>> = BTreeMap::new();
+            for e in ctx.st.dataplane.floating.iter().filter(|e| e.at <= t0) {
+                latest.insert(e.address, e.load_balancer);
+            }
+            latest
+                .into_iter()
+                .filter(|(_, to)| to.is_some() && *to == lb)
+                .map(|(a, _)| a)
+                .collect()
+        });
+        Ok(Window { t0, lb, fips })
+    }
+
+    /// Judges every entry address × port × client from the window's start to now.
+    pub fn judge(
+        &self,
+        world: &World,
+        lb_after: Option<Uuid>,
+        before: &State,
+        after: &State,
+        change: &Change,
+        announced: &Announced,
+    ) -> Judged {
+        let mut j = Judged {
+            worst: None,
+            checks: 0,
+            violations: Vec::new(),
+        };
+        let Some(lb) = self.lb else {
+            return j;
+        };
+        j.checks += 1;
+        if lb_after != Some(lb) {
+            j.violations.push(Violation {
+                property: "class-bound",
+                detail: format!("{change:?}: the load balancer was replaced ({lb} → {lb_after:?})"),
+            });
+            return j;
+        }
+        let t1 = world.cloud.now();
+        // From a moment before the change: a port that goes down at the very instant of
+        // the change (Kubernetes closing a node port) must not look down from the start.
+        let start = self.t0 - fakecloud::clock::delta_from_secs(1.0);
+        let propagation = world.cloud.config().timing.floating_ip_propagation_s;
+        let recheck = before.recheck_s().max(after.recheck_s());
+        for client in CLIENTS {
+            if !allowed(client, &after.cidrs()) {
+                j.checks += 1;
+                j.violations
+                    .extend(refused_at_end(world, lb, t1, client, after, change));
+                continue;
+            }
+            if !allowed(client, &before.cidrs()) {
+                continue;
+            }
+            let entries = world.cloud.read("", |ctx| {
+                fakecloud::dataplane::availability(
+                    &ctx.st.dataplane,
+                    lb,
+                    start,
+                    t1,
+                    IpAddr::V4(client),
+                    propagation,
+                )
+                .unwrap_or_default()
+            });
+            for e in &entries {
+                if e.kind == EntryKind::FloatingIp && !self.fips.contains(&e.address) {
+                    continue;
+                }
+                let Some(i) = port_index(before, &e.protocol, e.port) else {
+                    continue;
+                };
+                let down = merged(&e.down);
+                if down.iter().any(|(a, _)| *a <= start) {
+                    continue;
+                }
+                let old = &before.ports[i];
+                let (spans, new) = match port_index(after, &e.protocol, e.port) {
+                    Some(k) => (down, after.ports[k].clone()),
+                    None => match change {
+                        // Moved to another number: down while on neither.
+                        Change::RenumberPort(..) => {
+                            let Some(k) = after.ports.iter().position(|p| p.name == old.name)
+                            else {
+                                continue;
+                            };
+                            let moved = &after.ports[k];
+                            let proto = if moved.udp { "udp" } else { "tcp" };
+                            let other = entries.iter().find(|x| {
+                                x.address == e.address
+                                    && x.port == moved.port
+                                    && x.protocol == proto
+                            });
+                            let other = other.map(|x| merged(&x.down)).unwrap_or_default();
+                            (intersection(&down, &other), moved.clone())
+                        }
+                        _ => continue,
+                    },
+                };
+                let took = seconds(&spans);
+                // Where and why, for the message: seconds into the window and the oracle's
+                // reasons.
+                let why: Vec<String> = e
+                    .down
+                    .iter()
+                    .map(|d| {
+                        let off = |t: Time| (t - self.t0).num_milliseconds() as f64 / 1000.0;
+                        format!("{:.1}-{:.1} s {}", off(d.from), off(d.to), d.reason)
+                    })
+                    .collect();
+                let pools = [pool_name(old), pool_name(&new)];
+                let class = announced.port_class(&pools);
+                let bound = model::bound(
+                    class,
+                    recheck,
+                    after.ports.len(),
+                    announced.replaces_monitor(&pools),
+                );
+                j.checks += 1;
+                j.worst = Some(j.worst.unwrap_or(0.0).max(took));
+                let at = format!("{}:{}/{} from {client}", e.address, e.port, e.protocol);
+                if !concerns(change, before, i) && took > SLACK {
+                    j.violations.push(Violation {
+                        property: "unconcerned",
+                        detail: format!(
+                            "{change:?}: {at} down {took:.1} s, a port the change does not concern ({})",
+                            why.join(", ")
+                        ),
+                    });
+                } else if took > bound + SLACK {
+                    j.violations.push(Violation {
+                        property: "class-bound",
+                        detail: format!(
+                            "{change:?}: {at} down {took:.1} s, more than the {bound:.1} s of the announced class {class} ({})",
+                            why.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+        j
+    }
+}
+
+/// A client outside the allowed CIDRs is refused on every VIP and port once the change
+/// converged (the documented effect of `listener-allowed-cidrs`).
+fn refused_at_end(
+    world: &World,
+    lb: Uuid,
+    t1: Time,
+    client: Ipv4Addr,
+    after: &State,
+    change: &Change,
+) -> Option<Violation> {
+    let propagation = world.cloud.config().timing.floating_ip_propagation_s;
+    let from = t1 - fakecloud::clock::delta_from_secs(1.0);
+    let entries = world.cloud.read("", |ctx| {
+        fakecloud::dataplane::availability(
+            &ctx.st.dataplane,
+            lb,
+            from,
+            t1,
+            IpAddr::V4(client),
+            propagation,
+        )
+        .unwrap_or_default()
+    });
+    let served: Vec<String> = entries
+        .iter()
+        .filter(|e| e.kind == EntryKind::Vip && port_index(after, &e.protocol, e.port).is_some())
+        .filter(|e| e.down.is_empty())
+        .map(|e| format!("{}:{}/{}", e.address, e.port, e.protocol))
+        .collect();
+    (!served.is_empty()).then(|| Violation {
+        property: "cidrs-enforced",
+        detail: format!(
+            "{change:?}: {client} is outside {}{} {:?} yet served on {served:?}",
+            A,
+            "listener-allowed-cidrs",
+            after.cidrs()
+        ),
+    })
+}

@@ -1,0 +1,590 @@
+//! Plays one [`Case`] in a fresh simulated world (one CCM, no faults) and checks the
+//! properties after every change; see the module documentation of `props` for the list.
+
+use super::measure::{self, Events, Window};
+use super::model::{self, Kind};
+use super::state::State;
+use super::{A, Case, Change, End, scratch};
+use crate::sim::trace::Request;
+use crate::sim::world::{World, WorldConfig, runtime};
+use ccm::service::plan::Impact;
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use std::time::Duration;
+use uuid::Uuid;
+
+/// A broken property.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Violation {
+    pub property: &'static str,
+    pub detail: String,
+}
+
+/// One change as it was played and judged.
+#[derive(Debug, Clone)]
+pub struct StepReport {
+    pub change: Change,
+    pub kind: Kind,
+    /// The documented class (the worst of the change's aspects).
+    pub documented: Impact,
+    /// The class the CCM announced (`PlannedChange` Events; `none` without one).
+    pub predicted: Impact,
+    /// The class the `plan` preview gave before the change (Service edits only).
+    pub preview: Option<Impact>,
+    /// The worst downtime over the entry addresses, ports and clients judged (`None`:
+    /// nothing could be judged).
+    pub observed: Option<f64>,
+    /// Whether the change applied (see [`State::apply`]).
+    pub played: bool,
+    /// The `PlannedChange` lines the CCM published for it.
+    pub announced: Vec<String>,
+}
+
+/// The verdict of one case.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub case: Case,
+    pub steps: Vec<StepReport>,
+    pub violations: Vec<Violation>,
+    /// How many property checks were made.
+    pub checks: usize,
+    pub trace: Option<Vec<String>>,
+}
+
+/// The Service every case plays with.
+const NAME: &str = "web";
+
+/// Plays `case` on its own paused runtime.
+pub fn run(case: &Case, keep_trace: bool) -> Outcome {
+    let mut outcome = Outcome {
+        case: case.clone(),
+        steps: Vec::new(),
+        violations: Vec::new(),
+        checks: 0,
+        trace: None,
+    };
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => {
+            outcome.violations.push(Violation {
+                property: "harness",
+                detail: e.to_string(),
+            });
+            return outcome;
+        }
+    };
+    let (token, logs) = crate::sim::run::with_logs(|converged| {
+        rt.block_on(async {
+            let config = WorldConfig {
+                nodes: case.nodes.len(),
+                ..WorldConfig::new(case.seed)
+            };
+            let mut world = match World::start(config).await {
+                Ok(w) => w,
+                Err(e) => {
+                    outcome.violations.push(Violation {
+                        property: "harness",
+                        detail: format!("cannot build the world: {e}"),
+                    });
+                    return None;
+                }
+            };
+            converged.to(&world.trace);
+            world.revive();
+            if let Err(e) = play(&mut world, case, &mut outcome).await {
+                outcome.violations.push(Violation {
+                    property: "harness",
+                    detail: e,
+                });
+            }
+            outcome.trace = keep_trace.then(|| world.trace.lines());
+            Some(world.token.clone())
+        })
+    });
+    outcome.checks += 1;
+    if let Some(token) = token
+        && logs.contains(&token)
+    {
+        outcome.violations.push(Violation {
+            property: "token-leaked",
+            detail: "the API token appears in the logs".into(),
+        });
+    }
+    outcome
+}
+
+fn services(world: &World) -> Api<Service> {
+    Api::namespaced(world.kube.clone(), "default")
+}
+
+fn uid_of(svc: &Service) -> String {
+    svc.metadata.uid.clone().unwrap_or_default()
+}
+
+/// The live Service's node ports, by port index.
+fn live_node_ports(svc: &Service) -> Vec<Option<i32>> {
+    svc.spec
+        .as_ref()
+        .and_then(|s| s.ports.as_ref())
+        .map(|ports| ports.iter().map(|p| p.node_port).collect())
+        .unwrap_or_default()
+}
+
+/// Writes the state's Service: created when `live` is `None`, else replaced (its
+/// CCM-written annotations kept).
+async fn write(
+    world: &World,
+    state: &State,
+    live: Option<&Service>,
+    with_refused: bool,
+) -> Result<Service, String> {
+    let manifest = proposed(state, live, with_refused)?;
+    let api = services(world);
+    match live {
+        None => api.create(&PostParams::default(), &manifest).await,
+        Some(_) => api.replace(NAME, &PostParams::default(), &manifest).await,
+    }
+    .map_err(|e| format!("writing the Service: {e}"))
+}
+
+/// The Service the state describes, on top of `live`.
+fn proposed(state: &State, live: Option<&Service>, with_refused: bool) -> Result<Service, String> {
+    let mut annotations = state.annotation_map(with_refused);
+    let mut v = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": NAME, "namespace": "default"},
+        "spec": {"type": "LoadBalancer", "selector": {"app": NAME},
+                 "externalTrafficPolicy": if state.local { "Local" } else { "Cluster" },
+                 "ports": state.ports_json()},
+    });
+    if let Some(live) = live {
+        // What the CCM wrote (its uuid, config version and zone) stays, as it would for a
+        // user's `kubectl edit`.
+        for (k, val) in live.metadata.annotations.iter().flatten() {
+            if ccm::service::annotations::CCM_WRITTEN_ANNOTATIONS.contains(&k.as_str())
+                || (k == &format!("{A}zone") && !state.refused.contains_key("zone"))
+            {
+                annotations.entry(k.clone()).or_insert(json!(val));
+            }
+        }
+        v["metadata"]["resourceVersion"] = json!(live.metadata.resource_version);
+        v["metadata"]["uid"] = json!(live.metadata.uid);
+        if state.local
+            && let Some(hc) = live.spec.as_ref().and_then(|s| s.health_check_node_port)
+        {
+            v["spec"]["healthCheckNodePort"] = json!(hc);
+        }
+    }
+    v["metadata"]["annotations"] = Value::Object(annotations);
+    serde_json::from_value(v).map_err(|e| e.to_string())
+}
+
+/// Labels node `name` with `tier`.
+async fn label(world: &World, name: &str, edge: bool) -> Result<(), String> {
+    let nodes: Api<Node> = Api::all(world.kube.clone());
+    let tier = if edge { "edge" } else { "core" };
+    nodes
+        .patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"tier": tier}}})),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("labelling {name}: {e}"))
+}
+
+/// Writes the Service's EndpointSlice as the state has it.
+async fn endpoints(world: &World, state: &State) -> Result<(), String> {
+    let api: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::namespaced(world.kube.clone(), "default");
+    let body = state.endpoint_slice();
+    let exists = api
+        .get_opt("web-props")
+        .await
+        .map_err(|e| format!("reading the EndpointSlice: {e}"))?
+        .is_some();
+    let written = if exists {
+        api.patch("web-props", &PatchParams::default(), &Patch::Merge(&body))
+            .await
+    } else {
+        let slice: k8s_openapi::api::discovery::v1::EndpointSlice =
+            serde_json::from_value(body).map_err(|e| e.to_string())?;
+        api.create(&PostParams::default(), &slice).await
+    };
+    written
+        .map(|_| ())
+        .map_err(|e| format!("writing the EndpointSlice: {e}"))
+}
+
+/// Creates a floating IP (assigned to `server` if given); its network.
+async fn floating_ip(
+    world: &World,
+    d: super::FipDraw,
+    server: Option<Uuid>,
+) -> Result<String, String> {
+    let mut body = if d.v6 {
+        json!({"ip_version": 6, "prefix_length": 56})
+    } else {
+        json!({"ip_version": 4})
+    };
+    if d.global {
+        body["type"] = json!("global");
+    } else {
+        body["region"] = json!("rma");
+    }
+    if let Some(s) = server {
+        body["server"] = json!(s.to_string());
+    }
+    let fip = world
+        .outside_with("POST", "/v1/floating-ips", Some(body))
+        .await?;
+    fip["network"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| "a floating IP without network".into())
+}
+
+async fn play(world: &mut World, case: &Case, out: &mut Outcome) -> Result<(), String> {
+    let subnet = world
+        .node_subnet()
+        .map(|s| s.to_string())
+        .unwrap_or_default();
+    let mut state = State::new(&case.service, &case.nodes, &subnet);
+    for n in &state.nodes {
+        label(world, &n.name, n.edge).await?;
+    }
+    for d in &case.service.floating_ips {
+        state.fips.push(floating_ip(world, *d, None).await?);
+    }
+    endpoints(world, &state).await?;
+    let from = world.trace.len();
+    let created = write(world, &state, None, true).await?;
+    let uid = uid_of(&created);
+    measure::settle(world, from, version(&created), Duration::ZERO).await?;
+    for (i, change) in case.changes.iter().enumerate() {
+        let report = step(world, &mut state, change, i, &subnet, out).await?;
+        out.steps.push(report);
+    }
+    finish(world, &state, case.end, &uid, out).await
+}
+
+fn version(s: &Service) -> Option<u64> {
+    s.metadata.resource_version.as_deref()?.parse().ok()
+}
+
+/// Plays and judges one change.
+async fn step(
+    world: &mut World,
+    state: &mut State,
+    change: &Change,
+    i: usize,
+    subnet: &str,
+    out: &mut Outcome,
+) -> Result<StepReport, String> {
+    let (kind, documented) = model::classify(change);
+    let mut report = StepReport {
+        change: change.clone(),
+        kind,
+        documented,
+        predicted: Impact::None,
+        preview: None,
+        observed: None,
+        played: false,
+        announced: Vec::new(),
+    };
+    let live = services(world)
+        .get(NAME)
+        .await
+        .map_err(|e| format!("reading the Service: {e}"))?;
+    state.pin_node_ports(&live_node_ports(&live));
+    let before = state.clone();
+    if !state.apply(change, subnet, i) {
+        world.trace.note(format!("change {i} skipped: {change:?}"));
+        return Ok(report);
+    }
+    report.played = true;
+    world.trace.note(format!("change {i}: {change:?}"));
+    let lb_before = world.load_balancer_of(NAME);
+    let window = Window::open(world, lb_before).await?;
+    let events = Events::of(world, NAME);
+    let from = world.trace.len();
+    let mut rv = None;
+    let mut node_event = false;
+    match change {
+        Change::NodeJoin(d) => {
+            let name = state
+                .nodes
+                .last()
+                .map(|n| n.name.clone())
+                .unwrap_or_default();
+            world.add_node(&name).await.map_err(|e| e.to_string())?;
+            label(world, &name, d.edge).await?;
+            endpoints(world, state).await?;
+            node_event = true;
+        }
+        Change::NodeRelabel(n)
+        | Change::NodeStop(n)
+        | Change::NodeStart(n)
+        | Change::NodeDelete(n) => {
+            let idx = before.node(*n).unwrap_or(0);
+            let name = state.nodes[idx].name.clone();
+            match change {
+                Change::NodeRelabel(_) => label(world, &name, state.nodes[idx].edge).await?,
+                _ => {
+                    let server = world
+                        .server_of(&name)
+                        .ok_or(format!("no server of {name}"))?;
+                    let (method, path) = match change {
+                        Change::NodeStop(_) => ("POST", format!("/v1/servers/{server}/stop")),
+                        Change::NodeStart(_) => ("POST", format!("/v1/servers/{server}/start")),
+                        _ => ("DELETE", format!("/v1/servers/{server}")),
+                    };
+                    world.outside(method, &path).await?;
+                    if matches!(change, Change::NodeDelete(_)) {
+                        endpoints(world, state).await?;
+                    }
+                }
+            }
+            node_event = true;
+        }
+        _ => {
+            match change {
+                Change::FipAdd(d) => state.fips.push(floating_ip(world, *d, None).await?),
+                Change::FipMove(d) => {
+                    let server = state
+                        .nodes
+                        .iter()
+                        .find(|n| !n.gone)
+                        .and_then(|n| world.server_of(&n.name));
+                    state.fips = vec![floating_ip(world, *d, server).await?];
+                }
+                _ => {}
+            }
+            // The preview of exactly what is about to be written.
+            let mut proposed = proposed(state, Some(&live), true)?;
+            ccm::preview::complete(&mut proposed, Some(&live));
+            report.preview = Some(measure::preview(world, &proposed).await?);
+            if matches!(
+                change,
+                Change::Policy(_) | Change::AddPort(_) | Change::RemovePort(_)
+            ) {
+                endpoints(world, state).await?;
+            }
+            rv = version(&write(world, state, Some(&live), true).await?);
+        }
+    }
+    // Node changes reach the CCM through kubelets and the Node lifecycle: one resync at
+    // least before a convergence line says anything about them.
+    let min = if node_event {
+        Duration::from_secs(90)
+    } else {
+        Duration::from_secs(20)
+    };
+    measure::settle(world, from, rv, min).await?;
+    measure::settle_monitors(world, state).await;
+    let lb_after = world.load_balancer_of(NAME);
+    let announced = events.since(world, NAME);
+    report.predicted = announced.class();
+    report.announced = announced
+        .lines
+        .iter()
+        .map(|(c, p, what)| format!("{c} [{}]: {what}", p.as_deref().unwrap_or("-")))
+        .collect();
+    let judged = window.judge(world, lb_after, &before, state, change, &announced);
+    report.observed = judged.worst;
+    out.checks += judged.checks;
+    out.violations.extend(judged.violations);
+    out.checks += 2;
+    if report.predicted > documented && report.predicted != Impact::Outage {
+        out.violations.push(Violation {
+            property: "class-documented",
+            detail: format!(
+                "change {i} {change:?}: the CCM announced {} where the documented class is {documented}",
+                report.predicted
+            ),
+        });
+    }
+    if let Some(p) = report.preview
+        && p != report.predicted
+    {
+        out.violations.push(Violation {
+            property: "prediction",
+            detail: format!(
+                "change {i} {change:?}: the plan preview said {p}, the PlannedChange Events {}",
+                report.predicted
+            ),
+        });
+    }
+    if let Change::Refused { key, .. } = change {
+        out.checks += 1;
+        let mut refusals = announced.refusals.clone();
+        if before.refused.contains_key(key) {
+            refusals.extend(measure::standing_refusals(world, NAME));
+        }
+        out.violations.extend(refused_checks(
+            world, key, lb_before, lb_after, from, &refusals,
+        ));
+    }
+    Ok(report)
+}
+
+/// Property 3: the refused aspect wrote nothing and was announced.
+fn refused_checks(
+    world: &World,
+    key: &str,
+    lb_before: Option<Uuid>,
+    lb_after: Option<Uuid>,
+    from: usize,
+    refusals: &[String],
+) -> Vec<Violation> {
+    let mut v = Vec::new();
+    let full = format!("{A}{key}");
+    if !refusals.iter().any(|m| m.contains(&full)) {
+        v.push(Violation {
+            property: "refused",
+            detail: format!("no ChangeRefused Warning naming {full}"),
+        });
+    }
+    if lb_before != lb_after {
+        v.push(Violation {
+            property: "refused",
+            detail: format!("{full}: the load balancer changed ({lb_before:?} → {lb_after:?})"),
+        });
+    }
+    let lines = world.trace.lines();
+    let lb_writes: Vec<&String> = lines[from.min(lines.len())..]
+        .iter()
+        .filter(|l| {
+            Request::parse(l).is_some_and(|r| {
+                r.api == "cloud"
+                    && r.by_ccm()
+                    && ((r.method == "POST" && r.path == "/v1/load-balancers")
+                        || (r.method == "DELETE"
+                            && r.path.starts_with("/v1/load-balancers/")
+                            && r.path.len() == "/v1/load-balancers/".len() + 36))
+            })
+        })
+        .collect();
+    if !lb_writes.is_empty() {
+        v.push(Violation {
+            property: "refused",
+            detail: format!("{full}: the CCM re-created the load balancer: {lb_writes:?}"),
+        });
+    }
+    if let Some(lb) = lb_after {
+        let (flavor, zone) = world.cloud.read("", |ctx| {
+            ctx.st
+                .load_balancers
+                .get(&lb)
+                .map(|l| (l.flavor.clone(), l.zone.clone()))
+                .unwrap_or_default()
+        });
+        if (key == "flavor" && flavor != "lb-standard") || (key == "zone" && zone != "rma1") {
+            v.push(Violation {
+                property: "refused",
+                detail: format!("{full}: the load balancer is now {flavor} in {zone}"),
+            });
+        }
+    }
+    v
+}
+
+/// Properties 4 and 5 at the end of the sequence.
+async fn finish(
+    world: &mut World,
+    state: &State,
+    end: End,
+    uid: &str,
+    out: &mut Outcome,
+) -> Result<(), String> {
+    let api = services(world);
+    let live = api.get(NAME).await.map_err(|e| e.to_string())?;
+    let Some(lb) = world.load_balancer_of(NAME) else {
+        out.violations.push(Violation {
+            property: "from-scratch",
+            detail: "no load balancer after the changes".into(),
+        });
+        return Ok(());
+    };
+    let after_changes = scratch::snapshot(world, lb, uid, &state.fips).await?;
+    // A further reconcile (two resync periods) writes nothing.
+    let quiet_from = world.trace.len();
+    tokio::time::sleep(Duration::from_secs(125)).await;
+    let writes = measure::ccm_writes(world, quiet_from);
+    out.checks += 1;
+    if !writes.is_empty() {
+        out.violations.push(Violation {
+            property: "quiet",
+            detail: format!("the converged CCM wrote again: {writes:?}"),
+        });
+    }
+    // Property 5: the Service goes (deleted, or turned into ClusterIP).
+    let from = world.trace.len();
+    match end {
+        End::ToClusterIp => {
+            api.patch(
+                NAME,
+                &PatchParams::default(),
+                &Patch::Merge(
+                    json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": null,
+                                     "healthCheckNodePort": null}}),
+                ),
+            )
+            .await
+            .map_err(|e| format!("turning the Service into ClusterIP: {e}"))?;
+        }
+        End::Keep | End::Delete => {
+            api.delete(NAME, &DeleteParams::default())
+                .await
+                .map_err(|e| format!("deleting the Service: {e}"))?;
+        }
+    }
+    measure::settle_gone(world, from, uid).await;
+    out.checks += 1;
+    out.violations
+        .extend(measure::gone_checks(world, uid, &state.fips, end).await);
+    if end != End::Keep {
+        return Ok(());
+    }
+    // Property 4: the same Service created from scratch (refused annotations as they were
+    // applied, the same node ports and floating IPs) gets the same configuration.
+    let from = world.trace.len();
+    let fresh = {
+        let mut s = state.clone();
+        s.node_ports.clear();
+        s.pin_node_ports(&live_node_ports(&live));
+        s
+    };
+    let mut manifest = proposed(&fresh, None, false)?;
+    if fresh.local
+        && let (Some(spec), Some(hc)) = (
+            manifest.spec.as_mut(),
+            live.spec.as_ref().and_then(|s| s.health_check_node_port),
+        )
+    {
+        spec.health_check_node_port = Some(hc);
+    }
+    let created = api
+        .create(&PostParams::default(), &manifest)
+        .await
+        .map_err(|e| format!("creating the Service again: {e}"))?;
+    measure::settle(world, from, version(&created), Duration::ZERO).await?;
+    let Some(lb2) = world.load_balancer_of(NAME) else {
+        out.violations.push(Violation {
+            property: "from-scratch",
+            detail: "no load balancer for the Service created from scratch".into(),
+        });
+        return Ok(());
+    };
+    let from_scratch = scratch::snapshot(world, lb2, &uid_of(&created), &state.fips).await?;
+    out.checks += 1;
+    if let Some(diff) = scratch::first_difference(&after_changes, &from_scratch) {
+        out.violations.push(Violation {
+            property: "from-scratch",
+            detail: diff,
+        });
+    }
+    Ok(())
+}

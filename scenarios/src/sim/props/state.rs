@@ -1,0 +1,324 @@
+//! What a case has made of its Service and nodes so far, and the Service manifest that
+//! follows from it: the runner plays each change on this state first, to skip one that
+//! cannot apply (or would leave no node to serve), then writes the result.
+
+use super::{A, Change, NodeDraw, PortDraw, Spec};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone)]
+pub struct NodeState {
+    pub name: String,
+    pub edge: bool,
+    pub endpoint: bool,
+    pub running: bool,
+    pub gone: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct State {
+    pub ports: Vec<PortDraw>,
+    /// Node ports asked for explicitly, by port index.
+    pub node_ports: BTreeMap<usize, i32>,
+    pub local: bool,
+    /// Annotation suffixes and values (the subnet placeholder filled in).
+    pub annotations: BTreeMap<String, String>,
+    /// Refused annotations the spec carries (their effective value is the previous one).
+    pub refused: BTreeMap<String, String>,
+    /// Floating IP networks claimed.
+    pub fips: Vec<String>,
+    pub nodes: Vec<NodeState>,
+}
+
+impl State {
+    pub fn new(spec: &Spec, nodes: &[NodeDraw], subnet: &str) -> State {
+        State {
+            ports: spec.ports.clone(),
+            node_ports: BTreeMap::new(),
+            local: spec.local,
+            annotations: spec
+                .annotations
+                .iter()
+                .map(|(k, v)| (k.clone(), v.replace(super::SUBNET, subnet)))
+                .collect(),
+            refused: BTreeMap::new(),
+            fips: Vec::new(),
+            nodes: nodes
+                .iter()
+                .enumerate()
+                .map(|(i, d)| NodeState {
+                    name: format!("node-{}", i + 1),
+                    edge: d.edge,
+                    endpoint: d.endpoint,
+                    running: true,
+                    gone: false,
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether some node would carry the Service's traffic: running, kept by the node
+    /// selector, and (under `Local`) running an endpoint.
+    pub fn serving(&self) -> bool {
+        let selector = self.annotations.contains_key("node-selector");
+        self.nodes
+            .iter()
+            .any(|n| !n.gone && n.running && (!selector || n.edge) && (!self.local || n.endpoint))
+    }
+
+    /// The index of a node `i` names (modulo the nodes still there).
+    pub fn node(&self, i: usize) -> Option<usize> {
+        let live: Vec<usize> = (0..self.nodes.len())
+            .filter(|j| !self.nodes[*j].gone)
+            .collect();
+        (!live.is_empty()).then(|| live[i % live.len()])
+    }
+
+    fn port(&self, i: usize) -> Option<usize> {
+        (!self.ports.is_empty()).then(|| i % self.ports.len())
+    }
+
+    fn annotate(&mut self, edits: &[(String, Option<String>)], subnet: &str) {
+        for (k, v) in edits {
+            match v {
+                Some(v) => self
+                    .annotations
+                    .insert(k.clone(), v.replace(super::SUBNET, subnet)),
+                None => self.annotations.remove(k),
+            };
+        }
+    }
+
+    /// Applies `change` to the state (world-side effects are the runner's); `false` when it
+    /// does not apply and the state is unchanged.
+    pub fn apply(&mut self, change: &Change, subnet: &str, step: usize) -> bool {
+        let before = self.clone();
+        let applied = match change {
+            Change::Annotate(edits) => {
+                self.annotate(edits, subnet);
+                true
+            }
+            Change::Refused { key, value, with } => {
+                self.annotate(with, subnet);
+                self.refused
+                    .insert(key.clone(), value.replace(super::SUBNET, subnet));
+                true
+            }
+            Change::RenamePort(i) => match self.port(*i) {
+                Some(i) => {
+                    let base = self.ports[i].name.clone().unwrap_or_else(|| "port".into());
+                    self.ports[i].name = Some(format!("r{step}-{base}"));
+                    true
+                }
+                None => false,
+            },
+            Change::RenumberPort(i, to) => match self.port(*i) {
+                Some(i)
+                    if !self
+                        .ports
+                        .iter()
+                        .any(|p| p.port == *to && p.udp == self.ports[i].udp) =>
+                {
+                    self.ports[i].port = *to;
+                    true
+                }
+                _ => false,
+            },
+            Change::NodePort(i) => match self.port(*i) {
+                // From the top of the range down: the API server allocates from the bottom.
+                Some(i) => {
+                    self.node_ports
+                        .insert(i, 32_700 - (step as i32) * 8 - i as i32);
+                    true
+                }
+                None => false,
+            },
+            Change::AddPort(p) => {
+                let clash = self.ports.iter().any(|o| {
+                    (o.port == p.port && o.udp == p.udp) || o.name.is_none() || o.name == p.name
+                });
+                if clash || self.ports.len() >= 4 {
+                    false
+                } else {
+                    self.ports.push(p.clone());
+                    true
+                }
+            }
+            Change::RemovePort(i) => match self.port(*i) {
+                Some(i) if self.ports.len() > 1 => {
+                    self.ports.remove(i);
+                    // Explicit node ports follow their ports' indexes.
+                    self.node_ports = self
+                        .node_ports
+                        .iter()
+                        .filter(|(j, _)| **j != i)
+                        .map(|(j, n)| (if *j > i { j - 1 } else { *j }, *n))
+                        .collect();
+                    true
+                }
+                _ => false,
+            },
+            Change::Policy(local) => {
+                self.local = *local;
+                true
+            }
+            Change::NodeJoin(d) => {
+                self.nodes.push(NodeState {
+                    name: format!("node-{}", self.nodes.len() + 1),
+                    edge: d.edge,
+                    endpoint: d.endpoint,
+                    running: true,
+                    gone: false,
+                });
+                true
+            }
+            Change::NodeRelabel(i) => self.node(*i).map(|i| self.nodes[i].edge ^= true).is_some(),
+            Change::NodeStop(i) => match self.node(*i) {
+                Some(i) if self.nodes[i].running => {
+                    self.nodes[i].running = false;
+                    true
+                }
+                _ => false,
+            },
+            Change::NodeStart(i) => match self.node(*i) {
+                Some(i) if !self.nodes[i].running => {
+                    self.nodes[i].running = true;
+                    true
+                }
+                _ => false,
+            },
+            Change::NodeDelete(i) => match self.node(*i) {
+                Some(i) => {
+                    self.nodes[i].gone = true;
+                    true
+                }
+                None => false,
+            },
+            // The networks are the runner's to fill in.
+            Change::FipAdd(_) | Change::FipMove(_) => true,
+            Change::FipRemove => {
+                let had = !self.fips.is_empty();
+                self.fips.clear();
+                had
+            }
+        };
+        if !applied || !self.serving() {
+            *self = before;
+            return false;
+        }
+        true
+    }
+
+    /// The annotations the Service carries (refused ones included when `with_refused`).
+    pub fn annotation_map(&self, with_refused: bool) -> serde_json::Map<String, Value> {
+        let mut map: serde_json::Map<String, Value> = self
+            .annotations
+            .iter()
+            .map(|(k, v)| (format!("{A}{k}"), json!(v)))
+            .collect();
+        if with_refused {
+            for (k, v) in &self.refused {
+                map.insert(format!("{A}{k}"), json!(v));
+            }
+        }
+        if !self.fips.is_empty() {
+            map.insert(
+                format!("{A}floating-ips"),
+                json!(serde_json::to_string(&self.fips).unwrap_or_default()),
+            );
+        }
+        map
+    }
+
+    /// Keeps every port on the node port `live` gave it (by index: the state's ports are the
+    /// live Service's, in order), so that a change moves node ports only where it means to.
+    pub fn pin_node_ports(&mut self, live: &[Option<i32>]) {
+        for (i, n) in live.iter().enumerate().take(self.ports.len()) {
+            if let Some(n) = n {
+                self.node_ports.entry(i).or_insert(*n);
+            }
+        }
+    }
+
+    /// The Service's ports, with the node ports pinned or asked for (the others are
+    /// allocated).
+    pub fn ports_json(&self) -> Vec<Value> {
+        self.ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut v = json!({"port": p.port, "targetPort": p.port,
+                                   "protocol": if p.udp { "UDP" } else { "TCP" }});
+                if let Some(n) = &p.name {
+                    v["name"] = json!(n);
+                }
+                if let Some(n) = self.node_ports.get(&i) {
+                    v["nodePort"] = json!(n);
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// The EndpointSlice of the Service: a ready endpoint on every node that runs one.
+    pub fn endpoint_slice(&self) -> Value {
+        let endpoints: Vec<Value> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.endpoint && !n.gone)
+            .map(|(i, n)| {
+                json!({"addresses": [format!("10.244.{}.10", i + 1)],
+                       "conditions": {"ready": true}, "nodeName": n.name})
+            })
+            .collect();
+        let ports: Vec<Value> = self
+            .ports
+            .iter()
+            .map(|p| {
+                json!({"name": p.name.clone().unwrap_or_default(), "port": p.port,
+                       "protocol": if p.udp { "UDP" } else { "TCP" }})
+            })
+            .collect();
+        json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-props", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4", "endpoints": endpoints, "ports": ports,
+        })
+    }
+
+    /// The monitor's recheck time (delay × up threshold, the defaults 2 s × 2).
+    pub fn recheck_s(&self) -> f64 {
+        let get = |k: &str, d: f64| {
+            self.annotations
+                .get(k)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(d)
+        };
+        get("health-monitor-delay-s", 2.0) * get("health-monitor-up-threshold", 2.0)
+    }
+
+    /// The allowed CIDRs (empty: everyone).
+    pub fn cidrs(&self) -> Vec<String> {
+        self.annotations
+            .get("listener-allowed-cidrs")
+            .and_then(|v| serde_json::from_str(v).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// Whether `client` is inside one of `cidrs` (IPv4; empty: everyone is).
+pub fn allowed(client: std::net::Ipv4Addr, cidrs: &[String]) -> bool {
+    cidrs.is_empty()
+        || cidrs.iter().any(|c| {
+            let (net, len) = c.split_once('/').unwrap_or((c, "32"));
+            match (net.parse::<std::net::Ipv4Addr>(), len.parse::<u32>()) {
+                (Ok(net), Ok(len)) if len <= 32 => {
+                    let mask = if len == 0 { 0 } else { u32::MAX << (32 - len) };
+                    u32::from(client) & mask == u32::from(net) & mask
+                }
+                _ => false,
+            }
+        })
+}
