@@ -107,8 +107,13 @@ fn main() -> ExitCode {
         };
     }
     match args.command {
-        Some(Command::Report { cases, seed, out }) => {
-            return props_report(cases, seed, out, args.threads);
+        Some(Command::Report {
+            cases,
+            seed,
+            out,
+            shrink,
+        }) => {
+            return props_report(cases, seed, out, shrink, args.threads);
         }
         Some(Command::Case { json }) => return case(&json),
         _ => {}
