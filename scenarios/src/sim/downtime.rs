@@ -9,7 +9,7 @@
 //!   down again, whatever the faults: 0 s;
 //! - changes (annotations, ports, traffic policy, floating IPs, and those made before `b`):
 //!   at most the sum of the bounds of their documented classes (`ccm/README.md`, "Impact of
-//!   Service changes", measured by `tests/ccm_impact_table.rs`; [`bound_of`]), plus the
+//!   Service changes", proven by `tests/props.rs`; [`bound_of`]), plus the
 //!   time faults took from the CCM within `[a, b)` (a retry cannot happen sooner): from a
 //!   failed request of a CCM (cloud: no answer, 429, 5xx; Kubernetes: 409, 410, 5xx) to its
 //!   retry that succeeded (other Services' requests succeed meanwhile while a failed one
@@ -147,7 +147,9 @@ fn bound_of(action: &Action, model: &Model) -> Option<f64> {
             .fold(0.0, f64::max),
         // Kept ports may get new node ports: member-recreate.
         Action::SetPorts(..) => MEMBER_RECREATE,
-        Action::SetPolicy(..) => LISTENER_RECREATE,
+        // Leaving Local: Kubernetes closes the health-check node port at once, the CCM
+        // announces member-recreate (entering it: listener-recreate).
+        Action::SetPolicy(..) => MEMBER_RECREATE,
         // On the VIPs: none.
         Action::ClaimFloatingIp { .. } | Action::DropFloatingIps(_) => 0.0,
         _ => return None,

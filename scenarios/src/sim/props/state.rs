@@ -288,15 +288,18 @@ impl State {
         })
     }
 
-    /// The monitor's recheck time (delay × up threshold, the defaults 2 s × 2).
+    /// The monitor's recheck time (delay × up threshold).
     pub fn recheck_s(&self) -> f64 {
-        let get = |k: &str, d: f64| {
+        use ccm::service::annotations::{
+            DEFAULT_HEALTH_MONITOR_DELAY_S as DELAY, DEFAULT_HEALTH_MONITOR_UP_THRESHOLD as UP,
+        };
+        let get = |k: &str, d: i64| {
             self.annotations
                 .get(k)
                 .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(d)
+                .unwrap_or(d as f64)
         };
-        get("health-monitor-delay-s", 2.0) * get("health-monitor-up-threshold", 2.0)
+        get("health-monitor-delay-s", DELAY) * get("health-monitor-up-threshold", UP)
     }
 
     /// The allowed CIDRs (empty: everyone).
