@@ -168,6 +168,33 @@ pub(crate) fn with_logs<T>(f: impl FnOnce(&Converged) -> T) -> (T, Logs) {
     (out, logs)
 }
 
+/// The process-wide subscriber for backends whose CCM runs on other threads (the socket
+/// testbed): INFO and above to standard error, the CCMs' "service converged" lines to the
+/// trace the returned handle is pointed at. Installed once; a process that already has a
+/// global subscriber gets a handle that records nothing.
+pub(crate) fn global_converged() -> Converged {
+    static ONCE: std::sync::OnceLock<Converged> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
+        let converged = Converged::default();
+        let subscriber = tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::filter::Targets::new()
+                    .with_default(tracing::Level::WARN)
+                    .with_target("ccm::service::controller", tracing::Level::DEBUG),
+            )
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_filter(tracing_subscriber::filter::LevelFilter::WARN),
+            )
+            .with(converged.clone());
+        let _ = tracing::subscriber::set_global_default(subscriber);
+        converged
+    })
+    .clone()
+}
+
 async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> Outcome {
     let harness = |detail: String| Outcome {
         seed: schedule.seed,

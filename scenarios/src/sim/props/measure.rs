@@ -6,8 +6,7 @@ use super::model;
 use super::play::Violation;
 use super::state::{State, allowed};
 use super::{A, Change, End, PortDraw};
-use crate::sim::trace::Request;
-use crate::sim::world::World;
+use super::backend::{Backend, converged_since, last_ccm_write};
 use ccm::service::plan::Impact;
 use fakecloud::clock::Time;
 use fakecloud::dataplane::{DownInterval, EntryKind};
@@ -23,36 +22,35 @@ pub const CLIENTS: [Ipv4Addr; 3] = [
     Ipv4Addr::new(203, 0, 113, 9),
     Ipv4Addr::new(198, 51, 100, 7),
 ];
-/// The oracle's intervals are exact; this covers the rounding of figures in messages.
-const SLACK: f64 = 0.5;
 /// The longest a change may take to converge.
-const CONVERGE: Duration = Duration::from_secs(900);
+const CONVERGE_S: f64 = 900.0;
 /// How often convergence is looked for.
 const PROBE: Duration = Duration::from_secs(5);
-/// A convergence counts once the CCM has written nothing for this long.
-const QUIET_MS: u128 = 20_000;
+/// A convergence counts once the CCM has written nothing for this long (s).
+const QUIET_S: f64 = 20.0;
 
-/// The cloud writes CCMs made since trace line `from`.
-pub fn ccm_writes(world: &World, from: usize) -> Vec<String> {
-    let lines = world.trace.lines();
-    lines[from.min(lines.len())..]
-        .iter()
-        .filter(|l| {
-            Request::parse(l).is_some_and(|r| r.api == "cloud" && r.by_ccm() && r.method != "GET")
-        })
-        .cloned()
-        .collect()
+/// A moment of a run: the trace's length (for the CCM's convergence lines) and
+/// fakecloud's time (for its request log and oracle).
+pub struct Mark {
+    pub line: usize,
+    pub at: Time,
 }
 
-fn last_write_ms(lines: &[String]) -> Option<u128> {
-    lines.iter().rev().find_map(|l| {
-        let r = Request::parse(l)?;
-        (r.api == "cloud" && r.by_ccm() && r.method != "GET").then_some(r.millis)
-    })
+impl Mark {
+    pub fn now(b: &impl Backend) -> Mark {
+        Mark {
+            line: b.trace().len(),
+            at: b.cloud().now(),
+        }
+    }
 }
 
-fn applying(world: &World) -> bool {
-    world.cloud.read("", |ctx| {
+fn secs_between(a: Time, b: Time) -> f64 {
+    (b - a).num_milliseconds() as f64 / 1000.0
+}
+
+fn applying(cloud: &fakecloud::App) -> bool {
+    cloud.read("", |ctx| {
         ctx.st
             .load_balancers
             .values()
@@ -60,48 +58,46 @@ fn applying(world: &World) -> bool {
     })
 }
 
+/// Whether the CCM has written nothing for [`QUIET_S`].
+fn quiet(cloud: &fakecloud::App) -> bool {
+    last_ccm_write(cloud).is_none_or(|t| secs_between(t, cloud.now()) >= QUIET_S)
+}
+
 /// Waits until the CCM logged the Service `web` converged at resourceVersion `rv` or later
-/// (any, for `None`) since trace line `from`, wrote nothing for a while, and no load
-/// balancer is applying changes; at least `min`.
+/// (any, for `None`) since `from`, wrote nothing for a while, and no load balancer is
+/// applying changes; at least `min` after `from`.
 pub async fn settle(
-    world: &World,
-    from: usize,
+    b: &impl Backend,
+    from: &Mark,
     rv: Option<u64>,
     min: Duration,
 ) -> Result<(), String> {
-    let start = tokio::time::Instant::now();
     loop {
-        tokio::time::sleep(PROBE).await;
-        let lines = world.trace.lines();
-        let since = &lines[from.min(lines.len())..];
-        let converged = since.iter().any(|l| {
-            let mut f = l.split(' ');
-            let (_, word, key, v) = (f.next(), f.next(), f.next(), f.next());
-            word == Some("converged")
-                && key == Some("default/web")
-                && v.and_then(|v| v.parse::<u64>().ok()) >= rv
-        });
-        let quiet = last_write_ms(since).is_none_or(|t| world.trace.millis() >= t + QUIET_MS);
-        let elapsed = start.elapsed();
-        if elapsed >= min && converged && quiet && !applying(world) {
+        b.pass(PROBE).await;
+        let converged = converged_since(b.trace(), from.line)
+            .into_iter()
+            .any(|v| v >= rv);
+        let elapsed = secs_between(from.at, b.cloud().now());
+        if elapsed >= min.as_secs_f64() && converged && quiet(b.cloud()) && !applying(b.cloud())
+        {
             return Ok(());
         }
-        if elapsed >= CONVERGE {
+        if elapsed >= CONVERGE_S {
             return Err(format!(
-                "not-converged: the Service did not converge within {} s",
-                CONVERGE.as_secs()
+                "not-converged: the Service did not converge within {CONVERGE_S} s"
             ));
         }
     }
 }
 
 /// Members a replaced monitor checks anew come up within delay × up threshold.
-pub async fn settle_monitors(_world: &World, state: &State) {
-    tokio::time::sleep(Duration::from_secs_f64(state.recheck_s() + 10.0)).await;
+pub async fn settle_monitors(b: &impl Backend, state: &State) {
+    b.pass(Duration::from_secs_f64(state.recheck_s() + 10.0))
+        .await;
 }
 
-fn load_balancers_of(world: &World, uid: &str) -> Vec<Uuid> {
-    world.cloud.read("", |ctx| {
+fn load_balancers_of(cloud: &fakecloud::App, uid: &str) -> Vec<Uuid> {
+    cloud.read("", |ctx| {
         ctx.st
             .load_balancers
             .values()
@@ -116,14 +112,10 @@ fn load_balancers_of(world: &World, uid: &str) -> Vec<Uuid> {
 }
 
 /// Waits until no load balancer of the Service with `uid` is left and the CCM is quiet.
-pub async fn settle_gone(world: &World, from: usize, uid: &str) {
-    let start = tokio::time::Instant::now();
-    while start.elapsed() < CONVERGE {
-        tokio::time::sleep(PROBE).await;
-        let lines = world.trace.lines();
-        let quiet = last_write_ms(&lines[from.min(lines.len())..])
-            .is_none_or(|t| world.trace.millis() >= t + QUIET_MS);
-        if quiet && load_balancers_of(world, uid).is_empty() {
+pub async fn settle_gone(b: &impl Backend, from: &Mark, uid: &str) {
+    while secs_between(from.at, b.cloud().now()) < CONVERGE_S {
+        b.pass(PROBE).await;
+        if quiet(b.cloud()) && load_balancers_of(b.cloud(), uid).is_empty() {
             return;
         }
     }
@@ -132,17 +124,22 @@ pub async fn settle_gone(world: &World, from: usize, uid: &str) {
 /// Property 5: nothing of the Service is left in the cloud, its floating IPs are still in
 /// the account and assigned to nothing, and a Service turned into ClusterIP lost its
 /// ingress.
-pub async fn gone_checks(world: &World, uid: &str, fips: &[String], end: End) -> Vec<Violation> {
+pub async fn gone_checks(
+    b: &impl Backend,
+    uid: &str,
+    fips: &[String],
+    end: End,
+) -> Vec<Violation> {
     let mut out = Vec::new();
-    let left = load_balancers_of(world, uid);
+    let left = load_balancers_of(b.cloud(), uid);
     if !left.is_empty() {
         out.push(Violation {
             property: "deletion",
             detail: format!("load balancers left after {end:?}: {left:?}"),
         });
     }
-    let account = world
-        .outside("GET", "/v1/floating-ips")
+    let account = b
+        .outside("GET", "/v1/floating-ips", None)
         .await
         .unwrap_or_default();
     for network in fips {
@@ -164,10 +161,9 @@ pub async fn gone_checks(world: &World, uid: &str, fips: &[String], end: End) ->
         }
     }
     if end == End::ToClusterIp {
-        let svc: Option<k8s_openapi::api::core::v1::Service> =
-            world.api.objects("services").into_iter().find(
-                |s: &k8s_openapi::api::core::v1::Service| s.metadata.name.as_deref() == Some("web"),
-            );
+        let api: kube::Api<k8s_openapi::api::core::v1::Service> =
+            kube::Api::namespaced(b.kube(), "default");
+        let svc = api.get_opt("web").await.ok().flatten();
         if svc.as_ref().is_some_and(crate::ccm_bed::has_ingress) {
             out.push(Violation {
                 property: "deletion",
@@ -180,19 +176,21 @@ pub async fn gone_checks(world: &World, uid: &str, fips: &[String], end: End) ->
 
 /// The class the `plan` preview gives `proposed`.
 pub async fn preview(
-    world: &World,
+    b: &impl Backend,
     proposed: &k8s_openapi::api::core::v1::Service,
 ) -> Result<Impact, String> {
-    let cloud = world.cloud_client("preview")?;
-    match ccm::service::controller::preview(&world.kube, &cloud, "sim", proposed).await {
+    let cloud = b.preview_client()?;
+    match ccm::service::controller::preview(&b.kube(), &cloud, b.cluster_name(), proposed).await {
         Ok(Some(p)) => Ok(p.steps_impact()),
         Ok(None) => Ok(Impact::None),
         Err(e) => Err(format!("the plan preview failed: {e}")),
     }
 }
 
-/// The Service's Events as they stood (name → count), to tell new ones from old.
-pub struct Events(BTreeMap<String, i32>);
+/// The Service's Events as they stood (name → resourceVersion), to tell new ones from old:
+/// a repeated Event is recorded on its first occurrence (client-go's series), so a new
+/// PlannedChange of the same plan shows only as a write of the old object.
+pub struct Events(BTreeMap<String, String>);
 
 /// What the CCM announced for one change.
 #[derive(Debug, Default)]
@@ -203,13 +201,13 @@ pub struct Announced {
     pub refusals: Vec<String>,
 }
 
-fn events(world: &World, name: &str) -> Vec<k8s_openapi::api::core::v1::Event> {
-    world
-        .api
-        .objects::<k8s_openapi::api::core::v1::Event>("events")
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(name))
-        .collect()
+async fn events(b: &impl Backend, name: &str) -> Vec<k8s_openapi::api::core::v1::Event> {
+    let api: kube::Api<k8s_openapi::api::core::v1::Event> =
+        kube::Api::namespaced(b.kube(), "default");
+    api.list(&kube::api::ListParams::default().fields(&format!("involvedObject.name={name}")))
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
 }
 
 const CLASSES: [Impact; 7] = [
@@ -234,21 +232,27 @@ fn planned_line(line: &str) -> Option<(Impact, Option<String>, String)> {
 }
 
 impl Events {
-    pub fn of(world: &World, name: &str) -> Events {
+    pub async fn of(b: &impl Backend, name: &str) -> Events {
         Events(
-            events(world, name)
+            events(b, name)
+                .await
                 .into_iter()
-                .map(|e| (e.metadata.name.unwrap_or_default(), e.count.unwrap_or(1)))
+                .map(|e| {
+                    (
+                        e.metadata.name.unwrap_or_default(),
+                        e.metadata.resource_version.unwrap_or_default(),
+                    )
+                })
                 .collect(),
         )
     }
 
     /// What was announced since [`Events::of`].
-    pub fn since(&self, world: &World, name: &str) -> Announced {
+    pub async fn since(&self, b: &impl Backend, name: &str) -> Announced {
         let mut out = Announced::default();
-        for e in events(world, name) {
+        for e in events(b, name).await {
             let key = e.metadata.name.clone().unwrap_or_default();
-            if self.0.get(&key).is_some_and(|c| *c >= e.count.unwrap_or(1)) {
+            if self.0.get(&key) == e.metadata.resource_version.as_ref() {
                 continue;
             }
             let message = e.message.unwrap_or_default();
@@ -275,8 +279,9 @@ impl Events {
 /// The messages of every `ChangeRefused` Event of the Service so far (a refusal that
 /// stands is not announced again on every pass: client-go counts a repeated Event on its
 /// first occurrence).
-pub fn standing_refusals(world: &World, name: &str) -> Vec<String> {
-    events(world, name)
+pub async fn standing_refusals(b: &impl Backend, name: &str) -> Vec<String> {
+    events(b, name)
+        .await
         .into_iter()
         .filter(|e| e.reason.as_deref() == Some("ChangeRefused"))
         .filter_map(|e| e.message)
@@ -397,9 +402,9 @@ fn concerns(change: &Change, before: &State, i: usize) -> bool {
 }
 
 impl Window {
-    pub async fn open(world: &World, lb: Option<Uuid>) -> Result<Window, String> {
-        let t0 = world.cloud.now();
-        let fips = world.cloud.read("", |ctx| {
+    pub async fn open(b: &impl Backend, lb: Option<Uuid>) -> Result<Window, String> {
+        let t0 = b.cloud().now();
+        let fips = b.cloud().read("", |ctx| {
             let mut latest: BTreeMap<IpAddr, Option<Uuid>> = BTreeMap::new();
             for e in ctx.st.dataplane.floating.iter().filter(|e| e.at <= t0) {
                 latest.insert(e.address, e.load_balancer);
@@ -416,7 +421,7 @@ impl Window {
     /// Judges every entry address × port × client from the window's start to now.
     pub fn judge(
         &self,
-        world: &World,
+        b: &impl Backend,
         lb_after: Option<Uuid>,
         before: &State,
         after: &State,
@@ -439,23 +444,24 @@ impl Window {
             });
             return j;
         }
-        let t1 = world.cloud.now();
+        let t1 = b.cloud().now();
+        let slack = b.slack();
         // From a moment before the change: a port that goes down at the very instant of
         // the change (Kubernetes closing a node port) must not look down from the start.
         let start = self.t0 - fakecloud::clock::delta_from_secs(1.0);
-        let propagation = world.cloud.config().timing.floating_ip_propagation_s;
+        let propagation = b.cloud().config().timing.floating_ip_propagation_s;
         let recheck = before.recheck_s().max(after.recheck_s());
         for client in CLIENTS {
             if !allowed(client, &after.cidrs()) {
                 j.checks += 1;
                 j.violations
-                    .extend(refused_at_end(world, lb, t1, client, after, change));
+                    .extend(refused_at_end(b.cloud(), lb, t1, client, after, change));
                 continue;
             }
             if !allowed(client, &before.cidrs()) {
                 continue;
             }
-            let entries = world.cloud.read("", |ctx| {
+            let entries = b.cloud().read("", |ctx| {
                 fakecloud::dataplane::availability(
                     &ctx.st.dataplane,
                     lb,
@@ -522,7 +528,7 @@ impl Window {
                 j.checks += 1;
                 j.worst = Some(j.worst.unwrap_or(0.0).max(took));
                 let at = format!("{}:{}/{} from {client}", e.address, e.port, e.protocol);
-                if !concerns(change, before, i) && took > SLACK {
+                if !concerns(change, before, i) && took > slack {
                     j.violations.push(Violation {
                         property: "unconcerned",
                         detail: format!(
@@ -530,7 +536,7 @@ impl Window {
                             why.join(", ")
                         ),
                     });
-                } else if took > bound + SLACK {
+                } else if took > bound + slack {
                     j.violations.push(Violation {
                         property: "class-bound",
                         detail: format!(
@@ -548,16 +554,16 @@ impl Window {
 /// A client outside the allowed CIDRs is refused on every VIP and port once the change
 /// converged (the documented effect of `listener-allowed-cidrs`).
 fn refused_at_end(
-    world: &World,
+    cloud: &fakecloud::App,
     lb: Uuid,
     t1: Time,
     client: Ipv4Addr,
     after: &State,
     change: &Change,
 ) -> Option<Violation> {
-    let propagation = world.cloud.config().timing.floating_ip_propagation_s;
+    let propagation = cloud.config().timing.floating_ip_propagation_s;
     let from = t1 - fakecloud::clock::delta_from_secs(1.0);
-    let entries = world.cloud.read("", |ctx| {
+    let entries = cloud.read("", |ctx| {
         fakecloud::dataplane::availability(
             &ctx.st.dataplane,
             lb,

@@ -19,6 +19,7 @@
 //! 5. `deletion`: deleting the Service (or turning it into ClusterIP) leaves no cloud
 //!    resource of it, and its floating IPs stay in the account, unassigned.
 
+pub mod backend;
 pub mod measure;
 pub mod model;
 pub mod play;

@@ -1,11 +1,11 @@
 //! Plays one [`Case`] in a fresh simulated world (one CCM, no faults) and checks the
 //! properties after every change; see the module documentation of `props` for the list.
 
-use super::measure::{self, Events, Window};
+use super::backend::{self, Backend, Sim, load_balancer_of, node_subnet};
+use super::measure::{self, Events, Mark, Window};
 use super::model::{self, Kind};
 use super::state::State;
 use super::{A, Case, Change, End, scratch};
-use crate::sim::trace::Request;
 use crate::sim::world::{World, WorldConfig, runtime};
 use ccm::service::plan::Impact;
 use k8s_openapi::api::core::v1::{Node, Service};
@@ -55,15 +55,22 @@ pub struct Outcome {
 /// The Service every case plays with.
 const NAME: &str = "web";
 
-/// Plays `case` on its own paused runtime.
+impl Outcome {
+    /// Nothing played yet.
+    pub fn new(case: &Case) -> Outcome {
+        Outcome {
+            case: case.clone(),
+            steps: Vec::new(),
+            violations: Vec::new(),
+            checks: 0,
+            trace: None,
+        }
+    }
+}
+
+/// Plays `case` in a simulated world on its own paused runtime.
 pub fn run(case: &Case, keep_trace: bool) -> Outcome {
-    let mut outcome = Outcome {
-        case: case.clone(),
-        steps: Vec::new(),
-        violations: Vec::new(),
-        checks: 0,
-        trace: None,
-    };
+    let mut outcome = Outcome::new(case);
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(e) => {
@@ -92,14 +99,9 @@ pub fn run(case: &Case, keep_trace: bool) -> Outcome {
             };
             converged.to(&world.trace);
             world.revive();
-            if let Err(e) = play(&mut world, case, &mut outcome).await {
-                outcome.violations.push(Violation {
-                    property: "harness",
-                    detail: e,
-                });
-            }
-            outcome.trace = keep_trace.then(|| world.trace.lines());
-            Some(world.token.clone())
+            let token = world.token.clone();
+            play_on(&mut Sim(&mut world), case, keep_trace, &mut outcome).await;
+            Some(token)
         })
     });
     outcome.checks += 1;
@@ -114,8 +116,19 @@ pub fn run(case: &Case, keep_trace: bool) -> Outcome {
     outcome
 }
 
-fn services(world: &World) -> Api<Service> {
-    Api::namespaced(world.kube.clone(), "default")
+/// Plays `case` on backend `b` (already started, its CCM running) into `outcome`.
+pub async fn play_on(b: &mut impl Backend, case: &Case, keep_trace: bool, outcome: &mut Outcome) {
+    if let Err(e) = play(b, case, outcome).await {
+        outcome.violations.push(Violation {
+            property: "harness",
+            detail: e,
+        });
+    }
+    outcome.trace = keep_trace.then(|| b.trace().lines());
+}
+
+fn services(b: &impl Backend) -> Api<Service> {
+    Api::namespaced(b.kube(), "default")
 }
 
 fn uid_of(svc: &Service) -> String {
@@ -134,13 +147,13 @@ fn live_node_ports(svc: &Service) -> Vec<Option<i32>> {
 /// Writes the state's Service: created when `live` is `None`, else replaced (its
 /// CCM-written annotations kept).
 async fn write(
-    world: &World,
+    b: &impl Backend,
     state: &State,
     live: Option<&Service>,
     with_refused: bool,
 ) -> Result<Service, String> {
     let manifest = proposed(state, live, with_refused)?;
-    let api = services(world);
+    let api = services(b);
     match live {
         None => api.create(&PostParams::default(), &manifest).await,
         Some(_) => api.replace(NAME, &PostParams::default(), &manifest).await,
@@ -181,8 +194,8 @@ fn proposed(state: &State, live: Option<&Service>, with_refused: bool) -> Result
 }
 
 /// Labels node `name` with `tier`.
-async fn label(world: &World, name: &str, edge: bool) -> Result<(), String> {
-    let nodes: Api<Node> = Api::all(world.kube.clone());
+async fn label(b: &impl Backend, name: &str, edge: bool) -> Result<(), String> {
+    let nodes: Api<Node> = Api::all(b.kube());
     let tier = if edge { "edge" } else { "core" };
     nodes
         .patch(
@@ -196,9 +209,9 @@ async fn label(world: &World, name: &str, edge: bool) -> Result<(), String> {
 }
 
 /// Writes the Service's EndpointSlice as the state has it.
-async fn endpoints(world: &World, state: &State) -> Result<(), String> {
+async fn endpoints(b: &impl Backend, state: &State) -> Result<(), String> {
     let api: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
-        Api::namespaced(world.kube.clone(), "default");
+        Api::namespaced(b.kube(), "default");
     let body = state.endpoint_slice();
     let exists = api
         .get_opt("web-props")
@@ -220,7 +233,7 @@ async fn endpoints(world: &World, state: &State) -> Result<(), String> {
 
 /// Creates a floating IP (assigned to `server` if given); its network.
 async fn floating_ip(
-    world: &World,
+    b: &impl Backend,
     d: super::FipDraw,
     server: Option<Uuid>,
 ) -> Result<String, String> {
@@ -237,37 +250,34 @@ async fn floating_ip(
     if let Some(s) = server {
         body["server"] = json!(s.to_string());
     }
-    let fip = world
-        .outside_with("POST", "/v1/floating-ips", Some(body))
-        .await?;
+    let fip = b.outside("POST", "/v1/floating-ips", Some(body)).await?;
     fip["network"]
         .as_str()
         .map(str::to_string)
         .ok_or_else(|| "a floating IP without network".into())
 }
 
-async fn play(world: &mut World, case: &Case, out: &mut Outcome) -> Result<(), String> {
-    let subnet = world
-        .node_subnet()
+async fn play(b: &mut impl Backend, case: &Case, out: &mut Outcome) -> Result<(), String> {
+    let subnet = node_subnet(b.cloud())
         .map(|s| s.to_string())
         .unwrap_or_default();
     let mut state = State::new(&case.service, &case.nodes, &subnet);
     for n in &state.nodes {
-        label(world, &n.name, n.edge).await?;
+        label(b, &n.name, n.edge).await?;
     }
     for d in &case.service.floating_ips {
-        state.fips.push(floating_ip(world, *d, None).await?);
+        state.fips.push(floating_ip(b, *d, None).await?);
     }
-    endpoints(world, &state).await?;
-    let from = world.trace.len();
-    let created = write(world, &state, None, true).await?;
+    endpoints(b, &state).await?;
+    let from = Mark::now(b);
+    let created = write(b, &state, None, true).await?;
     let uid = uid_of(&created);
-    measure::settle(world, from, version(&created), Duration::ZERO).await?;
+    measure::settle(b, &from, version(&created), Duration::ZERO).await?;
     for (i, change) in case.changes.iter().enumerate() {
-        let report = step(world, &mut state, change, i, &subnet, out).await?;
+        let report = step(b, &mut state, change, i, &subnet, out).await?;
         out.steps.push(report);
     }
-    finish(world, &state, case.end, &uid, out).await
+    finish(b, &state, case.end, &uid, out).await
 }
 
 fn version(s: &Service) -> Option<u64> {
@@ -276,7 +286,7 @@ fn version(s: &Service) -> Option<u64> {
 
 /// Plays and judges one change.
 async fn step(
-    world: &mut World,
+    b: &mut impl Backend,
     state: &mut State,
     change: &Change,
     i: usize,
@@ -294,22 +304,22 @@ async fn step(
         played: false,
         announced: Vec::new(),
     };
-    let live = services(world)
+    let live = services(b)
         .get(NAME)
         .await
         .map_err(|e| format!("reading the Service: {e}"))?;
     state.pin_node_ports(&live_node_ports(&live));
     let before = state.clone();
     if !state.apply(change, subnet, i) {
-        world.trace.note(format!("change {i} skipped: {change:?}"));
+        b.trace().note(format!("change {i} skipped: {change:?}"));
         return Ok(report);
     }
     report.played = true;
-    world.trace.note(format!("change {i}: {change:?}"));
-    let lb_before = world.load_balancer_of(NAME);
-    let window = Window::open(world, lb_before).await?;
-    let events = Events::of(world, NAME);
-    let from = world.trace.len();
+    b.trace().note(format!("change {i}: {change:?}"));
+    let lb_before = load_balancer_of(b, NAME).await;
+    let window = Window::open(b, lb_before).await?;
+    let events = Events::of(b, NAME).await;
+    let from = Mark::now(b);
     let mut rv = None;
     let mut node_event = false;
     match change {
@@ -319,9 +329,9 @@ async fn step(
                 .last()
                 .map(|n| n.name.clone())
                 .unwrap_or_default();
-            world.add_node(&name).await.map_err(|e| e.to_string())?;
-            label(world, &name, d.edge).await?;
-            endpoints(world, state).await?;
+            b.add_node(&name).await?;
+            label(b, &name, d.edge).await?;
+            endpoints(b, state).await?;
             node_event = true;
         }
         Change::NodeRelabel(n)
@@ -331,9 +341,9 @@ async fn step(
             let idx = before.node(*n).unwrap_or(0);
             let name = state.nodes[idx].name.clone();
             match change {
-                Change::NodeRelabel(_) => label(world, &name, state.nodes[idx].edge).await?,
+                Change::NodeRelabel(_) => label(b, &name, state.nodes[idx].edge).await?,
                 _ => {
-                    let server = world
+                    let server = b
                         .server_of(&name)
                         .ok_or(format!("no server of {name}"))?;
                     let (method, path) = match change {
@@ -341,9 +351,9 @@ async fn step(
                         Change::NodeStart(_) => ("POST", format!("/v1/servers/{server}/start")),
                         _ => ("DELETE", format!("/v1/servers/{server}")),
                     };
-                    world.outside(method, &path).await?;
+                    b.outside(method, &path, None).await?;
                     if matches!(change, Change::NodeDelete(_)) {
-                        endpoints(world, state).await?;
+                        endpoints(b, state).await?;
                     }
                 }
             }
@@ -351,28 +361,28 @@ async fn step(
         }
         _ => {
             match change {
-                Change::FipAdd(d) => state.fips.push(floating_ip(world, *d, None).await?),
+                Change::FipAdd(d) => state.fips.push(floating_ip(b, *d, None).await?),
                 Change::FipMove(d) => {
                     let server = state
                         .nodes
                         .iter()
                         .find(|n| !n.gone)
-                        .and_then(|n| world.server_of(&n.name));
-                    state.fips = vec![floating_ip(world, *d, server).await?];
+                        .and_then(|n| b.server_of(&n.name));
+                    state.fips = vec![floating_ip(b, *d, server).await?];
                 }
                 _ => {}
             }
             // The preview of exactly what is about to be written.
             let mut proposed = proposed(state, Some(&live), true)?;
             ccm::preview::complete(&mut proposed, Some(&live));
-            report.preview = Some(measure::preview(world, &proposed).await?);
+            report.preview = Some(measure::preview(b, &proposed).await?);
             if matches!(
                 change,
                 Change::Policy(_) | Change::AddPort(_) | Change::RemovePort(_)
             ) {
-                endpoints(world, state).await?;
+                endpoints(b, state).await?;
             }
-            rv = version(&write(world, state, Some(&live), true).await?);
+            rv = version(&write(b, state, Some(&live), true).await?);
         }
     }
     // Node changes reach the CCM through kubelets and the Node lifecycle: one resync at
@@ -382,17 +392,17 @@ async fn step(
     } else {
         Duration::from_secs(20)
     };
-    measure::settle(world, from, rv, min).await?;
-    measure::settle_monitors(world, state).await;
-    let lb_after = world.load_balancer_of(NAME);
-    let announced = events.since(world, NAME);
+    measure::settle(b, &from, rv, min).await?;
+    measure::settle_monitors(b, state).await;
+    let lb_after = load_balancer_of(b, NAME).await;
+    let announced = events.since(b, NAME).await;
     report.predicted = announced.class();
     report.announced = announced
         .lines
         .iter()
         .map(|(c, p, what)| format!("{c} [{}]: {what}", p.as_deref().unwrap_or("-")))
         .collect();
-    let judged = window.judge(world, lb_after, &before, state, change, &announced);
+    let judged = window.judge(b, lb_after, &before, state, change, &announced);
     report.observed = judged.worst;
     out.checks += judged.checks;
     out.violations.extend(judged.violations);
@@ -421,10 +431,10 @@ async fn step(
         out.checks += 1;
         let mut refusals = announced.refusals.clone();
         if before.refused.contains_key(key) {
-            refusals.extend(measure::standing_refusals(world, NAME));
+            refusals.extend(measure::standing_refusals(b, NAME).await);
         }
         out.violations.extend(refused_checks(
-            world, key, lb_before, lb_after, from, &refusals,
+            b, key, lb_before, lb_after, &from, &refusals,
         ));
     }
     Ok(report)
@@ -432,11 +442,11 @@ async fn step(
 
 /// Property 3: the refused aspect wrote nothing and was announced.
 fn refused_checks(
-    world: &World,
+    b: &impl Backend,
     key: &str,
     lb_before: Option<Uuid>,
     lb_after: Option<Uuid>,
-    from: usize,
+    from: &Mark,
     refusals: &[String],
 ) -> Vec<Violation> {
     let mut v = Vec::new();
@@ -453,18 +463,16 @@ fn refused_checks(
             detail: format!("{full}: the load balancer changed ({lb_before:?} → {lb_after:?})"),
         });
     }
-    let lines = world.trace.lines();
-    let lb_writes: Vec<&String> = lines[from.min(lines.len())..]
-        .iter()
-        .filter(|l| {
-            Request::parse(l).is_some_and(|r| {
-                r.api == "cloud"
-                    && r.by_ccm()
-                    && ((r.method == "POST" && r.path == "/v1/load-balancers")
-                        || (r.method == "DELETE"
-                            && r.path.starts_with("/v1/load-balancers/")
-                            && r.path.len() == "/v1/load-balancers/".len() + 36))
-            })
+    // `TIME METHOD PATH STATUS`: a load balancer created or deleted.
+    let lb_writes: Vec<String> = backend::ccm_writes(b.cloud(), from.at)
+        .into_iter()
+        .filter(|w| {
+            let mut f = w.split(' ').skip(1);
+            let (method, path) = (f.next().unwrap_or_default(), f.next().unwrap_or_default());
+            (method == "POST" && path == "/v1/load-balancers")
+                || (method == "DELETE"
+                    && path.starts_with("/v1/load-balancers/")
+                    && path.len() == "/v1/load-balancers/".len() + 36)
         })
         .collect();
     if !lb_writes.is_empty() {
@@ -474,7 +482,7 @@ fn refused_checks(
         });
     }
     if let Some(lb) = lb_after {
-        let (flavor, zone) = world.cloud.read("", |ctx| {
+        let (flavor, zone) = b.cloud().read("", |ctx| {
             ctx.st
                 .load_balancers
                 .get(&lb)
@@ -493,26 +501,26 @@ fn refused_checks(
 
 /// Properties 4 and 5 at the end of the sequence.
 async fn finish(
-    world: &mut World,
+    b: &mut impl Backend,
     state: &State,
     end: End,
     uid: &str,
     out: &mut Outcome,
 ) -> Result<(), String> {
-    let api = services(world);
+    let api = services(b);
     let live = api.get(NAME).await.map_err(|e| e.to_string())?;
-    let Some(lb) = world.load_balancer_of(NAME) else {
+    let Some(lb) = load_balancer_of(b, NAME).await else {
         out.violations.push(Violation {
             property: "from-scratch",
             detail: "no load balancer after the changes".into(),
         });
         return Ok(());
     };
-    let after_changes = scratch::snapshot(world, lb, uid, &state.fips).await?;
+    let after_changes = scratch::snapshot(b, lb, uid, &state.fips).await?;
     // A further reconcile (two resync periods) writes nothing.
-    let quiet_from = world.trace.len();
-    tokio::time::sleep(Duration::from_secs(125)).await;
-    let writes = measure::ccm_writes(world, quiet_from);
+    let quiet_from = Mark::now(b);
+    b.pass(Duration::from_secs(125)).await;
+    let writes = backend::ccm_writes(b.cloud(), quiet_from.at);
     out.checks += 1;
     if !writes.is_empty() {
         out.violations.push(Violation {
@@ -521,7 +529,7 @@ async fn finish(
         });
     }
     // Property 5: the Service goes (deleted, or turned into ClusterIP).
-    let from = world.trace.len();
+    let from = Mark::now(b);
     match end {
         End::ToClusterIp => {
             api.patch(
@@ -541,16 +549,16 @@ async fn finish(
                 .map_err(|e| format!("deleting the Service: {e}"))?;
         }
     }
-    measure::settle_gone(world, from, uid).await;
+    measure::settle_gone(b, &from, uid).await;
     out.checks += 1;
     out.violations
-        .extend(measure::gone_checks(world, uid, &state.fips, end).await);
+        .extend(measure::gone_checks(b, uid, &state.fips, end).await);
     if end != End::Keep {
         return Ok(());
     }
     // Property 4: the same Service created from scratch (refused annotations as they were
     // applied, the same node ports and floating IPs) gets the same configuration.
-    let from = world.trace.len();
+    let from = Mark::now(b);
     let fresh = {
         let mut s = state.clone();
         s.node_ports.clear();
@@ -570,15 +578,15 @@ async fn finish(
         .create(&PostParams::default(), &manifest)
         .await
         .map_err(|e| format!("creating the Service again: {e}"))?;
-    measure::settle(world, from, version(&created), Duration::ZERO).await?;
-    let Some(lb2) = world.load_balancer_of(NAME) else {
+    measure::settle(b, &from, version(&created), Duration::ZERO).await?;
+    let Some(lb2) = load_balancer_of(b, NAME).await else {
         out.violations.push(Violation {
             property: "from-scratch",
             detail: "no load balancer for the Service created from scratch".into(),
         });
         return Ok(());
     };
-    let from_scratch = scratch::snapshot(world, lb2, &uid_of(&created), &state.fips).await?;
+    let from_scratch = scratch::snapshot(b, lb2, &uid_of(&created), &state.fips).await?;
     out.checks += 1;
     if let Some(diff) = scratch::first_difference(&after_changes, &from_scratch) {
         out.violations.push(Violation {

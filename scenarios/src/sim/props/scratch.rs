@@ -2,7 +2,7 @@
 //! two equal configurations taken out (UUIDs, addresses, times, health states, the
 //! Service's UID, creation order): two snapshots are equal when the configurations are.
 
-use crate::sim::world::World;
+use super::backend::Backend;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -58,14 +58,14 @@ fn belongs(v: &Value, lb: &str) -> bool {
 /// of its floating IPs only those `claimed` (one a Service stopped claiming stays assigned,
 /// as documented, and is no part of what the Service asks for).
 pub async fn snapshot(
-    world: &World,
+    b: &impl Backend,
     lb: Uuid,
     uid: &str,
     claimed: &[String],
 ) -> Result<Value, String> {
     let lb_s = lb.to_string();
     let get = |path: String| async move {
-        match world.outside("GET", &path).await? {
+        match b.outside("GET", &path, None).await? {
             Value::Array(items) => Ok::<Vec<Value>, String>(items),
             other => Ok(vec![other]),
         }
