@@ -36,6 +36,10 @@ async fn generated_cases_hold_on_the_socket_testbed() {
             out.violations,
             case.replay_command()
         );
-        assert!(out.checks > 10, "the properties were checked: {}", out.checks);
+        assert!(
+            out.checks > 10,
+            "the properties were checked: {}",
+            out.checks
+        );
     }
 }

@@ -17,11 +17,10 @@ pub mod world;
 pub use trace::Trace;
 pub use world::{World, WorldConfig, runtime};
 
-/// Runs the schedules of seeds `first..first + count` on `threads` threads; the outcomes in
-/// seed order (each schedule runs alone on its own runtime, so threads change nothing but
-/// the wall time).
-pub fn run_many(first: u64, count: u64, threads: usize, keep_trace: bool) -> Vec<run::Outcome> {
-    let next = std::sync::atomic::AtomicU64::new(0);
+/// `f` of every index in `0..count` on `threads` threads; the results in index order (each
+/// run is alone on its own runtime, so threads change nothing but the wall time).
+pub fn parallel<R: Send>(count: usize, threads: usize, f: impl Fn(usize) -> R + Sync) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
     let results = parking_lot::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
@@ -31,16 +30,24 @@ pub fn run_many(first: u64, count: u64, threads: usize, keep_trace: bool) -> Vec
                     if i >= count {
                         return;
                     }
-                    let schedule = schedule::Schedule::generate(first.wrapping_add(i));
-                    let outcome = run::run(&schedule, keep_trace);
-                    results.lock().push((i, outcome));
+                    let r = f(i);
+                    results.lock().push((i, r));
                 }
             });
         }
     });
     let mut results = results.into_inner();
     results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, o)| o).collect()
+    results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Runs the schedules of seeds `first..first + count` on `threads` threads; the outcomes in
+/// seed order.
+pub fn run_many(first: u64, count: u64, threads: usize, keep_trace: bool) -> Vec<run::Outcome> {
+    parallel(count as usize, threads, |i| {
+        let schedule = schedule::Schedule::generate(first.wrapping_add(i as u64));
+        run::run(&schedule, keep_trace)
+    })
 }
 
 /// Creates `count` Services of one TCP port (`PREFIX0`, `PREFIX1`, ...) in `default`.

@@ -144,52 +144,57 @@ pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
 /// searched for the token), and the CCMs' "service converged" lines go to the trace
 /// [`Converged::to`] names.
 pub(crate) fn with_logs<T>(f: impl FnOnce(&Converged) -> T) -> (T, Logs) {
-    use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
     let logs = Logs::default();
     let converged = Converged::default();
-    let subscriber = tracing_subscriber::registry()
+    let writer = {
+        let logs = logs.clone();
+        move || logs.clone()
+    };
+    let subscriber = subscriber(tracing::Level::INFO, writer, &converged);
+    let out = tracing::subscriber::with_default(subscriber, || f(&converged));
+    (out, logs)
+}
+
+/// Logs at `level` and above to `writer`; the service controller's debug lines to
+/// `converged` as well.
+fn subscriber<W>(
+    level: tracing::Level,
+    writer: W,
+    converged: &Converged,
+) -> impl tracing::Subscriber + Send + Sync
+where
+    W: for<'w> tracing_subscriber::fmt::MakeWriter<'w> + Send + Sync + 'static,
+{
+    use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
+    tracing_subscriber::registry()
         .with(
             tracing_subscriber::filter::Targets::new()
-                .with_default(tracing::Level::INFO)
+                .with_default(level)
                 .with_target("ccm::service::controller", tracing::Level::DEBUG),
         )
         .with(
             tracing_subscriber::fmt::layer()
                 .with_ansi(false)
                 .without_time()
-                .with_writer({
-                    let logs = logs.clone();
-                    move || logs.clone()
-                })
-                .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+                .with_writer(writer)
+                .with_filter(tracing_subscriber::filter::LevelFilter::from_level(level)),
         )
-        .with(converged.clone());
-    let out = tracing::subscriber::with_default(subscriber, || f(&converged));
-    (out, logs)
+        .with(converged.clone())
 }
 
 /// The process-wide subscriber for backends whose CCM runs on other threads (the socket
-/// testbed): INFO and above to standard error, the CCMs' "service converged" lines to the
-/// trace the returned handle is pointed at. Installed once; a process that already has a
-/// global subscriber gets a handle that records nothing.
+/// testbed): warnings and errors to standard error, the CCMs' "service converged" lines
+/// to the trace the returned handle is pointed at. Installed once; in a process that
+/// already has a global subscriber the handle records nothing.
 pub(crate) fn global_converged() -> Converged {
     static ONCE: std::sync::OnceLock<Converged> = std::sync::OnceLock::new();
     ONCE.get_or_init(|| {
-        use tracing_subscriber::layer::{Layer as _, SubscriberExt as _};
         let converged = Converged::default();
-        let subscriber = tracing_subscriber::registry()
-            .with(
-                tracing_subscriber::filter::Targets::new()
-                    .with_default(tracing::Level::WARN)
-                    .with_target("ccm::service::controller", tracing::Level::DEBUG),
-            )
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .with_writer(std::io::stderr)
-                    .with_filter(tracing_subscriber::filter::LevelFilter::WARN),
-            )
-            .with(converged.clone());
-        let _ = tracing::subscriber::set_global_default(subscriber);
+        let _ = tracing::subscriber::set_global_default(subscriber(
+            tracing::Level::WARN,
+            std::io::stderr,
+            &converged,
+        ));
         converged
     })
     .clone()

@@ -67,7 +67,12 @@ impl Backend for Sim<'_> {
     fn server_of(&self, name: &str) -> Option<Uuid> {
         self.0.server_of(name)
     }
-    async fn outside(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, String> {
+    async fn outside(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, String> {
         self.0.outside_with(method, path, body).await
     }
     fn preview_client(&self) -> Result<ccm::cloudscale::Client, String> {
@@ -134,7 +139,12 @@ impl Backend for Socket {
     fn server_of(&self, name: &str) -> Option<Uuid> {
         self.bed.tb.server_of(name)
     }
-    async fn outside(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value, String> {
+    async fn outside(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, String> {
         let cloud = &self.bed.tb.cloud;
         let mut request = self
             .bed

@@ -2,11 +2,11 @@
 //! and preview, and the judgement of fakecloud's data-plane oracle over every entry address
 //! × port × client of a change's window.
 
+use super::backend::{Backend, converged_since, last_ccm_write};
 use super::model;
 use super::play::Violation;
 use super::state::{State, allowed};
 use super::{A, Change, End, PortDraw};
-use super::backend::{Backend, converged_since, last_ccm_write};
 use ccm::service::plan::Impact;
 use fakecloud::clock::Time;
 use fakecloud::dataplane::{DownInterval, EntryKind};
@@ -78,8 +78,7 @@ pub async fn settle(
             .into_iter()
             .any(|v| v >= rv);
         let elapsed = secs_between(from.at, b.cloud().now());
-        if elapsed >= min.as_secs_f64() && converged && quiet(b.cloud()) && !applying(b.cloud())
-        {
+        if elapsed >= min.as_secs_f64() && converged && quiet(b.cloud()) && !applying(b.cloud()) {
             return Ok(());
         }
         if elapsed >= CONVERGE_S {
@@ -124,12 +123,7 @@ pub async fn settle_gone(b: &impl Backend, from: &Mark, uid: &str) {
 /// Property 5: nothing of the Service is left in the cloud, its floating IPs are still in
 /// the account and assigned to nothing, and a Service turned into ClusterIP lost its
 /// ingress.
-pub async fn gone_checks(
-    b: &impl Backend,
-    uid: &str,
-    fips: &[String],
-    end: End,
-) -> Vec<Violation> {
+pub async fn gone_checks(b: &impl Backend, uid: &str, fips: &[String], end: End) -> Vec<Violation> {
     let mut out = Vec::new();
     let left = load_balancers_of(b.cloud(), uid);
     if !left.is_empty() {
@@ -449,7 +443,6 @@ impl Window {
         // From a moment before the change: a port that goes down at the very instant of
         // the change (Kubernetes closing a node port) must not look down from the start.
         let start = self.t0 - fakecloud::clock::delta_from_secs(1.0);
-        let propagation = b.cloud().config().timing.floating_ip_propagation_s;
         let recheck = before.recheck_s().max(after.recheck_s());
         for client in CLIENTS {
             if !allowed(client, &after.cidrs()) {
@@ -461,17 +454,7 @@ impl Window {
             if !allowed(client, &before.cidrs()) {
                 continue;
             }
-            let entries = b.cloud().read("", |ctx| {
-                fakecloud::dataplane::availability(
-                    &ctx.st.dataplane,
-                    lb,
-                    start,
-                    t1,
-                    IpAddr::V4(client),
-                    propagation,
-                )
-                .unwrap_or_default()
-            });
+            let entries = availability(b.cloud(), lb, (start, t1), client);
             for e in &entries {
                 if e.kind == EntryKind::FloatingIp && !self.fips.contains(&e.address) {
                     continue;
@@ -551,6 +534,27 @@ impl Window {
     }
 }
 
+/// The oracle's answer for new connections from `client` to `lb` within `[from, to)`.
+fn availability(
+    cloud: &fakecloud::App,
+    lb: Uuid,
+    (from, to): (Time, Time),
+    client: Ipv4Addr,
+) -> Vec<fakecloud::dataplane::EntryAvailability> {
+    let propagation = cloud.config().timing.floating_ip_propagation_s;
+    cloud.read("", |ctx| {
+        fakecloud::dataplane::availability(
+            &ctx.st.dataplane,
+            lb,
+            from,
+            to,
+            IpAddr::V4(client),
+            propagation,
+        )
+        .unwrap_or_default()
+    })
+}
+
 /// A client outside the allowed CIDRs is refused on every VIP and port once the change
 /// converged (the documented effect of `listener-allowed-cidrs`).
 fn refused_at_end(
@@ -561,19 +565,8 @@ fn refused_at_end(
     after: &State,
     change: &Change,
 ) -> Option<Violation> {
-    let propagation = cloud.config().timing.floating_ip_propagation_s;
     let from = t1 - fakecloud::clock::delta_from_secs(1.0);
-    let entries = cloud.read("", |ctx| {
-        fakecloud::dataplane::availability(
-            &ctx.st.dataplane,
-            lb,
-            from,
-            t1,
-            IpAddr::V4(client),
-            propagation,
-        )
-        .unwrap_or_default()
-    });
+    let entries = availability(cloud, lb, (from, t1), client);
     let served: Vec<String> = entries
         .iter()
         .filter(|e| e.kind == EntryKind::Vip && port_index(after, &e.protocol, e.port).is_some())

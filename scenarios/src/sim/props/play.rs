@@ -343,9 +343,7 @@ async fn step(
             match change {
                 Change::NodeRelabel(_) => label(b, &name, state.nodes[idx].edge).await?,
                 _ => {
-                    let server = b
-                        .server_of(&name)
-                        .ok_or(format!("no server of {name}"))?;
+                    let server = b.server_of(&name).ok_or(format!("no server of {name}"))?;
                     let (method, path) = match change {
                         Change::NodeStop(_) => ("POST", format!("/v1/servers/{server}/stop")),
                         Change::NodeStart(_) => ("POST", format!("/v1/servers/{server}/start")),

@@ -16,25 +16,7 @@ pub const CASES: usize = 500;
 
 /// Runs `cases` on `threads` threads; outcomes in case order.
 pub fn run_all(cases: &[Case], threads: usize) -> Vec<Outcome> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = parking_lot::Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    let Some(case) = cases.get(i) else {
-                        return;
-                    };
-                    let outcome = play::run(case, false);
-                    results.lock().push((i, outcome));
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner();
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, o)| o).collect()
+    crate::sim::parallel(cases.len(), threads, |i| play::run(&cases[i], false))
 }
 
 /// The case `index` of the seeded run shrunk with proptest's simplification while it still
