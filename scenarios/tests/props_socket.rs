@@ -36,8 +36,10 @@ async fn generated_cases_hold_on_the_socket_testbed() {
             out.violations,
             case.replay_command()
         );
+        // At least the end's properties (quiet, deletion; from scratch when kept), and
+        // those of every change that applied.
         assert!(
-            out.checks > 10,
+            out.checks >= 2 + played,
             "the properties were checked: {}",
             out.checks
         );

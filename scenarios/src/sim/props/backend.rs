@@ -33,6 +33,10 @@ pub trait Backend {
     ) -> impl Future<Output = Result<Value, String>>;
     /// A client of fakecloud's API as the `plan` preview uses one.
     fn preview_client(&self) -> Result<ccm::cloudscale::Client, String>;
+    /// The CCM's `--service-resync-period` plus its `--api-read-sharing-window`, in
+    /// fakecloud's time: a change the CCM only notices on a resync (a deleted server's
+    /// node, whose kubelet falls silent) is applied within it.
+    fn resync(&self) -> Duration;
     /// Seconds of downtime the judgement forgives (rounding on the virtual clock; real
     /// scheduling delay times the scale on a scaled one).
     fn slack(&self) -> f64;
@@ -77,6 +81,10 @@ impl Backend for Sim<'_> {
     }
     fn preview_client(&self) -> Result<ccm::cloudscale::Client, String> {
         self.0.cloud_client("preview")
+    }
+    fn resync(&self) -> Duration {
+        // `WorldConfig::new`'s `--service-resync-period`, and the default sharing window.
+        Duration::from_secs(62)
     }
     fn slack(&self) -> f64 {
         0.5
@@ -175,6 +183,11 @@ impl Backend for Socket {
             std::sync::Arc::new(ccm::secret::TokenSource::Static(token)),
         ))
         .map_err(|e| e.to_string())
+    }
+    fn resync(&self) -> Duration {
+        // `ccm_bed::FAST_FLAGS`' 1 s and the default sharing window of 2 s (the CCM's
+        // clock is the real one), scaled.
+        Duration::from_secs(3).mul_f64(self.scale())
     }
     fn slack(&self) -> f64 {
         // 20 ms of real scheduling delay at 100×.

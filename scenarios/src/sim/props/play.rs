@@ -383,10 +383,11 @@ async fn step(
             rv = version(&write(b, state, Some(&live), true).await?);
         }
     }
-    // Node changes reach the CCM through kubelets and the Node lifecycle: one resync at
-    // least before a convergence line says anything about them.
+    // Node changes reach the CCM through kubelets and the Node lifecycle, a deleted
+    // server's only on a resync (its kubelet falls silent): a whole resync period and
+    // some before a convergence line says anything about them.
     let min = if node_event {
-        Duration::from_secs(90)
+        b.resync() + Duration::from_secs(30)
     } else {
         Duration::from_secs(20)
     };
