@@ -385,13 +385,7 @@ impl World {
 
     /// The UUID of the nodes' subnet ([`testbed::SUBNET_CIDR`]).
     pub fn node_subnet(&self) -> Option<Uuid> {
-        self.cloud.read("", |ctx| {
-            ctx.st
-                .subnets
-                .values()
-                .find(|s| s.cidr.to_string() == testbed::SUBNET_CIDR)
-                .map(|s| s.uuid)
-        })
+        node_subnet(&self.cloud)
     }
 
     /// How many nodes the world started with (`node-1`...).
@@ -465,13 +459,7 @@ impl World {
             .find(|s| s.metadata.name.as_deref() == Some(name))?
             .metadata
             .uid?;
-        self.cloud.read("", |ctx| {
-            ctx.st
-                .load_balancers
-                .values()
-                .find(|lb| lb.tags.get(ccm::service::controller::TAG_SERVICE_UID) == Some(&uid))
-                .map(|lb| lb.uuid)
-        })
+        load_balancers_of(&self.cloud, &uid).into_iter().next()
     }
 
     /// Outside hands delete part of the Service `name`'s load balancer: its first `pool`,
@@ -650,6 +638,33 @@ async fn proxy_view(api: apiserver::Shared, cloud: fakecloud::App) {
             return;
         }
     }
+}
+
+/// The UUID of the nodes' subnet ([`testbed::SUBNET_CIDR`]) in `cloud`.
+pub fn node_subnet(cloud: &fakecloud::App) -> Option<Uuid> {
+    cloud.read("", |ctx| {
+        ctx.st
+            .subnets
+            .values()
+            .find(|s| s.cidr.to_string() == testbed::SUBNET_CIDR)
+            .map(|s| s.uuid)
+    })
+}
+
+/// The load balancers `cloud` holds for the Service with UID `uid` (by its ownership tag).
+pub fn load_balancers_of(cloud: &fakecloud::App, uid: &str) -> Vec<Uuid> {
+    cloud.read("", |ctx| {
+        ctx.st
+            .load_balancers
+            .values()
+            .filter(|lb| {
+                lb.tags
+                    .get(ccm::service::controller::TAG_SERVICE_UID)
+                    .is_some_and(|t| t == uid)
+            })
+            .map(|lb| lb.uuid)
+            .collect()
+    })
 }
 
 /// A current-thread runtime with tokio's clock paused: the simulation's one clock.

@@ -195,17 +195,6 @@ impl Backend for Socket {
     }
 }
 
-/// The UUID of the nodes' subnet.
-pub fn node_subnet(cloud: &fakecloud::App) -> Option<Uuid> {
-    cloud.read("", |ctx| {
-        ctx.st
-            .subnets
-            .values()
-            .find(|s| s.cidr.to_string() == crate::testbed::SUBNET_CIDR)
-            .map(|s| s.uuid)
-    })
-}
-
 /// Whether a logged request is a write the CCM makes (the runner itself writes only
 /// floating IPs and servers, never load balancers or assignments).
 fn ccm_write(e: &fakecloud::app::LogEntry) -> bool {
@@ -255,11 +244,7 @@ pub async fn load_balancer_of(b: &impl Backend, name: &str) -> Option<Uuid> {
     let api: kube::Api<k8s_openapi::api::core::v1::Service> =
         kube::Api::namespaced(b.kube(), "default");
     let uid = api.get_opt(name).await.ok()??.metadata.uid?;
-    b.cloud().read("", |ctx| {
-        ctx.st
-            .load_balancers
-            .values()
-            .find(|lb| lb.tags.get(ccm::service::controller::TAG_SERVICE_UID) == Some(&uid))
-            .map(|lb| lb.uuid)
-    })
+    crate::sim::world::load_balancers_of(b.cloud(), &uid)
+        .into_iter()
+        .next()
 }

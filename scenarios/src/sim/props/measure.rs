@@ -7,6 +7,7 @@ use super::model;
 use super::play::Violation;
 use super::state::{State, allowed};
 use super::{A, Change, End, PortDraw};
+use crate::sim::world::load_balancers_of;
 use ccm::service::plan::Impact;
 use fakecloud::clock::Time;
 use fakecloud::dataplane::{DownInterval, EntryKind};
@@ -93,21 +94,6 @@ pub async fn settle(
 pub async fn settle_monitors(b: &impl Backend, state: &State) {
     b.pass(Duration::from_secs_f64(state.recheck_s() + 10.0))
         .await;
-}
-
-fn load_balancers_of(cloud: &fakecloud::App, uid: &str) -> Vec<Uuid> {
-    cloud.read("", |ctx| {
-        ctx.st
-            .load_balancers
-            .values()
-            .filter(|lb| {
-                lb.tags
-                    .get(ccm::service::controller::TAG_SERVICE_UID)
-                    .is_some_and(|t| t == uid)
-            })
-            .map(|lb| lb.uuid)
-            .collect()
-    })
 }
 
 /// Waits until no load balancer of the Service with `uid` is left and the CCM is quiet.

@@ -1,12 +1,12 @@
 //! Plays one [`Case`] in a fresh simulated world (one CCM, no faults) and checks the
 //! properties after every change; see the module documentation of `props` for the list.
 
-use super::backend::{self, Backend, Sim, load_balancer_of, node_subnet};
+use super::backend::{self, Backend, Sim, load_balancer_of};
 use super::measure::{self, Events, Mark, Window};
 use super::model::{self, Kind};
 use super::state::State;
 use super::{A, Case, Change, End, scratch};
-use crate::sim::world::{World, WorldConfig, runtime};
+use crate::sim::world::{World, WorldConfig, node_subnet, runtime};
 use ccm::service::plan::Impact;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
