@@ -126,7 +126,7 @@ async fn main() {
     .await
     .expect("testbed");
     let kubeconfig = std::env::temp_dir().join(format!("ccm-bench-{}.yaml", std::process::id()));
-    std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
+    std::fs::write(&kubeconfig, tb.cluster.ccm_kubeconfig_yaml()).expect("kubeconfig");
     let port = free_port();
     let ccm = Kill(
         Command::new(env!("CARGO_BIN_EXE_ccm-under-test"))

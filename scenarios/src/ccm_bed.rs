@@ -167,6 +167,7 @@ impl Default for CcmBedConfig {
 /// A testbed on the embedded cluster, its kubeconfig written to a file, and a CCM.
 pub struct CcmBed {
     pub tb: Testbed,
+    /// The CCM's kubeconfig: its ServiceAccount, whose RBAC the API server enforces.
     pub kubeconfig: PathBuf,
     pub ccm: Option<InProcessCcm>,
     pub http: reqwest::Client,
@@ -177,6 +178,24 @@ impl Drop for CcmBed {
         // The CCM first, so it does not log errors about a vanished cluster.
         self.ccm.take();
         let _ = std::fs::remove_file(&self.kubeconfig);
+        // Every scenario doubles as an RBAC check: the CCM runs as the ServiceAccount of
+        // deploy/config.yml, and a request the API server refused it is a missing rule.
+        if !std::thread::panicking()
+            && let Some(api) = self.tb.cluster.api_server()
+            && let Ok(user) = crate::ccm_identity::user_name()
+        {
+            let refused: Vec<String> = api
+                .shared()
+                .requests()
+                .iter()
+                .filter(|r| r.user == user && (r.code == 401 || r.code == 403))
+                .map(|r| format!("{} {} {:?} {:?}", r.verb, r.resource, r.subresource, r.name))
+                .collect();
+            assert!(
+                refused.is_empty(),
+                "the API server refused the CCM (deploy/kustomize/rbac.yaml lacks a rule): {refused:?}"
+            );
+        }
     }
 }
 
@@ -196,7 +215,7 @@ impl CcmBed {
             .expect("testbed");
         let kubeconfig =
             std::env::temp_dir().join(format!("ccm-bed-{}.yaml", uuid::Uuid::new_v4()));
-        std::fs::write(&kubeconfig, tb.cluster.kubeconfig_yaml()).expect("write kubeconfig");
+        std::fs::write(&kubeconfig, tb.cluster.ccm_kubeconfig_yaml()).expect("write kubeconfig");
         let ccm = config.ccm_flags.map(|flags| {
             let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
             InProcessCcm::start(&kubeconfig, &tb.cloud, config.api_timeout_s, &flags)

@@ -35,6 +35,10 @@ pub struct Cluster {
     pub backend: Backend,
     client: kube::Client,
     kubeconfig: String,
+    /// What the CCM runs with: on the embedded server, its ServiceAccount of
+    /// `deploy/config.yml` (RBAC enforced); elsewhere the cluster's own kubeconfig.
+    ccm_kubeconfig: String,
+    ccm_client: kube::Client,
     embedded: Option<ApiServer>,
     #[cfg(feature = "k3s")]
     _k3s: Option<k3s::Running>,
@@ -57,12 +61,25 @@ impl Cluster {
     }
 
     pub async fn embedded_with(config: ApiServerConfig) -> Result<Cluster, ClusterError> {
+        let rbac = config.rbac;
         let api = ApiServer::start(config).await?;
         let kubeconfig = api.kubeconfig_yaml();
         let client = client_for(&kubeconfig).await?;
+        let ccm_kubeconfig = if rbac {
+            let token = crate::ccm_identity::install(api.shared())
+                .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+            let (ns, _) = crate::ccm_identity::service_account()
+                .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
+            api.kubeconfig_with_token(&token, &ns)
+        } else {
+            kubeconfig.clone()
+        };
+        let ccm_client = client_for(&ccm_kubeconfig).await?;
         Ok(Cluster {
             backend: Backend::Embedded,
             client,
+            ccm_client,
+            ccm_kubeconfig,
             kubeconfig,
             embedded: Some(api),
             #[cfg(feature = "k3s")]
@@ -86,7 +103,9 @@ impl Cluster {
         let client = client_for(&yaml).await?;
         Ok(Cluster {
             backend: Backend::Existing,
+            ccm_client: client.clone(),
             client,
+            ccm_kubeconfig: yaml.clone(),
             kubeconfig: yaml,
             embedded: None,
             #[cfg(feature = "k3s")]
@@ -102,8 +121,10 @@ impl Cluster {
             let client = client_for(&running.kubeconfig).await?;
             Ok(Cluster {
                 backend: Backend::K3s,
+                ccm_client: client.clone(),
                 client,
                 kubeconfig: running.kubeconfig.clone(),
+                ccm_kubeconfig: running.kubeconfig.clone(),
                 embedded: None,
                 _k3s: Some(running),
             })
@@ -134,6 +155,17 @@ impl Cluster {
 
     pub fn kubeconfig_yaml(&self) -> &str {
         &self.kubeconfig
+    }
+
+    /// A client as the CCM (see `ccm_kubeconfig`), for suites that run its controllers
+    /// in-process.
+    pub fn ccm_client(&self) -> kube::Client {
+        self.ccm_client.clone()
+    }
+
+    /// The kubeconfig a CCM runs with (see the field).
+    pub fn ccm_kubeconfig_yaml(&self) -> &str {
+        &self.ccm_kubeconfig
     }
 
     /// The embedded API server, when that is the backend.

@@ -3,9 +3,11 @@
 
 pub mod apiserver;
 pub mod ccm_bed;
+pub mod ccm_identity;
 pub mod cluster;
 pub mod kubelet;
 pub mod proxy;
+pub mod reference_lbs;
 pub mod sim;
 pub mod testbed;
 pub mod wait;

@@ -22,7 +22,7 @@ fn reference() -> ObjectReference {
 async fn repeats_become_a_series_and_a_new_message_a_new_event() {
     let cluster = Cluster::embedded().await.expect("cluster");
     let events = Events::new(
-        cluster.client(),
+        cluster.ccm_client(),
         Some("ccm-test".into()),
         Default::default(),
     );
@@ -67,7 +67,7 @@ async fn repeats_become_a_series_and_a_new_message_a_new_event() {
 #[tokio::test]
 async fn a_repeat_of_an_event_deleted_on_the_server_is_recorded_anew() {
     let cluster = Cluster::embedded().await.expect("cluster");
-    let events = Events::new(cluster.client(), None, Default::default());
+    let events = Events::new(cluster.ccm_client(), None, Default::default());
     let api: Api<Event> = Api::namespaced(cluster.client(), "default");
     let object = reference();
     let publish = || {

@@ -375,7 +375,9 @@ async fn leader_cut_off_from_the_api_server_steps_down_before_the_lease_expires(
     let cluster = cluster().await;
     let client = cluster.client();
     let url = cluster.api_server().expect("embedded").url();
+    // A TCP proxy: TLS passes through it (the certificate names 127.0.0.1, as the proxy).
     let upstream: SocketAddr = url
+        .trim_start_matches("https://")
         .trim_start_matches("http://")
         .trim_end_matches('/')
         .parse()
@@ -527,7 +529,7 @@ struct Proxy {
 impl Proxy {
     async fn start(upstream: SocketAddr) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!("http://{}", listener.local_addr().unwrap());
+        let url = format!("https://{}", listener.local_addr().unwrap());
         let (cut, rx) = watch::channel(false);
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {

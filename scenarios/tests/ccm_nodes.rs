@@ -148,7 +148,7 @@ async fn harness(nodes: usize) -> Harness {
 
 impl Harness {
     fn start_controllers(&mut self) {
-        let kube = self.tb.cluster.client();
+        let kube = self.tb.cluster.ccm_client();
         let dir = Arc::new(self.client.clone());
         let events = Events::new(kube.clone(), Some("test".into()), Default::default());
         let (tx1, rx1) = oneshot::channel::<()>();

@@ -6,6 +6,7 @@ pub mod events;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;
+pub mod rbac;
 pub mod registry;
 pub mod selectors;
 pub mod server;
@@ -13,6 +14,7 @@ pub mod services;
 pub mod status;
 pub mod store;
 pub mod tables;
+pub mod tls;
 
 pub use server::{ApiServer, ApiServerConfig, RequestRecord, Shared, verb_counts};
 

@@ -12,10 +12,13 @@
 //! is computed once and cached; nothing here does I/O.
 
 use super::registry::{RESOURCES, ResourceType, group_versions};
+use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::coordination::v1 as coordination;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::api::events::v1 as events;
+use k8s_openapi::api::policy::v1 as policy;
+use k8s_openapi::api::rbac::v1 as rbac;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::schemars::generate::SchemaSettings;
 use k8s_openapi::schemars::{Schema, SchemaGenerator};
@@ -112,6 +115,42 @@ const KIND_SCHEMAS: &[(&str, &str, &str, SchemaFn)] = &[
         "v1",
         "Lease",
         SchemaGenerator::subschema_for::<coordination::Lease>,
+    ),
+    (
+        "apps",
+        "v1",
+        "Deployment",
+        SchemaGenerator::subschema_for::<apps::Deployment>,
+    ),
+    (
+        "policy",
+        "v1",
+        "PodDisruptionBudget",
+        SchemaGenerator::subschema_for::<policy::PodDisruptionBudget>,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRole",
+        SchemaGenerator::subschema_for::<rbac::ClusterRole>,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        SchemaGenerator::subschema_for::<rbac::ClusterRoleBinding>,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "Role",
+        SchemaGenerator::subschema_for::<rbac::Role>,
+    ),
+    (
+        "rbac.authorization.k8s.io",
+        "v1",
+        "RoleBinding",
+        SchemaGenerator::subschema_for::<rbac::RoleBinding>,
     ),
 ];
 

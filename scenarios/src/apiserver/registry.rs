@@ -52,6 +52,22 @@ const fn core(
     }
 }
 
+/// A `v1` type of a named group.
+const fn group_type(
+    group: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    singular: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    status: bool,
+) -> ResourceType {
+    ResourceType {
+        group,
+        ..core(kind, plural, singular, namespaced, short_names, status)
+    }
+}
+
 pub const RESOURCES: &[ResourceType] = &[
     core("Namespace", "namespaces", "namespace", false, &["ns"], true),
     core("Node", "nodes", "node", false, &["no"], true),
@@ -108,6 +124,66 @@ pub const RESOURCES: &[ResourceType] = &[
         status: false,
         categories: &[],
     },
+    // Stored and validated against their schema only: no controller acts on them. They let
+    // `kubectl apply -f deploy/config.yml` and the Helm chart's render apply here, and the
+    // RBAC objects are what the authorizer (`rbac.rs`) reads.
+    ResourceType {
+        categories: &["all"],
+        ..group_type(
+            "apps",
+            "Deployment",
+            "deployments",
+            "deployment",
+            true,
+            &["deploy"],
+            true,
+        )
+    },
+    group_type(
+        "policy",
+        "PodDisruptionBudget",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        true,
+        &["pdb"],
+        true,
+    ),
+    group_type(
+        "rbac.authorization.k8s.io",
+        "ClusterRole",
+        "clusterroles",
+        "clusterrole",
+        false,
+        &[],
+        false,
+    ),
+    group_type(
+        "rbac.authorization.k8s.io",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        false,
+        &[],
+        false,
+    ),
+    group_type(
+        "rbac.authorization.k8s.io",
+        "Role",
+        "roles",
+        "role",
+        true,
+        &[],
+        false,
+    ),
+    group_type(
+        "rbac.authorization.k8s.io",
+        "RoleBinding",
+        "rolebindings",
+        "rolebinding",
+        true,
+        &[],
+        false,
+    ),
 ];
 
 impl ResourceType {

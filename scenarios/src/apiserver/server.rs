@@ -4,6 +4,7 @@
 use super::discovery;
 use super::events;
 use super::patch;
+use super::rbac;
 use super::registry::{self, RESOURCES, ResourceType};
 use super::selectors::{FieldSelector, LabelSelector};
 use super::services;
@@ -38,6 +39,11 @@ pub struct ApiServerConfig {
     /// Timestamps and UIDs: the machine's clock and random UIDs, or (in a simulation) the
     /// simulated clock and UIDs drawn from a seed.
     pub ambient: Ambient,
+    /// Authenticate bearer tokens and authorize every request with the stored RBAC objects
+    /// (`rbac.rs`); off, every request is allowed (its user is still recorded).
+    pub rbac: bool,
+    /// Serve HTTPS with a self-signed certificate (`tls.rs` says why); plain HTTP without.
+    pub tls: bool,
 }
 
 impl Default for ApiServerConfig {
@@ -47,6 +53,8 @@ impl Default for ApiServerConfig {
             bookmark_interval: Duration::from_secs(1),
             history_limit: 100_000,
             ambient: Ambient::system(),
+            rbac: true,
+            tls: true,
         }
     }
 }
@@ -61,6 +69,9 @@ pub struct RequestRecord {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub user_agent: String,
+    /// The authenticated user (`system:serviceaccount:<ns>:<name>`, `kubernetes-admin`,
+    /// `system:anonymous`).
+    pub user: String,
     pub code: u16,
 }
 
@@ -201,6 +212,15 @@ impl Shared {
                     obj,
                     ChangeKind::Added,
                 );
+            }
+        }
+        if shared.0.config.rbac {
+            let mut store = shared.0.store.write();
+            for (storage, mut obj) in rbac::bootstrap_objects() {
+                let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+                obj["metadata"]["uid"] = json!(ambient.uuid().to_string());
+                obj["metadata"]["creationTimestamp"] = json!(now_rfc3339(&ambient));
+                store.put(storage, (String::new(), name), obj, ChangeKind::Added);
             }
         }
         shared
@@ -881,7 +901,27 @@ pub async fn handle(
         .and_then(|h| h.to_str().ok())
         .unwrap_or_default()
         .to_string();
+    let user = match rbac::authenticate(
+        &srv.0.store.read(),
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok()),
+    ) {
+        Some(user) => user,
+        None if srv.0.config.rbac => return ApiError::Unauthorized.into_response(),
+        None => rbac::User::anonymous(),
+    };
     // Non-resource paths.
+    if srv.0.config.rbac && parse_target(&segments).is_none() {
+        let verb = method.as_str().to_ascii_lowercase();
+        let request = rbac::Request::NonResource {
+            verb: &verb,
+            path: &path,
+        };
+        if !rbac::allows(&srv.0.store.read(), &user, &request) {
+            return ApiError::Forbidden(rbac::denied_message(&user, &request)).into_response();
+        }
+    }
     let fixed = match (method.as_str(), segments.as_slice()) {
         ("GET", ["version"]) => Some(Ok(discovery::version())),
         ("GET", ["healthz"] | ["readyz"] | ["livez"]) => {
@@ -936,8 +976,29 @@ pub async fn handle(
         namespace: target.namespace.clone(),
         name: target.name.clone(),
         user_agent: user_agent.clone(),
+        user: user.name.clone(),
         code: code.as_u16(),
     };
+    if srv.0.config.rbac {
+        let request = rbac::Request::Resource {
+            verb,
+            group: target.rt.group,
+            resource: target.rt.plural,
+            subresource: target.sub.as_deref(),
+            namespace: target.namespace.as_deref(),
+            name: target.name.as_deref(),
+        };
+        if !rbac::allows(&srv.0.store.read(), &user, &request) {
+            let e = ApiError::Denied {
+                message: rbac::denied_message(&user, &request),
+                name: target.name.clone(),
+                group: target.rt.group.to_string(),
+                resource: target.rt.plural.to_string(),
+            };
+            srv.0.requests.lock().push(record(e.code()));
+            return e.into_response();
+        }
+    }
     if let Some(sub) = &target.sub
         && !(sub == "status" && target.rt.status)
     {
@@ -1346,49 +1407,98 @@ pub fn router(shared: Shared) -> axum::Router {
 pub struct ApiServer {
     shared: Shared,
     addr: SocketAddr,
+    /// The certificate clients trust (PEM), when it serves HTTPS.
+    ca_pem: Option<String>,
     shutdown: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl ApiServer {
     pub async fn start(config: ApiServerConfig) -> std::io::Result<ApiServer> {
+        let identity = if config.tls {
+            Some(super::tls::Identity::self_signed().map_err(std::io::Error::other)?)
+        } else {
+            None
+        };
         let listener = tokio::net::TcpListener::bind(config.listen).await?;
         let addr = listener.local_addr()?;
         let shared = Shared::new(config);
         *shared.0.address.lock() = addr.to_string();
         let app = router(shared.clone());
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = rx.await;
-                })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "API server stopped");
-            }
-        });
+        let ca_pem = identity.as_ref().map(|i| i.cert_pem.clone());
+        let task = match identity {
+            Some(identity) => tokio::spawn(super::tls::serve(listener, app, identity, rx)),
+            None => tokio::spawn(async move {
+                let served = axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = rx.await;
+                    })
+                    .await;
+                if let Err(e) = served {
+                    tracing::error!(error = %e, "API server stopped");
+                }
+            }),
+        };
         Ok(ApiServer {
             shared,
             addr,
+            ca_pem,
             shutdown: Some(tx),
             task: Some(task),
         })
     }
 
-    /// `http://127.0.0.1:PORT`
+    /// `https://127.0.0.1:PORT` (`http://` without TLS).
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// The certificate to trust (PEM), when the server speaks HTTPS.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// An HTTP client that trusts this server.
+    pub fn http_client(&self) -> reqwest::Client {
+        let mut builder = reqwest::Client::builder();
+        if let Some(cert) = self
+            .ca_pem
+            .as_deref()
+            .and_then(|pem| reqwest::Certificate::from_pem(pem.as_bytes()).ok())
+        {
+            builder = builder.add_root_certificate(cert);
+        }
+        builder.build().unwrap_or_default()
     }
 
     pub fn shared(&self) -> &Shared {
         &self.shared
     }
 
-    /// A kubeconfig for this server (context `embedded`, token `embedded`).
+    /// A kubeconfig for this server as the administrator (context `embedded`, namespace
+    /// `default`).
     pub fn kubeconfig_yaml(&self) -> String {
+        self.kubeconfig_with_token(super::rbac::ADMIN_TOKEN, "default")
+    }
+
+    /// A kubeconfig for this server with `token`, its context in `namespace`.
+    pub fn kubeconfig_with_token(&self, token: &str, namespace: &str) -> String {
+        use base64::Engine;
+        let ca = match &self.ca_pem {
+            Some(pem) => format!(
+                "    certificate-authority-data: {}\n",
+                base64::engine::general_purpose::STANDARD.encode(pem)
+            ),
+            None => String::new(),
+        };
         format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: embedded\n  cluster:\n    server: {}\ncontexts:\n- name: embedded\n  context:\n    cluster: embedded\n    user: embedded\n    namespace: default\ncurrent-context: embedded\nusers:\n- name: embedded\n  user:\n    token: embedded\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: embedded\n  cluster:\n    server: {}\n{ca}contexts:\n- name: embedded\n  context:\n    cluster: embedded\n    user: embedded\n    namespace: {namespace}\ncurrent-context: embedded\nusers:\n- name: embedded\n  user:\n    token: {token}\n",
             self.url()
         )
     }

@@ -36,6 +36,17 @@ pub enum ApiError {
     BadRequest(String),
     #[error("{0}")]
     Forbidden(String),
+    /// Refused by the authorizer: `details` name the object, its group and resource.
+    #[error("{message}")]
+    Denied {
+        message: String,
+        name: Option<String>,
+        group: String,
+        resource: String,
+    },
+    /// No valid credentials.
+    #[error("Unauthorized")]
+    Unauthorized,
     #[error("the server could not find the requested resource")]
     UnknownResource,
     #[error("the server does not allow this method on the requested resource")]
@@ -80,7 +91,8 @@ impl ApiError {
             ApiError::AlreadyExists { .. } | ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::Forbidden(_) | ApiError::Denied { .. } => StatusCode::FORBIDDEN,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Gone { .. } => StatusCode::GONE,
@@ -95,7 +107,8 @@ impl ApiError {
             ApiError::Conflict { .. } => "Conflict",
             ApiError::Invalid { .. } => "Invalid",
             ApiError::BadRequest(_) => "BadRequest",
-            ApiError::Forbidden(_) => "Forbidden",
+            ApiError::Forbidden(_) | ApiError::Denied { .. } => "Forbidden",
+            ApiError::Unauthorized => "Unauthorized",
             ApiError::MethodNotAllowed => "MethodNotAllowed",
             ApiError::UnsupportedMediaType(_) => "UnsupportedMediaType",
             ApiError::Gone { .. } => "Expired",
@@ -128,6 +141,21 @@ impl ApiError {
                         "reason": c.reason, "message": c.message, "field": c.field,
                     })).collect::<Vec<_>>(),
                 });
+            }
+            ApiError::Denied {
+                name,
+                group,
+                resource,
+                ..
+            } => {
+                let mut details = json!({"kind": resource});
+                if let Some(name) = name {
+                    details["name"] = json!(name);
+                }
+                if !group.is_empty() {
+                    details["group"] = json!(group);
+                }
+                status["details"] = details;
             }
             _ => {}
         }

@@ -120,12 +120,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
         args.nodes + 1,
         scenarios::testbed::NETWORK_NAME
     );
+    // The CCM runs as the ServiceAccount of deploy/config.yml, its RBAC enforced.
+    let ccm_kubeconfig = args.kubeconfig.with_extension("ccm");
+    std::fs::write(&ccm_kubeconfig, testbed.cluster.ccm_kubeconfig_yaml())
+        .with_context(|| format!("cannot write {}", ccm_kubeconfig.display()))?;
     let ccm = if args.without_ccm {
         println!("cloud controller manager: not started (--without-ccm)");
         None
     } else {
         let mut ccm = InProcessCcm::start(
-            &args.kubeconfig,
+            &ccm_kubeconfig,
             &testbed.cloud,
             20,
             &["--leader-elect=false"],

@@ -530,5 +530,24 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
             "the API token appears in an Event or the trace".into(),
         ));
     }
+    // The CCMs run as the ServiceAccount of deploy/config.yml: a refusal is a missing rule.
+    let refused: Vec<String> = world
+        .api
+        .requests()
+        .iter()
+        .filter(|r| r.code == 401 || r.code == 403)
+        .map(|r| {
+            format!(
+                "{} {} {} {:?} ({})",
+                r.user, r.verb, r.resource, r.subresource, r.code
+            )
+        })
+        .collect();
+    if !refused.is_empty() {
+        out.push(violation(
+            "rbac-refused",
+            format!("requests refused by RBAC: {refused:?}"),
+        ));
+    }
     out
 }

@@ -196,6 +196,8 @@ impl KubeFaults {
 pub struct KubeLink {
     pub router: axum::Router,
     pub actor: String,
+    /// The bearer token the requests carry (the API server enforces RBAC).
+    pub token: String,
     pub trace: Trace,
     pub faults: Option<Arc<KubeFaults>>,
     /// For a CCM's link: every write that adds or removes a Node's shutdown taint is
@@ -309,8 +311,11 @@ impl tower::Service<Request<kube::client::Body>> for KubeLink {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
+    fn call(&mut self, mut req: Request<kube::client::Body>) -> Self::Future {
         let link = self.clone();
+        if let Ok(value) = http::HeaderValue::from_str(&format!("Bearer {}", link.token)) {
+            req.headers_mut().insert(http::header::AUTHORIZATION, value);
+        }
         Box::pin(async move {
             let method = req.method().to_string();
             let path = req

@@ -133,7 +133,10 @@ pub struct World {
     pub api: apiserver::Shared,
     /// The client of the workload and the checks (no faults).
     pub kube: kube::Client,
+    /// The cloudscale.ch API token.
     pub token: String,
+    /// The CCMs' bearer token: the ServiceAccount of `deploy/config.yml`.
+    ccm_token: String,
     /// fakecloud's time when the trace began (trace millisecond 0).
     pub cloud_zero: fakecloud::clock::Time,
     pub ccms: Vec<SimCcm>,
@@ -188,10 +191,13 @@ impl World {
             ambient: Ambient::simulated(epoch, sub_seed(seed, 2)),
             ..ApiServerConfig::default()
         });
+        let ccm_token =
+            crate::ccm_identity::install(&api).map_err(|e| TestbedError::Seed(e.to_string()))?;
         let router = apiserver::server::router(api.clone());
         let kube = KubeLink {
             router: router.clone(),
             actor: "workload".into(),
+            token: apiserver::rbac::ADMIN_TOKEN.into(),
             trace: trace.clone(),
             faults: None,
             taints: None,
@@ -206,6 +212,7 @@ impl World {
             api,
             kube,
             token,
+            ccm_token,
             cloud_zero,
             ccms: Vec::new(),
             found: Arc::default(),
@@ -228,6 +235,7 @@ impl World {
         KubeLink {
             router: self.router.clone(),
             actor: actor.into(),
+            token: apiserver::rbac::ADMIN_TOKEN.into(),
             trace: self.trace.clone(),
             faults: None,
             taints: None,
@@ -303,6 +311,7 @@ impl World {
         let kube = KubeLink {
             router: self.router.clone(),
             actor: name.clone(),
+            token: self.ccm_token.clone(),
             trace: self.trace.clone(),
             faults: Some(kube_faults.clone()),
             taints: Some(super::transport::TaintAudit {

@@ -102,6 +102,8 @@ struct Build<'a> {
     ops: Vec<Op>,
     /// Barrier op per listener key whose traffic moves to another pool.
     barrier_of_key: HashMap<ListenerKey, usize>,
+    /// Node ports of the desired TCP pools checked by `tcp` (see [`keeps_tcp_check`]).
+    tcp_checked: Vec<u16>,
 }
 
 /// Appends the pool-level steps of the plan to `steps`.
@@ -150,6 +152,12 @@ impl<'a> Build<'a> {
             back: Vec::new(),
             ops: Vec::new(),
             barrier_of_key: HashMap::new(),
+            tcp_checked: desired
+                .pools
+                .iter()
+                .filter(|d| d.family() == Family::Tcp && d.monitor.kind == HealthMonitorType::Tcp)
+                .map(|d| d.node_port)
+                .collect(),
         }
     }
 
@@ -468,7 +476,7 @@ impl Build<'_> {
             ));
         }
         let members = self.sync_members(d, a);
-        let monitor_reset = sync_monitor(d, a, &mut self.front);
+        let monitor_reset = sync_monitor(d, a, &self.tcp_checked, &mut self.front);
         self.retire_members(d, a, &members);
         (members.created, monitor_reset)
     }
@@ -601,14 +609,39 @@ struct Members {
     not_serving: Vec<String>,
 }
 
+/// Whether the actual check `actual` of the desired UDP pool `d` stays although `d` wants
+/// the `udp-connect` default: a `tcp` check (the Go reference's one type for every pool)
+/// on a node port the Service also serves over TCP, where its TCP pool is checked by `tcp`
+/// too. The check works there (kube-proxy answers TCP on that node port, the TCP pool's
+/// check relies on it); replacing it would take every member of the pool out of rotation
+/// until it passed the new check: an adopted dual-protocol Service (DNS on TCP and UDP 53)
+/// would lose its UDP port for seconds for nothing. An explicit other type (`udp-connect`
+/// or `ping` on every pool) or a node port no longer shared with a `tcp`-checked TCP port
+/// still replaces it.
+fn keeps_tcp_check(d: &DesiredPool, actual: &Monitor, tcp_checked: &[u16]) -> bool {
+    d.family() == Family::Udp
+        && d.monitor.kind == HealthMonitorType::UdpConnect
+        && actual.kind == HealthMonitorType::Tcp
+        && tcp_checked.contains(&d.node_port)
+}
+
 /// One monitor per pool: created when missing, replaced when its type (or HTTP version)
-/// changes, PATCHed otherwise; extras go. Returns whether members are checked anew.
-fn sync_monitor(d: &DesiredPool, a: &ActualPool, front: &mut Vec<Step>) -> bool {
+/// changes (but see [`keeps_tcp_check`]), PATCHed otherwise; extras go. Returns whether
+/// members are checked anew.
+fn sync_monitor(
+    d: &DesiredPool,
+    a: &ActualPool,
+    tcp_checked: &[u16],
+    front: &mut Vec<Step>,
+) -> bool {
     let port = d.name.as_str();
     let mut monitors = a.monitors.iter();
     let reset = match monitors.next() {
         None => true,
-        Some(m) if m.monitor.identity() != d.monitor.identity() => {
+        Some(m)
+            if m.monitor.identity() != d.monitor.identity()
+                && !keeps_tcp_check(d, &m.monitor, tcp_checked) =>
+        {
             front.push(make(
                 Action::DeleteMonitor {
                     uuid: m.uuid,

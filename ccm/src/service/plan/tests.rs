@@ -561,6 +561,58 @@ fn a_protocol_switch_builds_a_udp_pool_next_to_the_tcp_one() {
     assert!(kinds(&p).contains(&"delete-pool"), "{}", p.describe());
 }
 
+/// The Go reference checks every pool of a Service by one type, `tcp` by default: on a
+/// dual-protocol Service it made (DNS: TCP and UDP 53 on one node port) the UDP pool has a
+/// `tcp` check. That check works (the shared node port answers TCP): adopting the load
+/// balancer keeps it rather than replacing it by the `udp-connect` default, which would
+/// take the UDP port's members out of rotation until they passed the new check.
+#[test]
+fn a_working_tcp_check_the_reference_put_on_a_udp_pool_is_kept() {
+    let reference = |d: &DesiredLb| {
+        let mut a = converged(d, &owner());
+        for p in &mut a.pools {
+            p.monitors[0].monitor.kind = HealthMonitorType::Tcp;
+        }
+        a
+    };
+    let udp = sample().port("dns-udp", Family::Udp, 53, 30053);
+    let dns = DesiredLb {
+        pools: vec![udp.clone(), tcp("dns-tcp", 53, 30053)],
+        ..desired()
+    };
+    let p = plan_of(&dns, Some(&reference(&dns)));
+    assert!(p.is_converged(), "{}", p.describe());
+    // Its numbers still follow the annotations, in place.
+    let mut slower = dns.clone();
+    slower.pools[0].monitor.delay_s = 5;
+    let p = plan_of(&slower, Some(&reference(&dns)));
+    assert_eq!(kinds(&p), ["update-monitor"], "{}", p.describe());
+
+    // Replaced where a `tcp` check cannot work or is not what the Service asks for: a
+    // UDP-only Service, a TCP port on another node port, `udp-connect` set for every pool.
+    let udp_only = DesiredLb {
+        pools: vec![udp.clone()],
+        ..desired()
+    };
+    let apart = DesiredLb {
+        pools: vec![udp.clone(), tcp("dns-tcp", 53, 30054)],
+        ..desired()
+    };
+    let mut explicit = dns.clone();
+    explicit.pools[1].monitor.kind = HealthMonitorType::UdpConnect;
+    for d in [udp_only, apart, explicit] {
+        let p = plan_of(&d, Some(&reference(&d)));
+        let replaced = p
+            .steps
+            .iter()
+            .filter(|s| {
+                s.action.kind() == "create-monitor" && s.port.as_deref() == Some("udp/dns-udp")
+            })
+            .count();
+        assert_eq!(replaced, 1, "{}", p.describe());
+    }
+}
+
 #[test]
 fn describe_speaks_plain_words() {
     let before = desired();

@@ -1,0 +1,100 @@
+//! The CCM's identity in the test clusters: the ServiceAccount and RBAC objects of
+//! `deploy/config.yml`, applied to the embedded API server, and a kubeconfig with that
+//! ServiceAccount's token. Every suite runs the CCM with it, so a rule missing from the
+//! shipped manifest fails them (the server answers 403, as a real one does).
+
+use crate::apiserver::server::Shared;
+use crate::apiserver::{rbac, registry};
+use serde::Deserialize;
+
+/// The manifest operators apply (`deploy/config.yml`).
+pub const MANIFEST: &str = include_str!("../../deploy/config.yml");
+
+/// Kinds of the manifest that make up the CCM's identity (its Deployment runs nowhere here:
+/// the suites start the CCM themselves).
+const IDENTITY_KINDS: &[&str] = &[
+    "ServiceAccount",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "Role",
+    "RoleBinding",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum IdentityError {
+    #[error("deploy/config.yml: {0}")]
+    Manifest(String),
+    #[error("applying {kind} {name}: {reason}")]
+    Apply {
+        kind: String,
+        name: String,
+        reason: String,
+    },
+}
+
+/// The manifest's documents as JSON values.
+pub fn manifest_documents() -> Result<Vec<serde_json::Value>, IdentityError> {
+    serde_yaml_ng::Deserializer::from_str(MANIFEST)
+        .map(|d| {
+            serde_json::Value::deserialize(d).map_err(|e| IdentityError::Manifest(e.to_string()))
+        })
+        .collect()
+}
+
+/// `(namespace, name)` of the manifest's ServiceAccount.
+pub fn service_account() -> Result<(String, String), IdentityError> {
+    let docs = manifest_documents()?;
+    let sa = docs
+        .iter()
+        .find(|d| d["kind"] == "ServiceAccount")
+        .ok_or_else(|| IdentityError::Manifest("no ServiceAccount".into()))?;
+    let meta = &sa["metadata"];
+    match (meta["namespace"].as_str(), meta["name"].as_str()) {
+        (Some(ns), Some(name)) => Ok((ns.to_string(), name.to_string())),
+        _ => Err(IdentityError::Manifest(
+            "the ServiceAccount has no namespace or name".into(),
+        )),
+    }
+}
+
+/// The user name the API server gives the CCM's requests.
+pub fn user_name() -> Result<String, IdentityError> {
+    let (ns, name) = service_account()?;
+    Ok(format!("system:serviceaccount:{ns}:{name}"))
+}
+
+/// Creates the ServiceAccount and RBAC objects in the embedded API server; returns the
+/// ServiceAccount's bearer token.
+pub fn install(api: &Shared) -> Result<String, IdentityError> {
+    for doc in manifest_documents()? {
+        let kind = doc["kind"].as_str().unwrap_or_default();
+        if !IDENTITY_KINDS.contains(&kind) {
+            continue;
+        }
+        let (group, version) = match doc["apiVersion"].as_str().unwrap_or_default() {
+            gv @ "v1" => ("", gv),
+            gv => gv.split_once('/').unwrap_or(("", gv)),
+        };
+        let name = doc["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let rt = registry::RESOURCES
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.kind == kind)
+            .ok_or_else(|| IdentityError::Apply {
+                kind: kind.into(),
+                name: name.clone(),
+                reason: "not served by the embedded API server".into(),
+            })?;
+        let namespace = doc["metadata"]["namespace"].as_str().map(str::to_string);
+        api.create_object(rt, namespace.as_deref(), doc.clone(), false)
+            .map_err(|e| IdentityError::Apply {
+                kind: kind.into(),
+                name,
+                reason: e.to_string(),
+            })?;
+    }
+    let (ns, name) = service_account()?;
+    Ok(rbac::service_account_token(&ns, &name))
+}
