@@ -44,7 +44,7 @@ struct Inner {
     reconciles: BTreeMap<(String, String), u64>,
     reconcile_duration: BTreeMap<String, Histogram>,
     queue_depth: BTreeMap<String, i64>,
-    /// (controller, kind "reads"/"writes") → API calls made by reconciles
+    /// (controller, kind "read"/"write") → API calls made by reconciles
     reconcile_api_calls: BTreeMap<(String, String), u64>,
     leader: bool,
 }
@@ -81,7 +81,7 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    /// One reconcile of `controller` with `result` (`ok`, `error`, `requeue`).
+    /// One reconcile of `controller` with `result` (`ok` or `error`).
     pub fn reconcile(&self, controller: &str, result: &str, took: Duration) {
         let mut m = self.inner.lock();
         *m.reconciles
@@ -104,6 +104,7 @@ impl Metrics {
             .or_insert(0) += writes;
     }
 
+    /// Keys of `controller` due and waiting, as a reconcile starts.
     pub fn queue_depth(&self, controller: &str, depth: i64) {
         self.inner
             .lock()

@@ -117,6 +117,18 @@ impl Queue {
         self.len() == 0
     }
 
+    /// How many keys are due now and not running: the backlog (`ccm_queue_depth`), not
+    /// the keys scheduled for a later resync.
+    pub fn due_now(&self) -> usize {
+        let now = Instant::now();
+        let s = self.state.lock();
+        s.due
+            .iter()
+            .take_while(|(at, _, _)| *at <= now)
+            .filter(|(_, _, k)| !s.running.contains(k))
+            .count()
+    }
+
     /// The first key due now that is not running, marked running; else when the next one
     /// not running is due.
     fn take(&self) -> Result<Key, Option<Instant>> {
@@ -405,6 +417,20 @@ mod tests {
         assert_eq!(q.take(), Err(None));
         q.finish(&key("a"));
         assert_eq!(q.take(), Ok(key("a")), "asked while running: runs again");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_backlog_counts_keys_due_now_and_not_running() {
+        let q = Queue::default();
+        q.schedule(key("a"), Duration::ZERO);
+        q.schedule(key("b"), Duration::ZERO);
+        q.schedule(key("later"), Duration::from_secs(60));
+        assert_eq!(q.due_now(), 2, "a resync a minute away is no backlog");
+        assert_eq!(q.take(), Ok(key("a")));
+        q.schedule(key("a"), Duration::ZERO);
+        assert_eq!(q.due_now(), 1, "a runs: only b waits");
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(q.due_now(), 2, "b and later");
     }
 
     #[tokio::test(start_paused = true)]

@@ -82,6 +82,7 @@ async fn a_ccm_without_leader_election_initializes_nodes_and_serves_health_and_m
         "cloudscale_api_requests_total{endpoint=\"/v1/servers\",method=\"GET\",status=\"200\"}",
         "cloudscale_api_request_duration_seconds_bucket",
         "ccm_reconcile_total{controller=\"node\",result=\"ok\"}",
+        "ccm_queue_depth{controller=\"node\"}",
         "ccm_leader 1",
     ] {
         assert!(text.contains(needle), "{needle} in:\n{text}");

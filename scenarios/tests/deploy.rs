@@ -806,3 +806,43 @@ fn the_chart_render_applies_with_kubectl() {
     drop(cluster);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `deploy/examples/ha` (two replicas and a PodDisruptionBudget) renders, and its budget
+/// is the one the chart renders with more than one replica.
+#[test]
+fn the_ha_overlay_adds_a_disruption_budget_the_chart_agrees_with() {
+    let out = std::process::Command::new("kubectl")
+        .args(["kustomize", &format!("{ROOT}/deploy/examples/ha")])
+        .output()
+        .expect("kubectl");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs = parse_stream(&String::from_utf8_lossy(&out.stdout));
+    let d = chart_of_kind::<Deployment>(&docs, "Deployment").remove(0);
+    assert_eq!(d.spec.replicas, Some(2));
+    let pdb = chart_of_kind::<PodDisruptionBudget>(&docs, "PodDisruptionBudget").remove(0);
+    let spec = pdb.spec.clone().expect("spec");
+    assert_eq!(spec.min_available, Some(IntOrString::Int(1)));
+    assert_eq!(
+        spec.selector.and_then(|s| s.match_labels),
+        d.spec.selector.match_labels,
+        "the budget selects the Deployment's Pods"
+    );
+    let Some(cmd) = renderer("the_ha_overlay_adds_a_disruption_budget_the_chart_agrees_with")
+    else {
+        return;
+    };
+    let chart = render_ok(&cmd, "kube-system", "replicas: 2\n");
+    let from_chart: Vec<&Value> = chart
+        .iter()
+        .filter(|d| d["kind"].as_str() == Some("PodDisruptionBudget"))
+        .collect();
+    let from_overlay: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d["kind"].as_str() == Some("PodDisruptionBudget"))
+        .collect();
+    assert_eq!(from_chart, from_overlay);
+}

@@ -106,6 +106,10 @@ const COMMANDS: &[(&str, Here)] = &[
         Here::Run(&["deployment.apps/cloudscale-cloud-controller-manager configured"]),
     ),
     (
+        "kubectl apply -k deploy/examples/ha",
+        Here::Run(&["poddisruptionbudget.policy/cloudscale-cloud-controller-manager created"]),
+    ),
+    (
         "helm install cloudscale-ccm deploy/chart -n kube-system --set clusterName=prod-1",
         Here::Not("no helm here; the chart has its own README and checks (deploy/chart/README.md)"),
     ),

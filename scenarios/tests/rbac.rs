@@ -10,7 +10,7 @@
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::api::{Api, ListParams};
 use scenarios::apiserver::RequestRecord;
-use scenarios::ccm_bed::{CcmBed, CcmBedConfig, InProcessCcm, LIMIT, web_service};
+use scenarios::ccm_bed::{CcmBed, CcmBedConfig, FAST_FLAGS, InProcessCcm, LIMIT, web_service};
 use scenarios::ccm_identity;
 use scenarios::cluster::Cluster;
 use scenarios::wait::eventually;
@@ -61,20 +61,19 @@ fn access(r: &RequestRecord) -> Access {
     (r.verb.clone(), r.group.clone(), resource)
 }
 
-/// The walk's flags: the fast ones of the other suites, with leader election on.
-const FLAGS: &[&str] = &[
-    "--leader-elect=true",
-    "--leader-elect-retry-period",
-    "200ms",
-    "--cluster-name",
-    "test-cluster",
-    "--load-balancer-poll-interval",
-    "50ms",
-    "--service-resync-period",
-    "1s",
-    "--node-monitor-period",
-    "200ms",
-];
+/// The walk's flags: the fast ones of the other suites, with leader election on (a fast
+/// retry period: the Lease is read and renewed within the walk).
+fn flags() -> Vec<&'static str> {
+    let mut flags: Vec<&str> = FAST_FLAGS
+        .iter()
+        .map(|f| match *f {
+            "--leader-elect=false" => "--leader-elect=true",
+            other => other,
+        })
+        .collect();
+    flags.extend(["--leader-elect-retry-period", "200ms"]);
+    flags
+}
 
 async fn server_action(bed: &CcmBed, node: &str, action: &str) {
     let server = bed.tb.server_of(node).expect("server");
@@ -126,7 +125,7 @@ async fn the_ccm_uses_exactly_the_rules_its_service_account_is_granted() {
         &bed.kubeconfig,
         &bed.tb.cloud,
         5,
-        FLAGS,
+        &flags(),
     ));
 
     // A load balancer: Nodes initialized, Service annotated and its status written, Events.

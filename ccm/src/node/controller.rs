@@ -278,6 +278,10 @@ pub async fn run<D: ServerDirectory>(
     // own patches would otherwise be seen half-applied and initialized twice).
     runner::run(queue.clone(), NODE_WORKERS, shutdown, |key: Key| {
         let (ctx, store) = (ctx.clone(), store.clone());
+        ctx.metrics.queue_depth(
+            CONTROLLER,
+            i64::try_from(queue.due_now()).unwrap_or(i64::MAX),
+        );
         async move {
             let node = store.get(&key.object_ref())?;
             Some(reconcile(&node, &ctx).await)

@@ -233,6 +233,10 @@ pub async fn run(
         shutdown,
         |key: Key| {
             let (ctx, store) = (ctx.clone(), services.store());
+            ctx.metrics.queue_depth(
+                CONTROLLER,
+                i64::try_from(queue.due_now()).unwrap_or(i64::MAX),
+            );
             async move {
                 // Gone from the cache: deleted (its finalizer is ours, so the cleanup
                 // already ran).
