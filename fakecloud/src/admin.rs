@@ -1,11 +1,11 @@
 //! The admin API under `/_fake/`: never used by real clients, open without a token.
 
+use crate::api::{created, json_response, no_content, ok};
 use crate::app::{App, Base};
 use crate::clock::{format_time, parse_time};
 use crate::dataplane::{BackendDecl, Behaviour, availability};
 use crate::error::{ApiError, ApiResult};
 use crate::faults::FaultRule;
-use crate::resources::{created, json_response, no_content, ok};
 use crate::rules::{ApiRules, RulesError};
 use crate::seed::{Seed, SeedServer, add_server, apply_seed};
 use crate::state::State;
@@ -64,7 +64,7 @@ async fn create_server(
     let zone = app.config().default_zone.clone();
     let id = app.write(|st, now| add_server(st, now, &zone, &spec))?;
     app.read(&base, |ctx| {
-        ctx.st.servers.get(&id).map(|s| created(s.render(ctx)))
+        ctx.st.servers().get(&id).map(|s| created(s.render(ctx)))
     })
     .ok_or(ApiError::NotFound)
 }
@@ -196,7 +196,7 @@ async fn declare_backends(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult
                 udp: b.udp.unwrap_or(true),
                 http_status: b.http_status.unwrap_or(200),
             });
-            st.dataplane.backends.push(BackendDecl {
+            st.backends_mut().push(BackendDecl {
                 at: now,
                 address: b.address,
                 port: b.port,
@@ -214,7 +214,7 @@ async fn list_backends(AxState(app): AxState<App>) -> Response {
     let st = app.0.state.read();
     // In time order per address and port: the last one at or before now is in force.
     let mut last: std::collections::BTreeMap<_, BackendDecl> = Default::default();
-    for d in st.dataplane.backends.iter().filter(|d| d.at <= now) {
+    for d in st.dataplane().backends.iter().filter(|d| d.at <= now) {
         last.insert((d.address, d.port), d);
     }
     let current: Vec<BackendDecl> = last
@@ -237,13 +237,13 @@ async fn list_backends(AxState(app): AxState<App>) -> Response {
 async fn clear_backends(AxState(app): AxState<App>) -> ApiResult<Response> {
     app.write(|st, now| {
         let mut keys: Vec<(std::net::IpAddr, Option<u16>)> = Vec::new();
-        for d in st.dataplane.backends.iter() {
+        for d in st.dataplane().backends.iter() {
             if !keys.contains(&(d.address, d.port)) {
                 keys.push((d.address, d.port));
             }
         }
         for (address, port) in keys {
-            st.dataplane.backends.push(BackendDecl {
+            st.backends_mut().push(BackendDecl {
                 at: now,
                 address,
                 port,
@@ -267,7 +267,7 @@ async fn availability_handler(
     Path(id): Path<String>,
     Query(q): Query<AvailabilityQuery>,
 ) -> ApiResult<Response> {
-    let id = crate::resources::path_uuid(&id)?;
+    let id = crate::api::path_uuid(&id)?;
     let now = app.now();
     let time = |key: &str, v: &Option<String>| -> ApiResult<Option<crate::clock::Time>> {
         match v {
@@ -287,7 +287,7 @@ async fn availability_handler(
         .map_err(|_| ApiError::field("client", "not an IP address"))?;
     let propagation = app.config().timing.floating_ip_propagation_s;
     let st = app.0.state.read();
-    let lb = st.dataplane.lbs.get(&id).ok_or(ApiError::NotFound)?;
+    let lb = st.dataplane().lbs.get(&id).ok_or(ApiError::NotFound)?;
     let from = from.unwrap_or(lb.created_at);
     // The future is not known yet: the window ends now at the latest.
     let to = to.unwrap_or(now).min(now);
@@ -298,7 +298,7 @@ async fn availability_handler(
         ));
     }
     let entries =
-        availability(&st.dataplane, id, from, to, client, propagation).unwrap_or_default();
+        availability(st.dataplane(), id, from, to, client, propagation).unwrap_or_default();
     Ok(ok(json!({
         "load_balancer": id,
         "name": lb.name,
@@ -310,9 +310,9 @@ async fn availability_handler(
 }
 
 async fn timeline(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
-    let id = crate::resources::path_uuid(&id)?;
+    let id = crate::api::path_uuid(&id)?;
     let st = app.0.state.read();
-    let lb = st.dataplane.lbs.get(&id).ok_or(ApiError::NotFound)?;
+    let lb = st.dataplane().lbs.get(&id).ok_or(ApiError::NotFound)?;
     Ok(ok(json!({
         "load_balancer": id,
         "name": lb.name,

@@ -12,7 +12,6 @@
 //! repeated queries agree and a manual clock gives identical answers run after run.
 
 use crate::clock::{Time, delta_from_secs};
-use crate::resources::load_balancers::HttpCheck;
 use indexmap::IndexMap;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
@@ -125,6 +124,29 @@ pub struct MonitorCfg {
     pub up_threshold: i64,
     pub down_threshold: i64,
     pub http: Option<HttpCheck>,
+}
+
+/// The HTTP check of a health monitor: part of its record and of the configuration the
+/// data plane runs, so it lives here, below the model.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HttpCheck {
+    pub expected_codes: Vec<String>,
+    pub method: String,
+    pub url_path: String,
+    pub version: String,
+    pub host: Option<String>,
+}
+
+impl Default for HttpCheck {
+    fn default() -> Self {
+        HttpCheck {
+            expected_codes: vec!["200".to_string()],
+            method: "GET".to_string(),
+            url_path: "/".to_string(),
+            version: "1.1".to_string(),
+            host: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod admin;
+pub mod api;
 pub mod app;
 pub mod catalogue;
 pub mod clock;
@@ -21,16 +22,23 @@ pub mod config;
 pub mod dataplane;
 pub mod error;
 pub mod faults;
+pub mod model;
 pub mod request;
-pub mod resources;
 pub mod rules;
 pub mod seed;
+pub mod server;
 pub mod state;
 
-pub use app::{App, FakeCloud, InProcess, router};
+/// The resource modules under their former path (records, model functions).
+pub mod resources {
+    pub use crate::model::{floating_ips, load_balancers, networks, server_groups, servers};
+}
+
+pub use app::App;
 pub use clock::{Clock, ClockMode};
 pub use config::{Config, DEFAULT_TOKEN, Timing};
 pub use error::ApiError;
 pub use faults::{FaultEffect, FaultRule, Faults};
 pub use rules::{ApiRules, Strictness};
 pub use seed::{Seed, apply_seed, parse_seed};
+pub use server::{FakeCloud, InProcess, router};

@@ -5,10 +5,10 @@
 use crate::catalogue::{find_flavor, find_image, region_exists, region_of_zone, zone_exists};
 use crate::clock::Time;
 use crate::error::{ApiError, ApiResult};
-use crate::resources::floating_ips::{NewFloatingIp, insert_floating_ip};
-use crate::resources::networks::{NewNetwork, insert_network};
-use crate::resources::servers::{AddressSpec, InterfaceSpec, NewServer, Power, insert_server};
-use crate::state::{State, Tags};
+use crate::model::floating_ips::{NewFloatingIp, insert_floating_ip};
+use crate::model::networks::{NewNetwork, insert_network};
+use crate::model::servers::{AddressSpec, InterfaceSpec, NewServer, Power, insert_server};
+use crate::model::store::{State, Tags};
 use ipnet::IpNet;
 use serde::Deserialize;
 use std::net::IpAddr;
@@ -259,13 +259,13 @@ pub fn apply_seed(
             }
             work.subnets.insert(
                 uuid,
-                crate::resources::networks::Subnet {
+                crate::model::networks::Subnet {
                     uuid,
                     network: id,
                     cidr: s.cidr,
                     gateway_address: s.gateway_address,
                     dns_servers: s.dns_servers.clone().unwrap_or_else(|| {
-                        crate::state::ranges::DEFAULT_DNS
+                        crate::model::store::ranges::DEFAULT_DNS
                             .iter()
                             .map(|d| d.to_string())
                             .collect()
@@ -306,8 +306,13 @@ pub fn apply_seed(
             None => None,
             Some(r) => Some(
                 crate::request::parse_uuid(r)
-                    .filter(|id| work.servers.contains_key(id))
-                    .or_else(|| work.servers.values().find(|s| &s.name == r).map(|s| s.uuid))
+                    .filter(|id| work.servers().contains_key(id))
+                    .or_else(|| {
+                        work.servers()
+                            .values()
+                            .find(|s| &s.name == r)
+                            .map(|s| s.uuid)
+                    })
                     .ok_or_else(|| bad("floating_ips", format!("server \"{r}\" does not exist")))?,
             ),
         };
@@ -316,7 +321,7 @@ pub fn apply_seed(
         } else {
             let r = f.region.clone().unwrap_or_else(|| {
                 server
-                    .and_then(|s| work.servers.get(&s))
+                    .and_then(|s| work.servers().get(&s))
                     .map(|s| region_of_zone(&s.zone).to_string())
                     .unwrap_or_else(|| region_of_zone(default_zone).to_string())
             });
@@ -363,16 +368,16 @@ mod tests {
         let seed = parse_seed(text).expect("example parses");
         let mut st = State::default();
         let summary = apply_seed(&mut st, Utc::now(), "rma1", &seed).expect("applies");
-        assert_eq!(summary.servers, st.servers.len());
+        assert_eq!(summary.servers, st.servers().len());
         assert!(summary.servers >= 3);
-        for s in st.servers.values() {
+        for s in st.servers().values() {
             assert!(
                 s.interfaces.iter().any(|i| !i.public),
                 "{} has a private interface",
                 s.name
             );
         }
-        assert_eq!(summary.floating_ips, st.floating_ips.len());
+        assert_eq!(summary.floating_ips, st.floating_ips().len());
     }
 
     #[test]
@@ -384,7 +389,7 @@ mod tests {
         let mut st = State::default();
         let err = apply_seed(&mut st, Utc::now(), "rma1", &seed).expect_err("unknown network");
         assert!(format!("{err:?}").contains("server \\\"b\\\""), "{err:?}");
-        assert!(st.servers.is_empty());
+        assert!(st.servers().is_empty());
     }
 
     #[test]

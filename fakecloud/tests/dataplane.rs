@@ -1297,22 +1297,17 @@ async fn rule14_each_failing_moment_carries_the_first_unmet_condition() {
     f.advance_to(130.0).await;
     // The only way to a listener without pool: detach it in-process (the API always
     // cascades the pool's deletion to its listeners). Applied at 140.
-    let lb_id: uuid::Uuid = lb.uuid.parse().expect("uuid");
     let listener_id: uuid::Uuid = listener.parse().expect("uuid");
     let timing = f.fc.app().config().timing.clone();
     f.fc.app()
         .write(|st, now| {
-            if let Some(l) = st.listeners.get_mut(&listener_id) {
-                l.pool = None;
-            }
-            fakecloud::resources::load_balancers::record_lb_op(
+            fakecloud::model::load_balancers::detach_listener_for_tests(
                 st,
-                lb_id,
+                listener_id,
                 now,
                 &timing,
-                "detach listener (test)".to_string(),
-            );
-            Ok(())
+                "detach listener (test)",
+            )
         })
         .expect("detach listener");
     f.advance_to(150.0).await;

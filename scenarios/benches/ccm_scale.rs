@@ -170,16 +170,16 @@ fn pools_with(world: &World, address: std::net::IpAddr) -> (usize, usize) {
     world.cloud.read("", |ctx| {
         let with = ctx
             .st
-            .pools
+            .pools()
             .keys()
             .filter(|p| {
                 ctx.st
-                    .members
+                    .members()
                     .values()
                     .any(|m| m.pool == **p && m.address == address)
             })
             .count();
-        (with, ctx.st.pools.len())
+        (with, ctx.st.pools().len())
     })
 }
 
@@ -187,7 +187,7 @@ fn node_address(world: &World, node: &str) -> Option<std::net::IpAddr> {
     let server = world.server_of(node)?;
     world.cloud.read("", |ctx| {
         ctx.st
-            .servers
+            .servers()
             .get(&server)?
             .interfaces
             .iter()

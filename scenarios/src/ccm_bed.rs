@@ -466,7 +466,7 @@ impl CcmBed {
             panic!("not a load balancer UUID: {lb}");
         };
         self.tb.cloud.app().read("", |ctx| {
-            let Some(h) = ctx.st.dataplane.lbs.get(&id) else {
+            let Some(h) = ctx.st.dataplane().lbs.get(&id) else {
                 return Vec::new();
             };
             h.ops

@@ -80,7 +80,7 @@ pub struct Machine {
 /// Reads a server from an in-process fakecloud (`None`: it is gone).
 pub fn machine(cloud: &fakecloud::App, server: Uuid) -> Option<Machine> {
     cloud.read("", |ctx| {
-        let s = ctx.st.servers.get(&server)?;
+        let s = ctx.st.servers().get(&server)?;
         let flavor = fakecloud::catalogue::find_flavor(&s.flavor);
         let private_ip = s
             .interfaces

@@ -176,7 +176,7 @@ pub fn declare(cloud: &fakecloud::App, old: &ProxyView, new: &ProxyView) {
             .filter(|k| !new.contains_key(*k))
             .map(|key| (*key, CLOSED));
         for ((address, port), behaviour) in changed.chain(released) {
-            st.dataplane.backends.push(BackendDecl {
+            st.backends_mut().push(BackendDecl {
                 at: now,
                 address,
                 port: Some(port),
@@ -394,7 +394,7 @@ mod tests {
                 .0
                 .state
                 .read()
-                .dataplane
+                .dataplane()
                 .behaviour(ip("10.0.0.1"), port, now)
         };
         assert_eq!(

@@ -173,7 +173,7 @@ impl NewServerKubelets {
                 // Only booted machines: a kubelet registers its Node once the VM runs.
                 let running: Vec<Uuid> = cloud.read("", |ctx| {
                     ctx.st
-                        .servers
+                        .servers()
                         .values()
                         .filter(|s| s.status(ctx.now) == "running")
                         .map(|s| s.uuid)
@@ -266,7 +266,7 @@ impl Testbed {
         // Servers created through fakecloud may have taken the next address already.
         let used: HashSet<std::net::IpAddr> = self.cloud.app().read("", |ctx| {
             ctx.st
-                .servers
+                .servers()
                 .values()
                 .flat_map(|s| s.interfaces.iter().flat_map(|i| &i.addresses))
                 .map(|a| a.address)

@@ -229,7 +229,7 @@ async fn kube_proxy_view_declares_health_check_answers_for_local_services() {
         async move {
             let now = app.now();
             let st = app.0.state.read();
-            Some(st.dataplane.behaviour(addr, hc, now).http_status)
+            Some(st.dataplane().behaviour(addr, hc, now).http_status)
         }
     };
     eventually("503 on node-1", || {
@@ -253,7 +253,7 @@ fn node_ip(tb: &Testbed, node: &str) -> std::net::IpAddr {
 fn answers(tb: &Testbed, address: std::net::IpAddr, port: u16) -> fakecloud::dataplane::Behaviour {
     let app = tb.cloud.app();
     let now = app.now();
-    app.0.state.read().dataplane.behaviour(address, port, now)
+    app.0.state.read().dataplane().behaviour(address, port, now)
 }
 
 #[tokio::test]

@@ -79,7 +79,7 @@ pub fn after_create(cloud: &fakecloud::App, path: &str) -> Vec<Violation> {
 fn load_balancers_once(st: &fakecloud::state::State) -> Vec<Violation> {
     let uid_tag = ccm::service::controller::TAG_SERVICE_UID;
     let mut per_service: BTreeMap<&str, Vec<Uuid>> = BTreeMap::new();
-    for lb in st.load_balancers.values() {
+    for lb in st.load_balancers().values() {
         if let Some(uid) = lb.tags.get(uid_tag) {
             per_service.entry(uid).or_default().push(lb.uuid);
         }
@@ -101,7 +101,7 @@ fn load_balancers_once(st: &fakecloud::state::State) -> Vec<Violation> {
 
 fn pools_at_most_twice(st: &fakecloud::state::State) -> Vec<Violation> {
     let mut pools: BTreeMap<(Uuid, &str), usize> = BTreeMap::new();
-    for p in st.pools.values() {
+    for p in st.pools().values() {
         *pools.entry((p.load_balancer, p.name.as_str())).or_default() += 1;
     }
     pools
@@ -118,7 +118,7 @@ fn pools_at_most_twice(st: &fakecloud::state::State) -> Vec<Violation> {
 
 fn members_once(st: &fakecloud::state::State, pool: Uuid) -> Vec<Violation> {
     let mut members: BTreeMap<(std::net::IpAddr, u16), usize> = BTreeMap::new();
-    for m in st.members.of_pool(pool) {
+    for m in st.members().of_pool(pool) {
         *members.entry((m.address, m.protocol_port)).or_default() += 1;
     }
     members
@@ -175,7 +175,7 @@ fn can_converge(
         .filter(|n| selector.matches(&n.metadata.labels.clone().unwrap_or_default()))
         .filter_map(|n| world.server_of(n.metadata.name.as_deref().unwrap_or_default()))
         .any(|u| {
-            st.servers
+            st.servers()
                 .get(&u)
                 .is_some_and(|s| s.status(now) == "running")
         })
@@ -196,7 +196,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
         let st = ctx.st;
         // One load balancer per Service; none for a Service that is gone or no longer one.
         let mut per_service: BTreeMap<String, Vec<Uuid>> = BTreeMap::new();
-        for lb in st.load_balancers.values() {
+        for lb in st.load_balancers().values() {
             if lb.uuid == cx.foreign.0 {
                 continue;
             }
@@ -232,12 +232,12 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
             .filter(|(_, s)| !can_converge(world, s, st, ctx.now))
             .map(|(u, _)| u.clone())
             .collect();
-        for lb in st.load_balancers.values() {
+        for lb in st.load_balancers().values() {
             if lb.tags.get(uid_tag).is_some_and(|u| held.contains(u)) {
                 continue;
             }
             let pools: Vec<_> = st
-                .pools
+                .pools()
                 .values()
                 .filter(|p| p.load_balancer == lb.uuid)
                 .collect();
@@ -250,7 +250,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                     ));
                 }
                 let mut members = BTreeSet::new();
-                for m in st.members.of_pool(p.uuid) {
+                for m in st.members().of_pool(p.uuid) {
                     if !members.insert((m.address, m.protocol_port)) {
                         out.push(violation(
                             "duplicate",
@@ -262,7 +262,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                     }
                 }
                 let monitors = st
-                    .health_monitors
+                    .health_monitors()
                     .values()
                     .filter(|m| m.pool == p.uuid)
                     .count();
@@ -274,7 +274,11 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                 }
             }
             let mut listeners = BTreeSet::new();
-            for l in st.listeners.values().filter(|l| l.load_balancer == lb.uuid) {
+            for l in st
+                .listeners()
+                .values()
+                .filter(|l| l.load_balancer == lb.uuid)
+            {
                 if !listeners.insert((l.protocol.clone(), l.protocol_port)) {
                     out.push(violation(
                         "duplicate",
@@ -303,7 +307,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
             };
             let want = wanted_ports(svc);
             let have: BTreeSet<(String, u16)> = st
-                .listeners
+                .listeners()
                 .values()
                 .filter(|l| l.load_balancer == *lb)
                 .map(|l| (l.protocol.clone(), l.protocol_port))
@@ -329,7 +333,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
         // Services have no endpoints here: the testbed runs no pods.)
         if let Some((from, to)) = cx.quiet {
             let running: BTreeSet<std::net::IpAddr> = st
-                .servers
+                .servers()
                 .values()
                 .filter(|sv| sv.status(ctx.now) == "running")
                 .flat_map(|sv| sv.interfaces.iter().filter(|i| !i.public))
@@ -345,13 +349,13 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                     continue;
                 };
                 let pools: BTreeSet<Uuid> = st
-                    .pools
+                    .pools()
                     .values()
                     .filter(|p| p.load_balancer == *lb)
                     .map(|p| p.uuid)
                     .collect();
                 let any_member_runs = st
-                    .members
+                    .members()
                     .values()
                     .any(|m| pools.contains(&m.pool) && running.contains(&m.address));
                 if local || !any_member_runs {
@@ -359,7 +363,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                 }
                 let propagation = world.cloud.config().timing.floating_ip_propagation_s;
                 let entries = fakecloud::dataplane::availability(
-                    &st.dataplane,
+                    st.dataplane(),
                     *lb,
                     from,
                     to,
@@ -394,7 +398,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
             let Some(uuid) = world.server_of(&name) else {
                 continue;
             };
-            let Some(server) = st.servers.get(&uuid) else {
+            let Some(server) = st.servers().get(&uuid) else {
                 out.push(violation(
                     "node-not-deleted",
                     format!("Node {name} is still there; its server {uuid} was deleted"),
@@ -434,7 +438,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
         }
         // Nothing of another cluster touched.
         let foreign_now = st
-            .load_balancers
+            .load_balancers()
             .get(&cx.foreign.0)
             .map(|lb| lb.render(ctx));
         if foreign_now.as_ref() != Some(&cx.foreign.1) {
@@ -457,7 +461,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                 let client = std::net::IpAddr::from([198, 51, 100, 7]);
                 let propagation = world.cloud.config().timing.floating_ip_propagation_s;
                 let entries = fakecloud::dataplane::availability(
-                    &st.dataplane,
+                    st.dataplane(),
                     *lb,
                     *from,
                     *to,
@@ -497,7 +501,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
             if let Some(server) = world.server_of(node)
                 && world
                     .cloud
-                    .read("", |ctx| ctx.st.servers.contains_key(&server))
+                    .read("", |ctx| ctx.st.servers().contains_key(&server))
             {
                 out.push(violation(
                     "node-deleted-with-server",

@@ -633,7 +633,7 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
         for lb in lbs {
             let (entries, ops) = world.cloud.read("", |ctx| {
                 let entries = fakecloud::dataplane::availability(
-                    &ctx.st.dataplane,
+                    ctx.st.dataplane(),
                     lb,
                     from,
                     until,
@@ -643,7 +643,7 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
                 .unwrap_or_default();
                 let ops: Vec<(u128, u128)> = ctx
                     .st
-                    .dataplane
+                    .dataplane()
                     .lbs
                     .get(&lb)
                     .map(|l| {

@@ -246,7 +246,10 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
     .await;
     tokio::time::sleep_until(start + WARM_UP).await;
     let foreign_json = world.cloud.read("", |ctx| {
-        ctx.st.load_balancers.get(&foreign).map(|lb| lb.render(ctx))
+        ctx.st
+            .load_balancers()
+            .get(&foreign)
+            .map(|lb| lb.render(ctx))
     });
     let steady_from = world.cloud.now();
 
@@ -283,7 +286,7 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
         let quiet_since = marks[marks.len().saturating_sub(3)];
         let applying = world.cloud.read("", |ctx| {
             ctx.st
-                .load_balancers
+                .load_balancers()
                 .values()
                 .any(|lb| lb.status(ctx.now) == "changing")
         });
@@ -386,7 +389,7 @@ async fn supervise_until(world: &mut World, deadline: tokio::time::Instant) {
 fn final_records(world: &World) {
     let ops: Vec<String> = world.cloud.read("", |ctx| {
         ctx.st
-            .dataplane
+            .dataplane()
             .lbs
             .iter()
             .flat_map(|(id, lb)| {

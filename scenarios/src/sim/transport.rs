@@ -243,9 +243,9 @@ impl TaintAudit {
         };
         self.cloud.read("", |ctx| {
             let server = match uuid {
-                Some(u) => ctx.st.servers.get(&u),
+                Some(u) => ctx.st.servers().get(&u),
                 None => {
-                    let mut named = ctx.st.servers.values().filter(|s| s.name == node);
+                    let mut named = ctx.st.servers().values().filter(|s| s.name == node);
                     match (named.next(), named.next()) {
                         (Some(one), None) => Some(one),
                         _ => None,

@@ -479,22 +479,22 @@ impl World {
             .ok_or_else(|| format!("{name} has no load balancer"))?;
         let path = self.cloud.read("", |ctx| {
             let st = ctx.st;
-            let pool = st.pools.values().find(|p| p.load_balancer == lb);
+            let pool = st.pools().values().find(|p| p.load_balancer == lb);
             match what {
                 "pool" => pool.map(|p| format!("/v1/load-balancers/pools/{}", p.uuid)),
                 "listener" => st
-                    .listeners
+                    .listeners()
                     .values()
                     .find(|l| l.load_balancer == lb)
                     .map(|l| format!("/v1/load-balancers/listeners/{}", l.uuid)),
                 "member" => pool.and_then(|p| {
-                    st.members
+                    st.members()
                         .of_pool(p.uuid)
                         .next()
                         .map(|m| format!("/v1/load-balancers/pools/{}/members/{}", p.uuid, m.uuid))
                 }),
                 "monitor" => st
-                    .health_monitors
+                    .health_monitors()
                     .values()
                     .find(|m| m.load_balancer == lb)
                     .map(|m| format!("/v1/load-balancers/health-monitors/{}", m.uuid)),
@@ -514,18 +514,19 @@ impl World {
         let change = self.cloud.read("", |ctx| {
             let st = ctx.st;
             match what {
-                "listener port" => st
-                    .listeners
-                    .values()
-                    .find(|l| l.load_balancer == lb)
-                    .map(|l| {
-                        (
-                            format!("/v1/load-balancers/listeners/{}", l.uuid),
-                            serde_json::json!({"protocol_port": 9999}),
-                        )
-                    }),
+                "listener port" => {
+                    st.listeners()
+                        .values()
+                        .find(|l| l.load_balancer == lb)
+                        .map(|l| {
+                            (
+                                format!("/v1/load-balancers/listeners/{}", l.uuid),
+                                serde_json::json!({"protocol_port": 9999}),
+                            )
+                        })
+                }
                 "monitor delay" => st
-                    .health_monitors
+                    .health_monitors()
                     .values()
                     .find(|m| m.load_balancer == lb)
                     .map(|m| {
@@ -664,7 +665,7 @@ pub fn node_subnet(cloud: &fakecloud::App) -> Option<Uuid> {
 pub fn load_balancers_of(cloud: &fakecloud::App, uid: &str) -> Vec<Uuid> {
     cloud.read("", |ctx| {
         ctx.st
-            .load_balancers
+            .load_balancers()
             .values()
             .filter(|lb| {
                 lb.tags

@@ -53,7 +53,7 @@ fn secs_between(a: Time, b: Time) -> f64 {
 fn applying(cloud: &fakecloud::App) -> bool {
     cloud.read("", |ctx| {
         ctx.st
-            .load_balancers
+            .load_balancers()
             .values()
             .any(|lb| lb.status(ctx.now) == "changing")
     })
@@ -386,7 +386,7 @@ impl Window {
         let t0 = b.cloud().now();
         let fips = b.cloud().read("", |ctx| {
             let mut latest: BTreeMap<IpAddr, Option<Uuid>> = BTreeMap::new();
-            for e in ctx.st.dataplane.floating.iter().filter(|e| e.at <= t0) {
+            for e in ctx.st.dataplane().floating.iter().filter(|e| e.at <= t0) {
                 latest.insert(e.address, e.load_balancer);
             }
             latest
@@ -530,7 +530,7 @@ fn availability(
     let propagation = cloud.config().timing.floating_ip_propagation_s;
     cloud.read("", |ctx| {
         fakecloud::dataplane::availability(
-            &ctx.st.dataplane,
+            ctx.st.dataplane(),
             lb,
             from,
             to,

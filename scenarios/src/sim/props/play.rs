@@ -483,7 +483,7 @@ fn refused_checks(
     if let Some(lb) = lb_after {
         let (flavor, zone) = b.cloud().read("", |ctx| {
             ctx.st
-                .load_balancers
+                .load_balancers()
                 .get(&lb)
                 .map(|l| (l.flavor.clone(), l.zone.clone()))
                 .unwrap_or_default()

@@ -1,33 +1,13 @@
-//! One module per API resource: its record type, the validation of create and PATCH
-//! bodies, its JSON rendering, and thin axum handlers.
+//! What every handler shares: list filters, responses, path and body helpers.
 
-pub mod catalogue_routes;
-pub mod floating_ips;
-pub mod load_balancers;
-pub mod networks;
-pub mod server_groups;
-pub mod servers;
-
-use crate::app::App;
 use crate::error::{ApiError, ApiResult};
+use crate::model::store::{Tags, tags_match};
 use crate::request::{Body, parse_uuid};
-use crate::state::{Tags, tags_match};
 use axum::Json;
-use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use uuid::Uuid;
-
-pub fn routes() -> Router<App> {
-    Router::new()
-        .merge(catalogue_routes::routes())
-        .merge(servers::routes())
-        .merge(server_groups::routes())
-        .merge(networks::routes())
-        .merge(floating_ips::routes())
-        .merge(load_balancers::routes())
-}
 
 /// List filters every collection understands: `tag:KEY=VALUE`, `tag:KEY=` and `tag:KEY`
 /// (all three spellings, colon encoded or not; several are ANDed) and `name=`.

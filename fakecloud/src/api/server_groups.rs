@@ -1,49 +1,18 @@
-//! Server groups (`/v1/server-groups`): anti-affinity groups; members are the servers that
-//! name the group.
+//! `/v1/server-groups` handlers.
 
-use super::{ListQuery, choice, created, no_content, ok, parse_body, path_uuid};
+use super::common::{ListQuery, choice, created, no_content, ok, parse_body, path_uuid};
+use super::servers::zone_field;
 use crate::app::{App, Base};
-use crate::clock::Time;
 use crate::error::{ApiError, ApiResult};
-use crate::resources::servers::zone_field;
-use crate::state::{Ctx, Tags};
+use crate::model::server_groups::{
+    GroupPatch, NewServerGroup, delete_server_group, insert_server_group, update_server_group,
+};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State as AxState};
 use axum::response::Response;
 use axum::routing::get;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use uuid::Uuid;
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ServerGroup {
-    pub uuid: Uuid,
-    pub name: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub zone: String,
-    pub tags: Tags,
-    pub created_at: Time,
-}
-
-impl ServerGroup {
-    pub fn render(&self, ctx: &Ctx) -> Value {
-        json!({
-            "href": ctx.href("server-groups", self.uuid),
-            "uuid": self.uuid.to_string(),
-            "name": self.name,
-            "type": self.kind,
-            "zone": Ctx::zone_stub(&self.zone),
-            "servers": ctx.st.servers.values()
-                .filter(|s| s.server_groups.contains(&self.uuid))
-                .map(|s| ctx.server_stub(s.uuid))
-                .collect::<Vec<_>>(),
-            "tags": self.tags,
-            "created_at": ctx.time(self.created_at),
-        })
-    }
-}
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -94,19 +63,16 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
     };
     body.finish()?;
     let id = app.write(|st, now| {
-        let uuid = st.ids.new_uuid();
-        st.server_groups.insert(
-            uuid,
-            ServerGroup {
-                uuid,
+        Ok(insert_server_group(
+            st,
+            now,
+            NewServerGroup {
                 name,
                 kind,
                 zone,
                 tags,
-                created_at: now,
             },
-        );
-        Ok(uuid)
+        ))
     })?;
     app.read(&base, |ctx| {
         ctx.st
@@ -125,18 +91,13 @@ async fn update(
     let id = path_uuid(&id)?;
     let mut body = parse_body(&bytes)?;
     app.write(|st, _| {
-        let group = st.server_groups.get_mut(&id).ok_or(ApiError::NotFound)?;
+        let group = st.server_groups.get(&id).ok_or(ApiError::NotFound)?;
         body.immutable("type", &json!(group.kind));
         body.immutable("zone", &json!({"slug": group.zone}));
         let name = body.string("name", false);
         let tags = body.tags();
         body.finish()?;
-        if let Some(n) = name {
-            group.name = n;
-        }
-        if let Some(t) = tags {
-            group.tags = t;
-        }
+        update_server_group(st, id, GroupPatch { name, tags })?;
         Ok(no_content())
     })
 }
@@ -144,12 +105,7 @@ async fn update(
 async fn delete(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.write(|st, _| {
-        st.server_groups
-            .shift_remove(&id)
-            .ok_or(ApiError::NotFound)?;
-        for s in st.servers.values_mut() {
-            s.server_groups.retain(|g| *g != id);
-        }
+        delete_server_group(st, id)?;
         Ok(no_content())
     })
 }

@@ -1,24 +1,19 @@
-//! Servers: `/v1/servers`, actions, and the interface/address model shared with admin seeds.
+//! Servers, their power actions, and the interface/address model shared with admin seeds.
 
-use super::{ListQuery, created, existing_ref, json_response, no_content, parse_body, path_uuid};
-use crate::app::{App, Base};
-use crate::catalogue::{find_flavor, find_image, zone_choices, zone_exists};
+//!
+//! A server's power history is the data plane's view of whether its addresses answer: every
+//! change of power or addresses is recorded there by the functions of this module.
+
+use crate::catalogue::{find_flavor, find_image};
 use crate::clock::{Time, delta_from_secs};
 use crate::error::{ApiError, ApiResult};
-use crate::request::Body;
-use crate::state::{
+use crate::model::store::{
     Ctx, Href, NamedStub, State, SubnetStub, Tags, TimeText, public_network_uuid,
     public_subnet_uuid, ranges,
 };
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
-use axum::http::StatusCode;
-use axum::response::Response;
-use axum::routing::{get, post};
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use std::net::IpAddr;
 use uuid::Uuid;
 
@@ -284,73 +279,6 @@ pub enum InterfaceSpec {
         /// `None`: one address from the network's first subnet; `Some([])`: layer 2 only.
         addresses: Option<Vec<AddressSpec>>,
     },
-}
-
-/// Reads the `interfaces` request field.
-fn parse_interfaces(body: &mut Body) -> Option<Vec<InterfaceSpec>> {
-    let items = body.object_list("interfaces")?;
-    let mut out = Vec::with_capacity(items.len());
-    for item in items {
-        match parse_interface(&item) {
-            Ok(spec) => out.push(spec),
-            Err(msg) => {
-                body.error("interfaces", msg);
-                return None;
-            }
-        }
-    }
-    Some(out)
-}
-
-fn parse_interface(item: &Map<String, Value>) -> Result<InterfaceSpec, String> {
-    let network = match item.get("network") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s == "public" => {
-            return Ok(InterfaceSpec::Public { v4: None, v6: None });
-        }
-        Some(Value::String(s)) => Some(crate::request::parse_uuid(s).ok_or_else(|| {
-            format!("\"{s}\" is not a valid network: use \"public\" or a network UUID.")
-        })?),
-        Some(_) => return Err("network: Not a valid string.".to_string()),
-    };
-    let addresses = match item.get("addresses") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(list)) => {
-            let mut specs = Vec::with_capacity(list.len());
-            for a in list {
-                let Value::Object(a) = a else {
-                    return Err("addresses: Expected a dictionary.".to_string());
-                };
-                let subnet = match a.get("subnet") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => Some(
-                        crate::request::parse_uuid(s)
-                            .ok_or_else(|| "subnet: Must be a valid UUID.".to_string())?,
-                    ),
-                    Some(_) => return Err("subnet: Must be a valid UUID.".to_string()),
-                };
-                let address = match a.get("address") {
-                    None | Some(Value::Null) => None,
-                    Some(Value::String(s)) => Some(
-                        s.parse::<IpAddr>()
-                            .map_err(|_| format!("address: \"{s}\" is not a valid IP address."))?,
-                    ),
-                    Some(_) => return Err("address: Not a valid string.".to_string()),
-                };
-                specs.push(AddressSpec { subnet, address });
-            }
-            Some(specs)
-        }
-        Some(_) => return Err("addresses: Expected a list of items.".to_string()),
-    };
-    if network.is_none()
-        && addresses
-            .as_ref()
-            .is_none_or(|a| a.iter().all(|s| s.subnet.is_none()))
-    {
-        return Err("Each interface needs a network or an address with a subnet.".to_string());
-    }
-    Ok(InterfaceSpec::Private { network, addresses })
 }
 
 /// Turns interface requests into interfaces, allocating addresses. `existing` are the
@@ -658,352 +586,93 @@ pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -
     Ok(uuid)
 }
 
-pub fn routes() -> Router<App> {
-    Router::new()
-        .route("/servers", get(list).post(create))
-        .route("/servers/{uuid}", get(show).patch(update).delete(delete))
-        .route("/servers/{uuid}/{action}", post(action))
+/// The changeable fields of a server (`None`: unchanged); interfaces already built.
+#[derive(Debug, Default)]
+pub struct ServerPatch {
+    pub name: Option<String>,
+    pub flavor: Option<String>,
+    pub interfaces: Option<Vec<Interface>>,
+    pub tags: Option<Tags>,
 }
 
-async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
-    let q = ListQuery::parse(q.as_deref());
-    app.read(&base, |ctx| {
-        let views: Vec<ServerView> = ctx
-            .st
-            .servers
-            .values()
-            .filter(|s| q.matches(Some(&s.name), &s.tags))
-            .map(|s| s.view(ctx))
-            .collect();
-        json_response(StatusCode::OK, &views)
-    })
-}
-
-async fn show(
-    AxState(app): AxState<App>,
-    Base(base): Base,
-    Path(id): Path<String>,
-) -> ApiResult<Response> {
-    let id = path_uuid(&id)?;
-    app.read(&base, |ctx| {
-        ctx.st
-            .servers
-            .get(&id)
-            .map(|s| json_response(StatusCode::OK, &s.view(ctx)))
-    })
-    .ok_or(ApiError::NotFound)
-}
-
-/// Validates a zone field; `None` when absent.
-pub fn zone_field(body: &mut Body) -> Option<String> {
-    let zone = body.string("zone", false)?;
-    if zone_exists(&zone) {
-        Some(zone)
+/// Applies a PATCH. A flavor change passes through `changing` for `action_s`.
+pub fn update_server(
+    st: &mut State,
+    id: Uuid,
+    now: Time,
+    action_s: f64,
+    patch: ServerPatch,
+) -> ApiResult<()> {
+    let server = st.servers.get_mut(&id).ok_or(ApiError::NotFound)?;
+    if let Some(n) = patch.name {
+        server.name = n;
+    }
+    if let Some(f) = patch.flavor
+        && f != server.flavor
+    {
+        server.flavor = f;
+        server.changing_until = Some(now + delta_from_secs(action_s));
+    }
+    if let Some(i) = patch.interfaces {
+        server.interfaces = i;
+    }
+    if let Some(t) = patch.tags {
+        server.tags = t;
+    }
+    let (name, addresses, changing) = (
+        server.name.clone(),
+        server.addresses(),
+        server.changing_until,
+    );
+    // A flavor change passes through `changing` (the server is stopped anyway).
+    let transitions: Vec<(Time, bool)> = match changing {
+        Some(t) if t > now => vec![(now, false)],
+        _ => Vec::new(),
+    };
+    if transitions.is_empty() {
+        st.dataplane.set_host_addresses(id, &name, addresses);
     } else {
-        body.error(
-            "zone",
-            format!(
-                "\"{zone}\" is not a valid choice. Choose one of {}.",
-                zone_choices()
-            ),
-        );
-        None
-    }
-}
-
-async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> ApiResult<Response> {
-    let mut body = parse_body(&bytes)?;
-    let name = body.string("name", true);
-    let flavor = body.string("flavor", true);
-    let image = body.string("image", true);
-    let zone = zone_field(&mut body).unwrap_or_else(|| app.config().default_zone.clone());
-    let volume_size_gb = body.int("volume_size_gb", false).unwrap_or(10);
-    let bulk = body.int("bulk_volume_size_gb", false);
-    let volumes = body.object_list("volumes");
-    let interfaces = parse_interfaces(&mut body);
-    if body.has("ssh_keys") {
-        let _ = body.nullable_string_list("ssh_keys");
-    }
-    let _ = body.string("password", false);
-    let _ = body.string("user_data", false);
-    let use_public = body.boolean("use_public_network").unwrap_or(true);
-    let use_private = body.boolean("use_private_network").unwrap_or(false);
-    let use_ipv6 = body.boolean("use_ipv6").unwrap_or(true);
-    let _ = body.nullable_uuid("anti_affinity_with");
-    let groups = body.string_list("server_groups").unwrap_or_default();
-    let tags = body.tags().unwrap_or_default();
-
-    if let Some(f) = &flavor {
-        match find_flavor(f) {
-            None => body.error("flavor", format!("\"{f}\" is not a valid choice.")),
-            Some(fl) if !fl.zones.contains(&zone.as_str()) => body.error(
-                "flavor",
-                format!("Flavor \"{f}\" is not available in zone {zone}."),
-            ),
-            Some(_) => {}
-        }
-    }
-    if let Some(i) = &image
-        && find_image(i).is_none()
-    {
-        body.error("image", format!("\"{i}\" is not a valid choice."));
-    }
-    if volume_size_gb < 10 {
-        body.error(
-            "volume_size_gb",
-            "Ensure this value is greater than or equal to 10.",
-        );
-    }
-    if let Some(b) = bulk
-        && (b < 0 || b % 100 != 0)
-    {
-        body.error("bulk_volume_size_gb", "The size must be a multiple of 100.");
-    }
-    let mut extra_volumes = Vec::new();
-    for v in volumes.unwrap_or_default() {
-        let size = v.get("size_gb").and_then(Value::as_i64);
-        let kind = v
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("ssd")
-            .to_string();
-        match size {
-            Some(s) if s > 0 && (kind == "ssd" || kind == "bulk") => extra_volumes.push((kind, s)),
-            _ => body.error(
-                "volumes",
-                "Each volume needs a positive \"size_gb\" and a \"type\" of ssd or bulk.",
-            ),
-        }
-    }
-    if let Some(b) = bulk.filter(|b| *b > 0) {
-        extra_volumes.push(("bulk".to_string(), b));
-    }
-    let mut group_ids = Vec::new();
-    for g in &groups {
-        match crate::request::parse_uuid(g) {
-            Some(id) => group_ids.push(id),
-            None => body.error("server_groups", crate::request::NOT_UUID),
-        }
-    }
-    let name = match (name, flavor, image) {
-        (Some(n), Some(f), Some(i)) if body.ok_so_far() => (n, f, i),
-        _ => {
-            return Err(body
-                .finish()
-                .err()
-                .unwrap_or_else(|| ApiError::detail("invalid request")));
-        }
-    };
-    let specs = match interfaces {
-        Some(specs) => specs,
-        None => {
-            let mut specs = Vec::new();
-            if use_public {
-                specs.push(InterfaceSpec::Public { v4: None, v6: None });
-            }
-            if use_private {
-                // Stands in for the project's default private network (not documented).
-                specs.push(InterfaceSpec::Private {
-                    network: Some(Uuid::nil()),
-                    addresses: None,
-                });
-            }
-            specs
-        }
-    };
-    let timing = app.config().timing.server_create_s;
-    let id = app.write(|st, now| {
-        for g in &group_ids {
-            match st.server_groups.get(g) {
-                None => {
-                    return Err(ApiError::field(
-                        "server_groups",
-                        format!("Invalid pk \"{g}\" - object does not exist."),
-                    ));
-                }
-                Some(sg) if sg.zone != zone => {
-                    return Err(ApiError::field(
-                        "server_groups",
-                        "The server group is in another zone.",
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-        let specs = specs
-            .into_iter()
-            .map(|s| match s {
-                InterfaceSpec::Private {
-                    network: Some(n),
-                    addresses,
-                } if n.is_nil() => InterfaceSpec::Private {
-                    network: Some(crate::resources::networks::default_network(st, now, &zone)),
-                    addresses,
-                },
-                other => other,
-            })
-            .collect();
-        insert_server(
-            st,
-            now,
-            timing,
-            NewServer {
-                uuid: None,
-                name: name.0,
-                flavor: name.1,
-                image: name.2,
-                zone: zone.clone(),
-                interfaces: specs,
-                use_ipv6,
-                volume_size_gb,
-                extra_volumes,
-                server_groups: group_ids.clone(),
-                tags,
-                settled: None,
-            },
-        )
-    })?;
-    app.read(&base, |ctx| {
-        ctx.st.servers.get(&id).map(|s| created(s.render(ctx)))
-    })
-    .ok_or(ApiError::NotFound)
-}
-
-async fn update(
-    AxState(app): AxState<App>,
-    Path(id): Path<String>,
-    bytes: Bytes,
-) -> ApiResult<Response> {
-    let id = path_uuid(&id)?;
-    let mut body = parse_body(&bytes)?;
-    let timing = app.config().timing.server_action_s;
-    app.write(|st, now| {
-        let server = st.servers.get(&id).ok_or(ApiError::NotFound)?;
-        body.immutable("zone", &json!({"slug": server.zone}));
-        body.immutable("image", &json!({"slug": server.image}));
-        body.immutable("status", &json!(server.status(now)));
-        let name = body.string("name", false);
-        let flavor = body.string("flavor", false);
-        let interfaces = parse_interfaces(&mut body);
-        let tags = body.tags();
-        if flavor.is_some() && (body.has("name") || body.has("interfaces") || body.has("tags")) {
-            return Err(ApiError::detail(
-                "Only one attribute can be changed at a time when changing the flavor.",
-            ));
-        }
-        if let Some(f) = &flavor
-            && f != &server.flavor
-        {
-            match find_flavor(f) {
-                None => body.error("flavor", format!("\"{f}\" is not a valid choice.")),
-                Some(_) if server.status(now) != "stopped" => {
-                    body.error("flavor", "The server must be stopped to change its flavor.")
-                }
-                Some(_) => {}
-            }
-        }
-        let new_interfaces = match &interfaces {
-            Some(specs) if body.ok_so_far() => Some(
-                build_interfaces(
-                    st,
-                    &server.zone,
-                    &server.name,
-                    specs,
-                    true,
-                    &server.interfaces,
-                    Some(id),
-                )
-                .map_err(|m| ApiError::field("interfaces", m))?,
-            ),
-            _ => None,
-        };
-        body.finish()?;
-        let server = st.servers.get_mut(&id).ok_or(ApiError::NotFound)?;
-        if let Some(n) = name {
-            server.name = n;
-        }
-        if let Some(f) = flavor
-            && f != server.flavor
-        {
-            server.flavor = f;
-            server.changing_until = Some(now + delta_from_secs(timing));
-        }
-        if let Some(i) = new_interfaces {
-            server.interfaces = i;
-        }
-        if let Some(t) = tags {
-            server.tags = t;
-        }
-        let (name, addresses, changing) = (
-            server.name.clone(),
-            server.addresses(),
-            server.changing_until,
-        );
-        // A flavor change passes through `changing` (the server is stopped anyway).
-        let transitions: Vec<(Time, bool)> = match changing {
-            Some(t) if t > now => vec![(now, false)],
-            _ => Vec::new(),
-        };
-        if transitions.is_empty() {
-            st.dataplane.set_host_addresses(id, &name, addresses);
-        } else {
-            st.dataplane
-                .record_host(id, &name, addresses, now, &transitions);
-        }
-        Ok(no_content())
-    })
-}
-
-async fn delete(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
-    let id = path_uuid(&id)?;
-    app.write(|st, now| {
-        let server = st.servers.shift_remove(&id).ok_or(ApiError::NotFound)?;
         st.dataplane
-            .record_host(id, &server.name, server.addresses(), now, &[(now, false)]);
-        // Floating IPs stay, unassigned (they outlive their target).
-        for fip in st.floating_ips.values_mut() {
-            if fip.server == Some(id) {
-                fip.server = None;
-            }
+            .record_host(id, &name, addresses, now, &transitions);
+    }
+    Ok(())
+}
+
+/// Deletes a server: its addresses stop answering at once.
+pub fn delete_server(st: &mut State, id: Uuid, now: Time) -> ApiResult<()> {
+    let server = st.servers.shift_remove(&id).ok_or(ApiError::NotFound)?;
+    st.dataplane
+        .record_host(id, &server.name, server.addresses(), now, &[(now, false)]);
+    // Floating IPs stay, unassigned (they outlive their target).
+    for fip in st.floating_ips.values_mut() {
+        if fip.server == Some(id) {
+            fip.server = None;
         }
-        Ok(no_content())
-    })
+    }
+    Ok(())
 }
 
-async fn action(
-    AxState(app): AxState<App>,
-    Path((id, action)): Path<(String, String)>,
-    bytes: Bytes,
-) -> ApiResult<Response> {
-    let id = path_uuid(&id)?;
-    let target = match action.as_str() {
-        "start" | "reboot" => Power::Running,
-        "stop" => Power::Stopped,
-        _ => return Err(ApiError::NotFound),
-    };
-    // The body is ignored (Go sends none, the CLI sends `{}`), but must not be garbage.
-    parse_body(&bytes)?;
-    let timing = app.config().timing.server_action_s;
-    app.write(|st, now| {
-        let server = st.servers.get_mut(&id).ok_or(ApiError::NotFound)?;
-        server.power = target;
-        let ready = now + delta_from_secs(timing);
-        server.changing_until = Some(ready);
-        let (name, addresses) = (server.name.clone(), server.addresses());
-        // Stop, start and reboot all interrupt service at once; start and reboot answer again
-        // once the transition is over.
-        st.dataplane.record_host(
-            id,
-            &name,
-            addresses,
-            now,
-            &[(now, false), (ready, target == Power::Running)],
-        );
-        Ok(no_content())
-    })
-}
-
-/// Checks a reference to a server in a body.
-pub fn server_ref(body: &mut Body, st: &State, key: &str) -> Option<Uuid> {
-    existing_ref(body, key, false, |id| st.servers.contains_key(&id))
+/// Start, stop or reboot (`target`: the power state it ends in, after `action_s`).
+pub fn power_action(
+    st: &mut State,
+    id: Uuid,
+    now: Time,
+    action_s: f64,
+    target: Power,
+) -> ApiResult<()> {
+    let server = st.servers.get_mut(&id).ok_or(ApiError::NotFound)?;
+    server.power = target;
+    let ready = now + delta_from_secs(action_s);
+    server.changing_until = Some(ready);
+    let (name, addresses) = (server.name.clone(), server.addresses());
+    // Stop, start and reboot all interrupt service at once; start and reboot answer again
+    // once the transition is over.
+    st.dataplane.record_host(
+        id,
+        &name,
+        addresses,
+        now,
+        &[(now, false), (ready, target == Power::Running)],
+    );
+    Ok(())
 }

@@ -1,155 +1,22 @@
-//! Private networks (`/v1/networks`) and their subnets (`/v1/subnets`).
+//! `/v1/networks` and `/v1/subnets` handlers.
 
-use super::{ListQuery, created, existing_ref, no_content, ok, parse_body, path_uuid};
+use super::common::{ListQuery, created, existing_ref, no_content, ok, parse_body, path_uuid};
+use super::servers::zone_field;
 use crate::app::{App, Base};
-use crate::clock::Time;
 use crate::error::{ApiError, ApiResult};
+use crate::model::networks;
+use crate::model::networks::{
+    NewNetwork, NewSubnet, default_dns, insert_network, insert_subnet, overlaps_subnet,
+};
 use crate::request::Body;
-use crate::resources::servers::zone_field;
-use crate::state::{Ctx, State, Tags, ranges};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State as AxState};
 use axum::response::Response;
 use axum::routing::get;
 use ipnet::IpNet;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::net::IpAddr;
-use uuid::Uuid;
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Network {
-    pub uuid: Uuid,
-    pub name: String,
-    pub zone: String,
-    pub mtu: i64,
-    pub tags: Tags,
-    pub created_at: Time,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Subnet {
-    pub uuid: Uuid,
-    pub network: Uuid,
-    pub cidr: IpNet,
-    pub gateway_address: Option<IpAddr>,
-    pub dns_servers: Vec<String>,
-    pub tags: Tags,
-    pub created_at: Time,
-}
-
-impl Network {
-    pub fn render(&self, ctx: &Ctx) -> Value {
-        json!({
-            "href": ctx.href("networks", self.uuid),
-            "uuid": self.uuid.to_string(),
-            "name": self.name,
-            "zone": Ctx::zone_stub(&self.zone),
-            "mtu": self.mtu,
-            "subnets": ctx.st.subnets_of(self.uuid).map(|s| ctx.subnet_stub(s.uuid)).collect::<Vec<_>>(),
-            "tags": self.tags,
-            "created_at": ctx.time(self.created_at),
-        })
-    }
-}
-
-impl Subnet {
-    pub fn render(&self, ctx: &Ctx) -> Value {
-        json!({
-            "href": ctx.href("subnets", self.uuid),
-            "uuid": self.uuid.to_string(),
-            "cidr": self.cidr.to_string(),
-            "network": ctx.network_stub(self.network),
-            "gateway_address": self.gateway_address.map(|g| g.to_string()),
-            "dns_servers": self.dns_servers,
-            "tags": self.tags,
-            "created_at": ctx.time(self.created_at),
-        })
-    }
-}
-
-fn default_dns() -> Vec<String> {
-    ranges::DEFAULT_DNS.iter().map(|s| s.to_string()).collect()
-}
-
-/// What a network is created from (API or seed).
-#[derive(Debug, Clone)]
-pub struct NewNetwork {
-    pub uuid: Option<Uuid>,
-    pub name: String,
-    pub zone: String,
-    pub mtu: i64,
-    /// Create the automatic IPv4 subnet.
-    pub auto_subnet: bool,
-    pub tags: Tags,
-}
-
-/// Inserts a network (and, if asked, its automatic IPv4 subnet).
-pub fn insert_network(st: &mut State, now: Time, new: NewNetwork) -> ApiResult<Uuid> {
-    let uuid = new.uuid.unwrap_or_else(|| st.ids.new_uuid());
-    if st.networks.contains_key(&uuid) {
-        return Err(ApiError::field(
-            "uuid",
-            "A network with this UUID already exists.",
-        ));
-    }
-    st.networks.insert(
-        uuid,
-        Network {
-            uuid,
-            name: new.name,
-            zone: new.zone,
-            mtu: new.mtu,
-            tags: new.tags,
-            created_at: now,
-        },
-    );
-    if new.auto_subnet {
-        let cidr: IpNet = ranges::AUTO_SUBNET
-            .parse()
-            .map_err(|_| ApiError::detail("bad built-in subnet"))?;
-        let id = st.ids.new_uuid();
-        st.subnets.insert(
-            id,
-            Subnet {
-                uuid: id,
-                network: uuid,
-                cidr,
-                gateway_address: None,
-                dns_servers: default_dns(),
-                tags: Tags::new(),
-                created_at: now,
-            },
-        );
-    }
-    Ok(uuid)
-}
-
-/// The network `use_private_network: true` attaches: the zone's network named
-/// `default-network`, created on first use (the real project default is not documented).
-pub fn default_network(st: &mut State, now: Time, zone: &str) -> Uuid {
-    if let Some(n) = st
-        .networks
-        .values()
-        .find(|n| n.zone == zone && n.name == "default-network")
-    {
-        return n.uuid;
-    }
-    insert_network(
-        st,
-        now,
-        NewNetwork {
-            uuid: None,
-            name: "default-network".into(),
-            zone: zone.into(),
-            mtu: 9000,
-            auto_subnet: true,
-            tags: Tags::new(),
-        },
-    )
-    .unwrap_or_else(|_| Uuid::nil())
-}
 
 /// Validates `mtu`.
 fn mtu_field(body: &mut Body) -> Option<i64> {
@@ -313,61 +180,10 @@ async fn update_network(
     })
 }
 
-/// Whether anything still uses addresses of `subnet` (server interfaces or VIPs).
-fn subnet_in_use(st: &State, subnet: Uuid) -> Option<String> {
-    if let Some(s) = st.servers.values().find(|s| {
-        s.interfaces
-            .iter()
-            .any(|i| i.addresses.iter().any(|a| a.subnet == subnet))
-    }) {
-        return Some(format!(
-            "The subnet is still used by server \"{}\".",
-            s.name
-        ));
-    }
-    if let Some(l) = st
-        .load_balancers
-        .values()
-        .find(|l| l.vip_addresses.iter().any(|v| v.subnet == subnet))
-    {
-        return Some(format!(
-            "The subnet is still used by load balancer \"{}\".",
-            l.name
-        ));
-    }
-    None
-}
-
 async fn delete_network(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
-    app.write(|st, _| {
-        if !st.networks.contains_key(&id) {
-            return Err(ApiError::NotFound);
-        }
-        // Refused while attached (inferred: the real API's behaviour is not documented).
-        if let Some(s) = st
-            .servers
-            .values()
-            .find(|s| s.interfaces.iter().any(|i| i.network == id))
-        {
-            return Err(ApiError::detail(format!(
-                "The network is still attached to server \"{}\".",
-                s.name
-            )));
-        }
-        let subnets: Vec<Uuid> = st.subnets_of(id).map(|s| s.uuid).collect();
-        for s in &subnets {
-            if let Some(msg) = subnet_in_use(st, *s) {
-                return Err(ApiError::detail(msg));
-            }
-        }
-        // Deleting a network deletes its subnets (conformance check 35).
-        for s in subnets {
-            st.subnets.shift_remove(&s);
-        }
-        st.networks.shift_remove(&id);
-        Ok(no_content())
-    })
+    app.write(|st, _| networks::delete_network(st, id))?;
+    Ok(no_content())
 }
 
 async fn list_subnets(
@@ -436,9 +252,7 @@ async fn create_subnet(
         let dns = dns_field(&mut body);
         let tags = body.tags().unwrap_or_default();
         if let (Some(cidr), Some(network)) = (cidr, network)
-            && st
-                .subnets_of(network)
-                .any(|s| s.cidr.contains(&cidr.network()) || cidr.contains(&s.cidr.network()))
+            && overlaps_subnet(st, network, cidr)
         {
             body.error(
                 "cidr",
@@ -452,23 +266,17 @@ async fn create_subnet(
                 .unwrap_or_else(|| ApiError::detail("invalid request")));
         };
         body.finish()?;
-        let uuid = st.ids.new_uuid();
-        st.subnets.insert(
-            uuid,
-            Subnet {
-                uuid,
+        Ok(insert_subnet(
+            st,
+            now,
+            NewSubnet {
                 network,
                 cidr,
                 gateway_address: gateway,
-                dns_servers: match dns {
-                    None | Some(None) => default_dns(),
-                    Some(Some(list)) => list,
-                },
+                dns_servers: dns.flatten(),
                 tags,
-                created_at: now,
             },
-        );
-        Ok(uuid)
+        ))
     })?;
     app.read(&base, |ctx| {
         ctx.st.subnets.get(&id).map(|s| created(s.render(ctx)))
@@ -508,14 +316,6 @@ async fn update_subnet(
 
 async fn delete_subnet(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
-    app.write(|st, _| {
-        if !st.subnets.contains_key(&id) {
-            return Err(ApiError::NotFound);
-        }
-        if let Some(msg) = subnet_in_use(st, id) {
-            return Err(ApiError::detail(msg));
-        }
-        st.subnets.shift_remove(&id);
-        Ok(no_content())
-    })
+    app.write(|st, _| networks::delete_subnet(st, id))?;
+    Ok(no_content())
 }

@@ -1,6 +1,6 @@
 //! `GET /v1/regions`, `/v1/flavors`, `/v1/images`, `/v1/load-balancers/flavors`.
 
-use super::ok;
+use super::common::ok;
 use crate::app::App;
 use crate::catalogue::{FLAVORS, IMAGES, lb_flavors_json, regions_json};
 use axum::Router;

@@ -1,0 +1,28 @@
+//! HTTP handlers, one module per API resource: they parse requests (through `request.rs`),
+//! call the model (`crate::model`) and turn its results into responses. No resource rules
+//! live here.
+
+pub mod catalogue;
+pub mod common;
+pub mod floating_ips;
+pub mod load_balancers;
+pub mod networks;
+pub mod server_groups;
+pub mod servers;
+
+use crate::app::App;
+use axum::Router;
+
+pub use common::{
+    ListQuery, choice, created, existing_ref, json_response, no_content, ok, parse_body, path_uuid,
+};
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .merge(catalogue::routes())
+        .merge(servers::routes())
+        .merge(server_groups::routes())
+        .merge(networks::routes())
+        .merge(floating_ips::routes())
+        .merge(load_balancers::routes())
+}

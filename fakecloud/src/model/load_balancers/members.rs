@@ -1,0 +1,183 @@
+//! Pool members.
+
+use super::{Verb, change, describe_member};
+use crate::clock::Time;
+use crate::config::Timing;
+use crate::dataplane::{Health, health_at, member_health};
+use crate::error::{ApiError, ApiResult};
+use crate::model::store::{Ctx, State, Tags};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::net::IpAddr;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Member {
+    pub uuid: Uuid,
+    pub pool: Uuid,
+    pub name: String,
+    pub enabled: bool,
+    pub protocol_port: u16,
+    pub monitor_port: Option<u16>,
+    pub address: IpAddr,
+    pub subnet: Uuid,
+    pub tags: Tags,
+    pub created_at: Time,
+}
+
+impl Member {
+    /// `no_monitor` without a health monitor on the pool; `changing` until `up_threshold`
+    /// checks at `delay_s` have run since the member or the monitor appeared; then `up` when
+    /// the backend answers, `down` when it does not.
+    pub fn monitor_status(&self, st: &State, now: Time) -> &'static str {
+        let has_monitor = st.health_monitors.values().any(|m| m.pool == self.pool);
+        let lb = st.pools.get(&self.pool).map(|p| p.load_balancer);
+        let health = lb
+            .and_then(|lb| st.dataplane.lbs.get(&lb))
+            .map(|h| health_at(&member_health(&st.dataplane, h, self.uuid, now), now))
+            .unwrap_or(Health::Absent);
+        health.api_status(has_monitor)
+    }
+
+    pub fn render(&self, ctx: &Ctx) -> Value {
+        let lb = ctx.st.pools.get(&self.pool).map(|p| p.load_balancer);
+        json!({
+            "href": format!("{}/v1/load-balancers/pools/{}/members/{}", ctx.base, self.pool, self.uuid),
+            "uuid": self.uuid.to_string(),
+            "name": self.name,
+            "enabled": self.enabled,
+            "pool": ctx.pool_stub(self.pool),
+            "load_balancer": lb.map(|l| ctx.load_balancer_stub(l)),
+            "protocol_port": self.protocol_port,
+            "monitor_port": self.monitor_port,
+            "address": self.address.to_string(),
+            "subnet": ctx.subnet_stub(self.subnet),
+            "monitor_status": self.monitor_status(ctx.st, ctx.now),
+            "tags": self.tags,
+            "created_at": ctx.time(self.created_at),
+        })
+    }
+}
+
+/// Why `address` cannot be a member of `pool` on `subnet` and `port`: outside the subnet,
+/// or (unless `allow_duplicates`) a second member for the same address and port.
+pub fn member_address_error(
+    st: &State,
+    pool: Uuid,
+    address: IpAddr,
+    subnet: Option<Uuid>,
+    port: Option<u16>,
+    allow_duplicates: bool,
+) -> Option<String> {
+    if let Some(s) = subnet.and_then(|s| st.subnets.get(&s))
+        && !s.cidr.contains(&address)
+    {
+        return Some(format!(
+            "{address} is not a valid IP for the specified subnet."
+        ));
+    }
+    if let Some(port) = port
+        && !allow_duplicates
+        && st
+            .members
+            .of_pool(pool)
+            .any(|m| m.address == address && m.protocol_port == port)
+    {
+        return Some(format!(
+            "The pool already has a member for {address} port {port}."
+        ));
+    }
+    None
+}
+
+/// A member to create; pool and subnet are known to exist.
+pub struct NewMember {
+    pub pool: Uuid,
+    pub name: String,
+    pub enabled: bool,
+    pub protocol_port: u16,
+    pub monitor_port: Option<u16>,
+    pub address: IpAddr,
+    pub subnet: Uuid,
+    pub tags: Tags,
+}
+
+pub fn create_member(
+    st: &mut State,
+    now: Time,
+    timing: &Timing,
+    new: NewMember,
+) -> ApiResult<Uuid> {
+    let uuid = st.ids.new_uuid();
+    change(st, now, timing, Verb::Create, describe_member, uuid, |st| {
+        st.members.insert(Member {
+            uuid,
+            pool: new.pool,
+            name: new.name,
+            enabled: new.enabled,
+            protocol_port: new.protocol_port,
+            monitor_port: new.monitor_port,
+            address: new.address,
+            subnet: new.subnet,
+            tags: new.tags,
+            created_at: now,
+        });
+        Ok(uuid)
+    })
+}
+
+/// The changeable fields of a member (`None`: unchanged).
+#[derive(Debug, Default)]
+pub struct MemberPatch {
+    pub name: Option<String>,
+    pub enabled: Option<bool>,
+    pub tags: Option<Tags>,
+}
+
+/// Member `id` of `pool`, if it is one.
+pub fn member_of(st: &State, pool: Uuid, id: Uuid) -> Option<&Member> {
+    st.members.get(&id).filter(|m| m.pool == pool)
+}
+
+pub fn update_member(
+    st: &mut State,
+    pool: Uuid,
+    id: Uuid,
+    now: Time,
+    timing: &Timing,
+    patch: MemberPatch,
+) -> ApiResult<()> {
+    change(st, now, timing, Verb::Update, describe_member, id, |st| {
+        let member = st
+            .members
+            .get_mut(&id)
+            .filter(|m| m.pool == pool)
+            .ok_or(ApiError::NotFound)?;
+        if let Some(n) = patch.name {
+            member.name = n;
+        }
+        if let Some(e) = patch.enabled {
+            member.enabled = e;
+        }
+        if let Some(t) = patch.tags {
+            member.tags = t;
+        }
+        Ok(())
+    })
+}
+
+pub fn delete_member(
+    st: &mut State,
+    pool: Uuid,
+    id: Uuid,
+    now: Time,
+    timing: &Timing,
+) -> ApiResult<()> {
+    change(st, now, timing, Verb::Delete, describe_member, id, |st| {
+        if member_of(st, pool, id).is_none() {
+            return Err(ApiError::NotFound);
+        }
+        st.members.remove(&id);
+        Ok(())
+    })
+}
