@@ -16,7 +16,8 @@ the end `N passed, M failed`. Exit status 1 if any check failed (including a
 failed fakecloud start-up), 2 on usage errors.
 
 Standard library only (Python 3.11); the CLI is run as a subprocess.
-Reference: /work/shared/reference/cloudscale-api.md (sections 1, 4-13, 15.2, 16).
+Reference: /work/shared/reference/cloudscale-api.md (sections 1, 4-13, 15.2, 16) and
+cloudscale-api-more.md (sections 2-4: volumes, servers' volumes, volume snapshots).
 """
 
 import argparse
@@ -173,6 +174,8 @@ class Acceptance:
         # shared state between sections
         self.sg = None
         self.server = None
+        self.volume = None
+        self.root_volume = None
         self.net_auto = None
         self.net_a = None
         self.net_b = None
@@ -780,6 +783,125 @@ class Acceptance:
 
         self.fip4, self.fip6 = (net4, ip4), (net6, ip6)
 
+    # ---- volumes (CLI) and volume snapshots (raw HTTP: the CLI has no command) -----
+
+    def wait_for(self, path, pred, timeout=30):
+        """Polls GET path until pred(data) holds; returns the last (status, data)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            code, data, _ = self.http("GET", path)
+            if (code == 200 and isinstance(data, dict) and pred(data)) or time.monotonic() > deadline:
+                return code, data
+            time.sleep(0.25)
+
+    def section_volumes(self):
+        if not self.server:
+            self.fail("volume section", "skipped: no server from the server section")
+            return
+        sid = self.server["uuid"]
+        name = f"acc-vol-{self.rid}"
+        vol = self.cli_json("volume create --server-uuids", "volume", "create", "--name", name, "--size-gb", "3",
+                            "--server-uuids", sid, "--zone", "rma1", "--tag", f"run={self.rid}")
+        self.require("volume create returns an object with a uuid", isinstance(vol, dict) and uuid_of(vol),
+                     f"got {vol!r}")
+        self.cleanup.append(vol.get("href") or f"{self.api}/volumes/{vol['uuid']}")
+        vid = vol["uuid"]
+        self.eq("volume create: type defaults to ssd", vol.get("type"), "ssd")
+        self.eq("volume create: size_gb", vol.get("size_gb"), 3)
+        self.stub("volume create: zone stub", vol.get("zone"), {"slug": "rma1"})
+        self.eq("volume create: server_uuids", vol.get("server_uuids"), [sid])
+        self.check("volume create: servers stub of the server",
+                   isinstance(vol.get("servers"), list) and self.list_ids(vol["servers"]) == [sid],
+                   f"servers {vol.get('servers')!r}")
+        self.eq("volume create: current_operation null", vol.get("current_operation", "<missing>"), None)
+        self.eq("volume create: tags", vol.get("tags"), {"run": self.rid})
+        self.check_common("volume", vol, "volumes")
+        srv = self.http_get("GET the server of the new volume", f"/servers/{sid}")
+        self.check("server lists the attached volume after its root volume",
+                   self.list_ids(srv.get("volumes") or [])[1:] == [vid], f"volumes {srv.get('volumes')!r}")
+        root = (srv.get("volumes") or [{}])[0]
+        code, root_vol, raw = self.http("GET", root.get("href") or "/volumes/missing")
+        self.check("the server's root volume resolves under /v1/volumes", code == 200 and
+                   isinstance(root_vol, dict) and root_vol.get("server_uuids") == [sid], f"{code} {raw[:200]!r}")
+
+        lst = self.cli_list("volume list", "volume", "list")
+        self.check("volume list contains the new volume and the root volume",
+                   {vid, root.get("uuid")} <= set(self.list_ids(lst)), "not listed")
+        lst = self.cli_list("volume list --filter-tag", "volume", "list", "--filter-tag", f"run={self.rid}")
+        self.eq("volume list --filter-tag finds exactly the volume", self.list_ids(lst), [vid])
+        shown = self.cli_json("volume show <name>", "volume", "show", name)
+        self.check("volume show <name> finds the volume by name",
+                   isinstance(shown, list) and self.list_ids(shown) == [vid], f"got {one_line(shown, 200)}")
+
+        upd = self.cli_json("volume update --size-gb (grow, attached)", "volume", "update", vid, "--size-gb", "5")
+        self.eq("volume update: size grew", upd.get("size_gb"), 5)
+        new_name = name + "-renamed"
+        upd = self.cli_json("volume update --name --tag", "volume", "update", vid, "--name", new_name,
+                            "--tag", "extra=1")
+        self.eq("volume update: renamed", upd.get("name"), new_name)
+        self.eq("volume update: tag added", upd.get("tags"), {"run": self.rid, "extra": "1"})
+        self.cli_fails("volume update --size-gb (shrink) fails", ["volume", "update", vid, "--size-gb", "4"],
+                       "size_gb")
+        upd = self.cli_json("volume detach", "volume", "detach", vid)
+        self.eq("volume detach: server_uuids []", upd.get("server_uuids"), [])
+        srv = self.http_get("GET the server after detach", f"/servers/{sid}")
+        self.check("server no longer lists the detached volume", vid not in self.list_ids(srv.get("volumes") or []),
+                   f"volumes {srv.get('volumes')!r}")
+        status, data, raw = self.http("PATCH", f"/volumes/{vid}", {"name": "x", "size_gb": 10})
+        self.check("volume PATCH with two attributes is 400 'Only one attribute'",
+                   status == 400 and is_flat_error(data) and "Only one attribute" in raw, f"{status} {raw[:200]!r}")
+
+        # snapshots of the detached volume
+        snap = self.http_create("volume snapshot create", "/volume-snapshots",
+                                {"name": f"acc-snap-{self.rid}", "source_volume": vid, "tags": {"run": self.rid}})
+        self.stub("snapshot: source_volume stub", snap.get("source_volume"),
+                  {"uuid": vid, "name": new_name, "href": f"{self.api}/volumes/{vid}"})
+        self.eq("snapshot: size_gb of the volume", snap.get("size_gb"), 5)
+        self.stub("snapshot: zone of the volume", snap.get("zone"), {"slug": "rma1"})
+        self.check_common("volume snapshot", snap, "volume-snapshots")
+        code, data = self.wait_for(snap["href"], lambda d: d.get("status") == "available")
+        self.check("snapshot reaches available", code == 200 and data.get("status") == "available",
+                   f"{code} {data!r}")
+        self.http_patch("snapshot PATCH name", snap["href"], {"name": "renamed"})
+        self.eq("snapshot renamed", self.http_get("GET snapshot", snap["href"]).get("name"), "renamed")
+        status, data, raw = self.http("DELETE", f"/volumes/{vid}")
+        self.check("deleting a volume with snapshots is 400 'Snapshots exist for this volume'",
+                   status == 400 and "Snapshots exist for this volume" in raw, f"{status} {raw[:200]!r}")
+        status, _, raw = self.http("POST", f"/volumes/{vid}/revert", {"snapshot": snap["uuid"]})
+        self.check("revert of the detached volume to its latest snapshot is accepted", status in (200, 201, 202, 204),
+                   f"{status} {raw[:200]!r}")
+        code, data = self.wait_for(f"/volumes/{vid}", lambda d: d.get("current_operation") is None)
+        self.check("revert finishes: current_operation back to null",
+                   code == 200 and data.get("current_operation", "<missing>") is None, f"{code} {data!r}")
+        copy = self.http_create("volume create from snapshot", "/volumes",
+                                {"name": f"acc-copy-{self.rid}", "volume_snapshot_uuid": snap["uuid"]})
+        self.eq("volume from snapshot: size of the snapshot", copy.get("size_gb"), 5)
+        self.eq("volume from snapshot: detached", copy.get("server_uuids"), [])
+        status, _, raw = self.http("DELETE", snap["href"])
+        self.eq("snapshot DELETE -> 204", status, 204)
+        code, data = self.wait_for(snap["href"], lambda d: d.get("status") != "deleting", timeout=10)
+        self.eq("deleted snapshot is gone (404) within 10 s", code, 404)
+        self.cli_delete("volume delete (copy)", "volume", copy["uuid"])
+
+        # attach again; the server delete section checks that it survives, detached
+        upd = self.cli_json("volume attach --server-uuids", "volume", "attach", vid, "--server-uuids", sid)
+        self.eq("volume attach: server_uuids", upd.get("server_uuids"), [sid])
+        self.volume = upd
+        self.root_volume = root
+
+    def section_volumes_after_server_delete(self):
+        vol = getattr(self, "volume", None)
+        if not vol:
+            self.fail("volumes after server delete", "skipped: no volume from the volume section")
+            return
+        root = getattr(self, "root_volume", None) or {}
+        code, _, _ = self.http("GET", f"/volumes/{root.get('uuid')}")
+        self.eq("the deleted server's root volume is gone (404)", code, 404)
+        shown = self.cli_json("volume show (after its server was deleted)", "volume", "show", vol["uuid"])
+        self.eq("an attached volume survives its server's deletion, detached", shown.get("server_uuids"), [])
+        self.cli_delete("volume delete --force", "volume", vol["uuid"])
+        self.cli_fails("volume show <deleted uuid> fails", ["volume", "show", vol["uuid"]], "No resource found")
+
     def section_server_delete(self):
         if not self.server:
             self.fail("server delete", "skipped: no server")
@@ -1101,7 +1223,9 @@ class Acceptance:
             ("networks", self.section_networks),
             ("subnets", self.section_subnets),
             ("floating IPs", self.section_floating_ips),
+            ("volumes", self.section_volumes),
             ("server delete", self.section_server_delete),
+            ("volumes after server delete", self.section_volumes_after_server_delete),
             ("floating IP delete", self.section_floating_ip_delete),
             ("server group delete", self.section_server_group_delete),
             ("failing commands", self.section_failures),

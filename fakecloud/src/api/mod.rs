@@ -9,6 +9,8 @@ pub mod load_balancers;
 pub mod networks;
 pub mod server_groups;
 pub mod servers;
+pub mod volume_snapshots;
+pub mod volumes;
 
 use crate::app::App;
 use axum::Router;
@@ -25,4 +27,6 @@ pub fn routes() -> Router<App> {
         .merge(networks::routes())
         .merge(floating_ips::routes())
         .merge(load_balancers::routes())
+        .merge(volumes::routes())
+        .merge(volume_snapshots::routes())
 }

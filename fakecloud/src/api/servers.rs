@@ -199,7 +199,12 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
             .unwrap_or("ssd")
             .to_string();
         match size {
-            Some(s) if s > 0 && (kind == "ssd" || kind == "bulk") => extra_volumes.push((kind, s)),
+            Some(s) if s > 0 && (kind == "ssd" || kind == "bulk") => {
+                match crate::model::volumes::size_error(&kind, s, false) {
+                    None => extra_volumes.push((kind, s)),
+                    Some(msg) => body.error("volumes", format!("size_gb: {msg}")),
+                }
+            }
             _ => body.error(
                 "volumes",
                 "Each volume needs a positive \"size_gb\" and a \"type\" of ssd or bulk.",

@@ -9,3 +9,5 @@ pub mod networks;
 pub mod server_groups;
 pub mod servers;
 pub mod store;
+pub mod volume_snapshots;
+pub mod volumes;

@@ -34,13 +34,22 @@ pub struct Interface {
     pub addresses: Vec<Address>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Volume {
-    pub uuid: Uuid,
-    pub name: String,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub size_gb: i64,
+/// Reads `Server::volumes` from a dump: UUIDs, or the stub objects dumps held before
+/// volumes were records of their own (their UUIDs then name no volume and are not shown).
+fn volume_ids<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Uuid>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum VolumeRef {
+        Id(Uuid),
+        Stub { uuid: Uuid },
+    }
+    let refs = Vec::<VolumeRef>::deserialize(d)?;
+    Ok(refs
+        .into_iter()
+        .map(|r| match r {
+            VolumeRef::Id(u) | VolumeRef::Stub { uuid: u } => u,
+        })
+        .collect())
 }
 
 /// The state a server settles in once a transition is over.
@@ -59,7 +68,10 @@ pub struct Server {
     pub flavor: String,
     pub image: String,
     pub interfaces: Vec<Interface>,
-    pub volumes: Vec<Volume>,
+    /// The attached volumes (records in `State::volumes`), root volume first, then in the
+    /// order they were attached. Written only by `model::volumes`.
+    #[serde(deserialize_with = "volume_ids")]
+    pub volumes: Vec<Uuid>,
     pub server_groups: Vec<Uuid>,
     pub tags: Tags,
     pub created_at: Time,
@@ -143,6 +155,7 @@ impl Server {
             volumes: self
                 .volumes
                 .iter()
+                .filter_map(|v| ctx.st.volumes.get(v))
                 .map(|v| VolumeView {
                     href: ctx.href_of("volumes", v.uuid),
                     uuid: v.uuid,
@@ -539,19 +552,8 @@ pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -
             "A server with this UUID already exists.",
         ));
     }
-    let mut volumes = vec![Volume {
-        uuid: st.ids.new_uuid(),
-        name: "root".to_string(),
-        kind: "ssd".to_string(),
-        size_gb: new.volume_size_gb,
-    }];
-    for (i, (kind, size)) in new.extra_volumes.iter().enumerate() {
-        volumes.push(Volume {
-            uuid: st.ids.new_uuid(),
-            name: format!("volume-{}", i + 1),
-            kind: kind.clone(),
-            size_gb: *size,
-        });
+    if 1 + new.extra_volumes.len() > crate::model::volumes::MAX_VOLUMES_PER_SERVER {
+        return Err(ApiError::detail(crate::model::volumes::ATTACH_LIMIT));
     }
     let (power, changing_until) = match new.settled {
         Some(p) => (p, None),
@@ -566,7 +568,7 @@ pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -
             flavor: new.flavor,
             image: new.image,
             interfaces,
-            volumes,
+            volumes: Vec::new(),
             server_groups: new.server_groups,
             tags: new.tags,
             created_at: now,
@@ -574,6 +576,18 @@ pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -
             changing_until,
         },
     );
+    if let Some(s) = st.servers.get(&uuid) {
+        let (name, zone) = (s.name.clone(), s.zone.clone());
+        crate::model::volumes::create_server_volumes(
+            st,
+            now,
+            uuid,
+            &name,
+            &zone,
+            new.volume_size_gb,
+            &new.extra_volumes,
+        );
+    }
     let transitions: Vec<(Time, bool)> = match changing_until {
         Some(ready) => vec![(now, false), (ready, power == Power::Running)],
         None => vec![(now, power == Power::Running)],
@@ -638,9 +652,16 @@ pub fn update_server(
     Ok(())
 }
 
-/// Deletes a server: its addresses stop answering at once.
+/// Deletes a server: its addresses stop answering at once; its root volume is deleted, its
+/// other volumes are detached. Refused while its root volume has snapshots [INF].
 pub fn delete_server(st: &mut State, id: Uuid, now: Time) -> ApiResult<()> {
+    if !st.servers.contains_key(&id) {
+        return Err(ApiError::NotFound);
+    }
+    crate::model::volumes::check_server_delete(st, id, now)?;
     let server = st.servers.shift_remove(&id).ok_or(ApiError::NotFound)?;
+    // The root volume goes with the server, the other volumes stay, detached [INF].
+    crate::model::volumes::release_server_volumes(st, id);
     st.dataplane
         .record_host(id, &server.name, server.addresses(), now, &[(now, false)]);
     // Floating IPs stay, unassigned (they outlive their target).

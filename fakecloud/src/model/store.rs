@@ -8,6 +8,8 @@ use crate::model::{
     networks::{Network, Subnet},
     server_groups::ServerGroup,
     servers::Server,
+    volume_snapshots::VolumeSnapshot,
+    volumes::Volume,
 };
 use indexmap::IndexMap;
 use ipnet::IpNet;
@@ -94,6 +96,12 @@ pub struct State {
     pub(in crate::model) listeners: IndexMap<Uuid, Listener>,
     #[serde(with = "as_list")]
     pub(in crate::model) health_monitors: IndexMap<Uuid, HealthMonitor>,
+    /// Volumes, root volumes of servers included (absent from dumps made before volumes
+    /// were modelled: empty).
+    #[serde(default, with = "as_list")]
+    pub(in crate::model) volumes: IndexMap<Uuid, Volume>,
+    #[serde(default, with = "as_list")]
+    pub(in crate::model) volume_snapshots: IndexMap<Uuid, VolumeSnapshot>,
     #[serde(default)]
     pub(in crate::model) dataplane: crate::dataplane::DataPlane,
     /// Where new UUIDs come from (not part of a dump: a restore keeps the running one).
@@ -154,7 +162,9 @@ keyed_by_uuid!(
     Pool,
     Member,
     Listener,
-    HealthMonitor
+    HealthMonitor,
+    Volume,
+    VolumeSnapshot
 );
 
 impl Keyed for FloatingIp {
@@ -293,6 +303,16 @@ impl State {
 
     pub fn health_monitors(&self) -> &IndexMap<Uuid, HealthMonitor> {
         &self.health_monitors
+    }
+
+    pub fn volumes(&self) -> &IndexMap<Uuid, Volume> {
+        &self.volumes
+    }
+
+    /// Every snapshot record, also those whose deletion is over but not purged yet (see
+    /// `VolumeSnapshot::gone`).
+    pub fn volume_snapshots(&self) -> &IndexMap<Uuid, VolumeSnapshot> {
+        &self.volume_snapshots
     }
 
     pub fn dataplane(&self) -> &crate::dataplane::DataPlane {
