@@ -16,8 +16,8 @@ the end `N passed, M failed`. Exit status 1 if any check failed (including a
 failed fakecloud start-up), 2 on usage errors.
 
 Standard library only (Python 3.11); the CLI is run as a subprocess.
-Reference: /work/shared/reference/cloudscale-api.md (sections 1, 4-13, 15.2, 16) and
-cloudscale-api-more.md (sections 2-4: volumes, servers' volumes, volume snapshots).
+What is checked: the behaviour fakecloud/README.md and fakecloud/MODEL.md document
+(servers, networks, floating IPs, load balancers, volumes, volume snapshots).
 """
 
 import argparse

@@ -3,7 +3,7 @@
 //! A snapshot is `creating` for `SNAPSHOT_CREATE_S` virtual seconds, then `available`;
 //! after a DELETE it is `deleting` for `SNAPSHOT_DELETE_S`, then gone (404). Nothing runs in
 //! the background: readers compare the stored times with the clock, and writes purge the
-//! snapshots whose deletion is over. Rules: reference `cloudscale-api-more.md` §4.
+//! snapshots whose deletion is over. Rules: fakecloud/MODEL.md, "Volumes and volume snapshots".
 
 use crate::clock::{Time, delta_from_secs};
 use crate::error::{ApiError, ApiResult};

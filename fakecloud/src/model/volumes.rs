@@ -3,7 +3,7 @@
 //!
 //! The attachment is held twice, kept in step by this module alone: `Volume::server` (what
 //! `/v1/volumes` shows) and `Server::volumes` (the order `/v1/servers` lists them in, root
-//! first). Rules: reference `cloudscale-api-more.md` §2 and §3.
+//! first). Rules: fakecloud/MODEL.md, "Volumes and volume snapshots".
 
 use crate::clock::{Time, delta_from_secs};
 use crate::error::{ApiError, ApiResult};
