@@ -17,7 +17,8 @@ failed fakecloud start-up), 2 on usage errors.
 
 Standard library only (Python 3.11); the CLI is run as a subprocess.
 What is checked: the behaviour fakecloud/README.md and fakecloud/MODEL.md document
-(servers, networks, floating IPs, load balancers, volumes, volume snapshots).
+(servers, networks, floating IPs, load balancers, volumes, volume snapshots,
+objects users).
 """
 
 import argparse
@@ -40,6 +41,9 @@ import uuid as uuidlib
 FAKECLOUD_TOKEN = "acceptance-token"
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
+HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
+ACCESS_KEY_RE = re.compile(r"^[A-Z0-9]{20}$")
+SECRET_KEY_RE = re.compile(r"^[A-Za-z0-9+/]{40}$")
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 LISTEN_RE = re.compile(r"^fakecloud listening on (http://\S+?)/?\s*$")
 CLI_TIMEOUT = 180  # seconds per CLI invocation (--wait may poll ~2 min)
@@ -1172,6 +1176,88 @@ class Acceptance:
             st, _, _ = self.http("GET", member["href"])
             self.check("GET member of the deleted LB -> 404", st == 404, f"status {st}")
 
+    # ---- objects users (CLI; identified by `id`, not `uuid`) -----------------
+
+    def section_objects_users(self):
+        name = f"acc-ou-{self.rid}"
+        user = self.cli_json("objects-user create --display-name --tag", "objects-user", "create",
+                             "--display-name", name, "--tag", f"run={self.rid}")
+        self.require("objects-user create returns an object with an id", isinstance(user, dict) and user.get("id"),
+                     f"got {user!r}")
+        uid = user["id"]
+        self.cleanup.append(user.get("href") or f"{self.api}/objects-users/{uid}")
+        self.check("objects-user id is 64 lower-case hex characters", bool(HEX64_RE.match(str(uid))), f"id {uid!r}")
+        self.check("objects-user has no uuid", "uuid" not in user, f"keys {sorted(user)!r}")
+        self.eq("objects-user create: display_name", user.get("display_name"), name)
+        self.eq("objects-user create: tags", user.get("tags"), {"run": self.rid})
+        self.eq(f"objects user href is {self.api}/objects-users/<id>", user.get("href"),
+                f"{self.api}/objects-users/{uid}")
+        self.check("objects user created_at is RFC 3339 with microseconds and Z",
+                   isinstance(user.get("created_at"), str) and TS_RE.match(user["created_at"]),
+                   f"created_at {user.get('created_at')!r}")
+        keys = user.get("keys")
+        ok = isinstance(keys, list) and len(keys) == 1 and isinstance(keys[0], dict)
+        self.require("objects-user create: exactly one key pair", ok, f"keys {keys!r}")
+        pair = keys[0]
+        self.check("objects-user access_key is 20 upper-case letters and digits",
+                   bool(ACCESS_KEY_RE.match(str(pair.get("access_key")))), f"access_key {pair.get('access_key')!r}")
+        self.check("objects-user secret_key is 40 base64 characters",
+                   bool(SECRET_KEY_RE.match(str(pair.get("secret_key")))), f"secret_key {pair.get('secret_key')!r}")
+
+        shown = self.cli_json("objects-user show <id>", "objects-user", "show", uid)
+        self.eq("objects-user show equals the create answer", shown, user)
+        rc, out, err = self.cli("objects-user", "show", uid, json_output=False)
+        self.check("objects-user show (table) prints the access key", rc == 0 and pair.get("access_key", "?") in out,
+                   f"exit {rc}, stderr {err.strip()!r}, stdout {out[:300]!r}")
+        shown = self.cli_json("objects-user show <display name>", "objects-user", "show", name)
+        self.check("objects-user show <display name> finds the user by display_name",
+                   isinstance(shown, list) and self.list_ids(shown, "id") == [uid], f"got {one_line(shown, 200)}")
+
+        other = self.cli_json("objects-user create (same display name)", "objects-user", "create",
+                              "--display-name", name)
+        if isinstance(other, dict) and other.get("href"):
+            self.cleanup.append(other["href"])
+        oid = other.get("id") if isinstance(other, dict) else None
+        self.check("a second user with the same display name is a new user", oid and oid != uid, f"id {oid!r}")
+        self.check("the second user has its own keys", (other.get("keys") or [{}])[0] != pair,
+                   f"keys {other.get('keys')!r}")
+        lst = self.cli_list("objects-user list", "objects-user", "list")
+        self.check("objects-user list contains both users", {uid, oid} <= set(self.list_ids(lst, "id")), "not listed")
+        lst = self.cli_list("objects-user list --filter-tag", "objects-user", "list", "--filter-tag", f"run={self.rid}")
+        self.eq("objects-user list --filter-tag finds exactly the tagged user", self.list_ids(lst, "id"), [uid])
+        lst = self.cli_list("objects-user list --filter-tag <key>", "objects-user", "list", "--filter-tag", "run")
+        self.check("objects-user list --filter-tag <key> finds the tagged user", uid in self.list_ids(lst, "id"),
+                   f"got {self.list_ids(lst, 'id')!r}")
+        self.cli_fails("objects-user update <ambiguous display name> fails",
+                       ["objects-user", "update", name, "--display-name", "x"], "More than one resource")
+
+        new_name = name + "-renamed"
+        upd = self.cli_json("objects-user update --display-name --tag", "objects-user", "update", uid,
+                            "--display-name", new_name, "--tag", "extra=1")
+        self.eq("objects-user update: renamed", upd.get("display_name"), new_name)
+        self.eq("objects-user update: tag added", upd.get("tags"), {"run": self.rid, "extra": "1"})
+        self.eq("objects-user update: keys unchanged", upd.get("keys"), keys)
+        upd = self.cli_json("objects-user update --clear-tag", "objects-user", "update", uid, "--clear-tag", "extra")
+        self.eq("objects-user update: tag removed", upd.get("tags"), {"run": self.rid})
+        upd = self.cli_json("objects-user update <display name> --clear-all-tags", "objects-user", "update",
+                            new_name, "--clear-all-tags")
+        self.eq("objects-user update by display name: tags cleared", upd.get("tags"), {})
+        self.eq("objects-user update by display name: same user", upd.get("id"), uid)
+        status, data, raw = self.http("POST", "/objects-users", {})
+        self.check("objects-user POST without display_name is 400 naming display_name",
+                   status == 400 and is_flat_error(data) and "display_name" in (data or {}), f"{status} {raw[:200]!r}")
+        status, data, raw = self.http("GET", f"/objects-users/{'0' * 64}")
+        self.check("objects-user GET of an unknown id is 404 'Not found.'",
+                   status == 404 and data == {"detail": "Not found."}, f"{status} {raw[:200]!r}")
+
+        self.cli_delete("objects-user delete --force", "objects-user", uid)
+        if oid:
+            self.cli_delete("objects-user delete (second user) --force", "objects-user", oid)
+        lst = self.cli_list("objects-user list (after delete)", "objects-user", "list")
+        self.check("deleted users are gone from objects-user list", not {uid, oid} & set(self.list_ids(lst, "id")),
+                   "still listed")
+        self.cli_fails("objects-user show <deleted id> fails", ["objects-user", "show", uid], "No resource found")
+
     # ---- network deletes -----------------------------------------------------
 
     def section_network_delete(self):
@@ -1228,6 +1314,7 @@ class Acceptance:
             ("volumes after server delete", self.section_volumes_after_server_delete),
             ("floating IP delete", self.section_floating_ip_delete),
             ("server group delete", self.section_server_group_delete),
+            ("objects users", self.section_objects_users),
             ("failing commands", self.section_failures),
             ("load balancers", self.section_load_balancers),
             ("network delete", self.section_network_delete),

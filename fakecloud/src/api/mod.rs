@@ -7,6 +7,7 @@ pub mod common;
 pub mod floating_ips;
 pub mod load_balancers;
 pub mod networks;
+pub mod objects_users;
 pub mod server_groups;
 pub mod servers;
 pub mod volume_snapshots;
@@ -29,4 +30,5 @@ pub fn routes() -> Router<App> {
         .merge(load_balancers::routes())
         .merge(volumes::routes())
         .merge(volume_snapshots::routes())
+        .merge(objects_users::routes())
 }

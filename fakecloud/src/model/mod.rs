@@ -6,6 +6,7 @@
 pub mod floating_ips;
 pub mod load_balancers;
 pub mod networks;
+pub mod objects_users;
 pub mod server_groups;
 pub mod servers;
 pub mod store;

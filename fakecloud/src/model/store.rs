@@ -6,6 +6,7 @@ use crate::model::{
     floating_ips::FloatingIp,
     load_balancers::{HealthMonitor, Listener, LoadBalancer, Member, Pool},
     networks::{Network, Subnet},
+    objects_users::ObjectsUser,
     server_groups::ServerGroup,
     servers::Server,
     volume_snapshots::VolumeSnapshot,
@@ -102,6 +103,9 @@ pub struct State {
     pub(in crate::model) volumes: IndexMap<Uuid, Volume>,
     #[serde(default, with = "as_list")]
     pub(in crate::model) volume_snapshots: IndexMap<Uuid, VolumeSnapshot>,
+    /// Objects users, keyed by their hex `id` (absent from older dumps: empty).
+    #[serde(with = "as_list", default)]
+    pub(in crate::model) objects_users: IndexMap<String, ObjectsUser>,
     #[serde(default)]
     pub(in crate::model) dataplane: crate::dataplane::DataPlane,
     /// Where new UUIDs come from (not part of a dump: a restore keeps the running one).
@@ -166,6 +170,13 @@ keyed_by_uuid!(
     Volume,
     VolumeSnapshot
 );
+
+impl Keyed for ObjectsUser {
+    type Key = String;
+    fn key(&self) -> String {
+        self.id.clone()
+    }
+}
 
 impl Keyed for FloatingIp {
     type Key = IpAddr;
@@ -313,6 +324,10 @@ impl State {
     /// `VolumeSnapshot::gone`).
     pub fn volume_snapshots(&self) -> &IndexMap<Uuid, VolumeSnapshot> {
         &self.volume_snapshots
+    }
+
+    pub fn objects_users(&self) -> &IndexMap<String, ObjectsUser> {
+        &self.objects_users
     }
 
     pub fn dataplane(&self) -> &crate::dataplane::DataPlane {
