@@ -18,7 +18,7 @@ failed fakecloud start-up), 2 on usage errors.
 Standard library only (Python 3.11); the CLI is run as a subprocess.
 What is checked: the behaviour fakecloud/README.md and fakecloud/MODEL.md document
 (servers, networks, floating IPs, load balancers, volumes, volume snapshots,
-objects users).
+objects users, custom images).
 """
 
 import argparse
@@ -42,6 +42,7 @@ FAKECLOUD_TOKEN = "acceptance-token"
 ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 TS_RE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$")
 HEX64_RE = re.compile(r"^[0-9a-f]{64}$")
+HEX32_RE = re.compile(r"^[0-9a-f]{32}$")
 ACCESS_KEY_RE = re.compile(r"^[A-Z0-9]{20}$")
 SECRET_KEY_RE = re.compile(r"^[A-Za-z0-9+/]{40}$")
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -1258,6 +1259,155 @@ class Acceptance:
                    "still listed")
         self.cli_fails("objects-user show <deleted id> fails", ["objects-user", "show", uid], "No resource found")
 
+    # ---- custom images --------------------------------------------------------
+
+    def _import_args(self, url, name, slug, *extra):
+        return ["custom-image", "import", "--url", url, "--name", name, "--slug", slug,
+                "--user-data-handling", "pass-through", "--zone", "lpg1", "--zone", "rma1", *extra]
+
+    def _check_custom_image(self, img, name, slug):
+        self.eq("custom-image: name", img.get("name"), name)
+        self.eq("custom-image: slug", img.get("slug"), slug)
+        self.eq("custom-image: user_data_handling", img.get("user_data_handling"), "pass-through")
+        self.eq("custom-image: firmware_type defaults to bios", img.get("firmware_type"), "bios")
+        self.eq("custom-image: zones stubs", img.get("zones"), [{"slug": "lpg1"}, {"slug": "rma1"}])
+        self.eq("custom-image: tags", img.get("tags"), {"run": self.rid})
+        self.check("custom-image: size_gb is a positive integer",
+                   isinstance(img.get("size_gb"), int) and img["size_gb"] >= 1, f"size_gb {img.get('size_gb')!r}")
+        sums = img.get("checksums") or {}
+        self.check("custom-image: checksums md5 (32 hex) and sha256 (64 hex)",
+                   bool(HEX32_RE.match(str(sums.get("md5")))) and bool(HEX64_RE.match(str(sums.get("sha256")))),
+                   f"checksums {sums!r}")
+        self.check_common("custom image", img, "custom-images")
+
+    def section_custom_images(self):
+        name, slug = f"acc-img-{self.rid}", f"acc-img-{self.rid}"
+        url = f"https://images.example.com/{self.rid}/distro.qcow2"
+        img = self.cli_json("custom-image import --wait", *self._import_args(
+            url, name, slug, "--source-format", "qcow2", "--tag", f"run={self.rid}", "--wait"))
+        self.require("custom-image import --wait prints the image", isinstance(img, dict) and uuid_of(img),
+                     f"got {one_line(img, 300)}")
+        iid = img["uuid"]
+        self.cleanup.append(img.get("href") or f"{self.api}/custom-images/{iid}")
+        self._check_custom_image(img, name, slug)
+        imp = self.http_get("GET the import", f"/custom-images/import/{iid}")
+        self.eq("import: status success", imp.get("status"), "success")
+        self.eq("import: error_message empty", imp.get("error_message"), "")
+        self.eq("import: url", imp.get("url"), url)
+        self.eq("import: custom_image stub", imp.get("custom_image"),
+                {"href": f"{self.api}/custom-images/{iid}", "uuid": iid, "name": name})
+        self.eq(f"import href is {self.api}/custom-images/import/<uuid>", imp.get("href"),
+                f"{self.api}/custom-images/import/{iid}")
+
+        shown = self.cli_json("custom-image show <uuid>", "custom-image", "show", iid)
+        self.eq("custom-image show equals the imported image", shown, img)
+        shown = self.cli_json("custom-image show <name>", "custom-image", "show", name)
+        self.check("custom-image show <name> finds the image by name",
+                   isinstance(shown, list) and self.list_ids(shown) == [iid], f"got {one_line(shown, 200)}")
+        rc, out, err = self.cli("-v", "custom-image", "show", iid, json_output=False)
+        self.check("custom-image show -v (table) prints slug and sha256",
+                   rc == 0 and slug in out and str((img.get("checksums") or {}).get("sha256")) in out,
+                   f"exit {rc}, stderr {err.strip()!r}, stdout {out[:300]!r}")
+        lst = self.cli_list("custom-image list", "custom-image", "list")
+        self.check("custom-image list contains the image", iid in self.list_ids(lst), "not listed")
+        lst = self.cli_list("custom-image list --filter-tag", "custom-image", "list", "--filter-tag", f"run={self.rid}")
+        self.eq("custom-image list --filter-tag finds exactly the image", self.list_ids(lst), [iid])
+        lst = self.cli_list("custom-image list --filter-json", "custom-image", "list", "--filter-json",
+                            f"[?slug=='{slug}']")
+        self.eq("custom-image list --filter-json by slug", self.list_ids(lst), [iid])
+        images = self.cli_list("image list (with a custom image)", "image", "list")
+        self.check("image list shows no custom image",
+                   not any(i.get("name") == name or str(i.get("slug", "")).startswith("custom:") for i in images),
+                   f"{len(images)} images")
+
+        self._custom_image_server(iid, name, slug)
+        self._custom_image_update(iid, name, slug)
+        self._custom_image_failures()
+
+        # a second import without --wait, then delete both through `list --delete`
+        url2 = f"https://images.example.com/{self.rid}/other.raw"
+        rc, out, err = self.cli(*self._import_args(url2, name + "-2", slug + "-2", "--tag", f"run={self.rid}"))
+        self.check("custom-image import (no --wait) returns at once",
+                   rc == 0 and "Import continues in the background" in out, f"rc {rc}, {err.strip()!r} {out!r}")
+        code, imports, raw = self.http("GET", "/custom-images/import")
+        mine = [i for i in (imports or []) if isinstance(i, dict) and i.get("url") == url2]
+        self.require("the background import is listed", code == 200 and len(mine) == 1, f"{code} {raw[:200]!r}")
+        self.check("the background import is in_progress or success, never started",
+                   mine[0].get("status") in ("in_progress", "success"), f"status {mine[0].get('status')!r}")
+        code, data = self.wait_for(mine[0]["href"], lambda d: d.get("status") != "in_progress", timeout=30)
+        self.eq("the background import reaches success", (data or {}).get("status"), "success")
+        rc, out, err = self.cli("custom-image", "list", "--filter-tag", f"run={self.rid}", "--delete", "--force")
+        self.check("custom-image list --filter-tag --delete --force deletes both images",
+                   rc == 0 and f"{iid} deleted!" in out and f"{mine[0]['uuid']} deleted!" in out,
+                   f"rc {rc}, stderr {err.strip()!r}, stdout {out[-300:]!r}")
+        lst = self.cli_list("custom-image list (after delete)", "custom-image", "list")
+        self.check("deleted images are gone from custom-image list",
+                   not {iid, mine[0]["uuid"]} & set(self.list_ids(lst)), "still listed")
+        self.cli_fails("custom-image show <deleted uuid> fails", ["custom-image", "show", iid], "No resource found")
+
+    def _custom_image_server(self, iid, name, slug):
+        want = {"slug": f"custom:{slug}", "name": name, "operating_system": "", "default_username": ""}
+        created = self.cli_json("server create --image custom:<slug>", "server", "create", "--name",
+                                f"acc-custom-{self.rid}", "--flavor", "flex-4-2", "--image", f"custom:{slug}",
+                                "--zone", "lpg1", "--user-data", "#cloud-config\n")
+        srv = created[0] if isinstance(created, list) and created else {}
+        if srv.get("href"):
+            self.cleanup.append(srv["href"])
+        self.eq("server from custom:<slug>: image stub in the create answer", srv.get("image"), want)
+        status, data, raw = self.http("POST", "/servers", {"name": f"acc-custom2-{self.rid}", "flavor": "flex-4-2",
+                                                            "image": iid, "zone": "rma1"})
+        if status == 201 and isinstance(data, dict) and data.get("href"):
+            self.cleanup.append(data["href"])
+        self.check("server from the custom image UUID: same stub", status == 201 and (data or {}).get("image") == want,
+                   f"{status} {raw[:300]!r}")
+        for s in (srv, data or {}):
+            if s.get("uuid"):
+                self.cli_delete("server delete (custom image server)", "server", s["uuid"])
+
+    def _custom_image_update(self, iid, name, slug):
+        upd = self.cli_json("custom-image update --name --slug --user-data-handling --tag", "custom-image", "update",
+                            iid, "--name", name + "-renamed", "--slug", slug + "-renamed",
+                            "--user-data-handling", "extend-cloud-config", "--tag", "extra=1")
+        self.eq("custom-image update: renamed", upd.get("name"), name + "-renamed")
+        self.eq("custom-image update: new slug", upd.get("slug"), slug + "-renamed")
+        self.eq("custom-image update: user_data_handling", upd.get("user_data_handling"), "extend-cloud-config")
+        self.eq("custom-image update: tag added", upd.get("tags"), {"run": self.rid, "extra": "1"})
+        upd = self.cli_json("custom-image update --clear-tag", "custom-image", "update", iid, "--clear-tag", "extra")
+        self.eq("custom-image update: tag removed", upd.get("tags"), {"run": self.rid})
+        upd = self.cli_json("custom-image update <name> --name --slug (back)", "custom-image", "update",
+                            name + "-renamed", "--name", name, "--slug", slug, "--user-data-handling", "pass-through")
+        self.eq("custom-image update by name: same image", upd.get("uuid"), iid)
+        self.eq("custom-image update by name: name back", upd.get("name"), name)
+        status, data, raw = self.http("PATCH", f"/custom-images/{iid}", {"firmware_type": "uefi"})
+        self.check("custom-image PATCH firmware_type is 400 naming firmware_type",
+                   status == 400 and is_flat_error(data) and "firmware_type" in (data or {}), f"{status} {raw[:200]!r}")
+        status, data, raw = self.http("PATCH", f"/custom-images/{iid}", {"zones": ["rma1"]})
+        self.check("custom-image PATCH zones is 400 naming zones",
+                   status == 400 and is_flat_error(data) and "zones" in (data or {}), f"{status} {raw[:200]!r}")
+
+    def _custom_image_failures(self):
+        missing = f"https://images.example.com/{self.rid}/missing.raw"
+        status, _, raw = self.http("POST", self.base + "/_fake/downloads", {"url": missing, "status": 404}, token=None)
+        self.require("POST /_fake/downloads declares a missing URL", status == 200, f"{status} {raw[:200]!r}")
+        rc, out, err = self.cli(*self._import_args(missing, f"acc-missing-{self.rid}", "missing", "--wait"))
+        self.check("custom-image import --wait of a missing URL fails with 'Import failed.'",
+                   rc != 0 and "Import failed." in out, f"rc {rc}, stderr {err.strip()!r}, stdout {out[:200]!r}")
+        code, imports, raw = self.http("GET", "/custom-images/import")
+        failed = [i for i in (imports or []) if isinstance(i, dict) and i.get("url") == missing]
+        self.check("the failed import stays listed with 'Expected HTTP 200, got HTTP 404'",
+                   len(failed) == 1 and failed[0].get("status") == "failed"
+                   and failed[0].get("error_message") == "Expected HTTP 200, got HTTP 404", f"{code} {raw[:300]!r}")
+        if failed:
+            code, data, raw = self.http("GET", f"/custom-images/{failed[0]['uuid']}")
+            self.eq("a failed import makes no custom image (404)", code, 404)
+        status, data, raw = self.http("POST", "/custom-images/import", {"url": missing, "name": "x"})
+        self.check("import without user_data_handling and zones is 400 naming both",
+                   status == 400 and is_flat_error(data) and {"user_data_handling", "zones"} <= set(data or {}),
+                   f"{status} {raw[:200]!r}")
+        status, data, raw = self.http("GET", f"/custom-images/import/{uuidlib.uuid4()}")
+        self.check("GET of an unknown import is 404 'Not found.'",
+                   status == 404 and data == {"detail": "Not found."}, f"{status} {raw[:200]!r}")
+
     # ---- network deletes -----------------------------------------------------
 
     def section_network_delete(self):
@@ -1315,6 +1465,7 @@ class Acceptance:
             ("floating IP delete", self.section_floating_ip_delete),
             ("server group delete", self.section_server_group_delete),
             ("objects users", self.section_objects_users),
+            ("custom images", self.section_custom_images),
             ("failing commands", self.section_failures),
             ("load balancers", self.section_load_balancers),
             ("network delete", self.section_network_delete),

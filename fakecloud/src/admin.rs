@@ -6,6 +6,7 @@ use crate::clock::{format_time, parse_time};
 use crate::dataplane::{BackendDecl, Behaviour, availability};
 use crate::error::{ApiError, ApiResult};
 use crate::faults::FaultRule;
+use crate::model::custom_images::{Download, clear_downloads, declare_download};
 use crate::rules::{ApiRules, RulesError};
 use crate::seed::{Seed, SeedServer, add_server, apply_seed};
 use crate::state::State;
@@ -28,11 +29,19 @@ pub fn routes() -> Router<App> {
         .route("/clock", get(clock))
         .route("/clock/advance", post(advance))
         .route("/state", get(dump).put(restore))
+        .route("/buckets", get(list_buckets).post(create_bucket))
+        .route("/buckets/{name}", get(show_bucket).delete(delete_bucket))
         .route(
             "/backends",
             get(list_backends)
                 .post(declare_backends)
                 .delete(clear_backends),
+        )
+        .route(
+            "/downloads",
+            get(list_downloads)
+                .post(declare_downloads)
+                .delete(forget_downloads),
         )
         .route(
             "/load-balancers/{uuid}/availability",
@@ -104,7 +113,15 @@ async fn clock(AxState(app): AxState<App>) -> Response {
         crate::clock::ClockMode::Scaled { scale } => json!({"manual": false, "scale": scale}),
         crate::clock::ClockMode::Simulated => json!({"manual": false, "simulated": true}),
     };
-    ok(json!({"now": format_time(app.now()), "mode": mode}))
+    let now = app.now();
+    // `now` is virtual (what `/_fake` endpoints take and show); `api_now` is what a
+    // `created_at` made at this moment shows in the API (see `crate::clock::Timestamps`).
+    ok(json!({
+        "now": format_time(now),
+        "api_now": format_time(app.0.clock.stamp().apply(now)),
+        "timestamps": app.config().timestamps.as_str(),
+        "mode": mode,
+    }))
 }
 
 #[derive(Deserialize)]
@@ -325,6 +342,147 @@ async fn timeline(AxState(app): AxState<App>, Path(id): Path<String>) -> ApiResu
             "operation": o.operation,
         })).collect::<Vec<_>>(),
     })))
+}
+
+// ---- simulated downloads of custom image imports ---------------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DownloadRequest {
+    url: String,
+    /// The HTTP status the URL answers with (default 200).
+    #[serde(default)]
+    status: Option<u16>,
+    /// The image size after conversion to raw (default: derived from the URL).
+    #[serde(default)]
+    size_gb: Option<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrManyDownloads {
+    One(DownloadRequest),
+    Many(Vec<DownloadRequest>),
+}
+
+/// Declares how URLs answer imports started from now on (fakecloud/MODEL.md, "Custom images").
+async fn declare_downloads(AxState(app): AxState<App>, bytes: Bytes) -> ApiResult<Response> {
+    let list = match decode::<OneOrManyDownloads>(&bytes)? {
+        OneOrManyDownloads::One(d) => vec![d],
+        OneOrManyDownloads::Many(v) => v,
+    };
+    for d in &list {
+        if d.url.is_empty() {
+            return Err(ApiError::field("url", "may not be blank"));
+        }
+        if d.status.is_some_and(|s| !(100..=599).contains(&s)) {
+            return Err(ApiError::field("status", "must be between 100 and 599"));
+        }
+        if d.size_gb.is_some_and(|s| s < 1) {
+            return Err(ApiError::field("size_gb", "must be at least 1"));
+        }
+    }
+    let count = list.len();
+    app.write(|st, _| {
+        for d in list {
+            declare_download(
+                st,
+                Download {
+                    url: d.url,
+                    status: d.status.unwrap_or(200),
+                    size_gb: d.size_gb,
+                },
+            );
+        }
+        Ok(())
+    })?;
+    Ok(ok(json!({"declared": count})))
+}
+
+async fn list_downloads(AxState(app): AxState<App>) -> Response {
+    let st = app.0.state.read();
+    ok(json!(st.downloads().values().collect::<Vec<_>>()))
+}
+
+/// Forgets every declaration: every URL answers 200 again.
+async fn forget_downloads(AxState(app): AxState<App>) -> ApiResult<Response> {
+    app.write(|st, _| {
+        clear_downloads(st);
+        Ok(())
+    })?;
+    Ok(no_content())
+}
+
+// ---- object storage buckets (for `/v1/metrics/buckets`) ---------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BucketRequest {
+    name: String,
+    objects_user_id: String,
+    /// RFC 3339, or `YYYY-MM-DD` for midnight Europe/Zurich (default: now).
+    #[serde(default)]
+    created_at: Option<String>,
+}
+
+/// Registers a bucket of an existing objects user (fakecloud/MODEL.md, "Bucket metrics").
+async fn create_bucket(
+    AxState(app): AxState<App>,
+    Base(base): Base,
+    bytes: Bytes,
+) -> ApiResult<Response> {
+    let req: BucketRequest = decode(&bytes)?;
+    let created_at = match req.created_at.as_deref() {
+        None => None,
+        Some(s) => Some(crate::model::buckets::parse_created_at(s).ok_or_else(|| {
+            ApiError::field(
+                "created_at",
+                format!("\"{s}\" is no RFC 3339 time or YYYY-MM-DD"),
+            )
+        })?),
+    };
+    let name = req.name.clone();
+    let new = crate::model::buckets::NewBucket {
+        name: req.name,
+        objects_user_id: req.objects_user_id,
+        created_at,
+    };
+    app.write(|st, now| crate::model::buckets::create_bucket(st, now, new))?;
+    app.read(&base, |ctx| {
+        ctx.st.buckets().get(&name).map(|b| created(b.render()))
+    })
+    .ok_or(ApiError::NotFound)
+}
+
+async fn list_buckets(AxState(app): AxState<App>, Base(base): Base) -> Response {
+    app.read(&base, |ctx| {
+        ok(json!(
+            ctx.st
+                .buckets()
+                .values()
+                .map(|b| b.render())
+                .collect::<Vec<_>>()
+        ))
+    })
+}
+
+async fn show_bucket(
+    AxState(app): AxState<App>,
+    Base(base): Base,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
+    app.read(&base, |ctx| {
+        ctx.st.buckets().get(&name).map(|b| ok(b.render()))
+    })
+    .ok_or(ApiError::NotFound)
+}
+
+async fn delete_bucket(
+    AxState(app): AxState<App>,
+    Path(name): Path<String>,
+) -> ApiResult<Response> {
+    app.write(|st, _| crate::model::buckets::delete_bucket(st, &name))?;
+    Ok(no_content())
 }
 
 // ---- fault injection ---------------------------------------------------------------------

@@ -55,7 +55,7 @@ impl App {
             state: RwLock::new(State::empty_with_ids(
                 config.id_seed.map(Ids::seeded).unwrap_or_default(),
             )),
-            clock: Clock::new(config.clock),
+            clock: Clock::with_timestamps(config.clock, config.timestamps),
             rules: RwLock::new(config.rules),
             config,
             log: Mutex::new(RequestLog::default()),
@@ -80,6 +80,7 @@ impl App {
             now,
             st: &st,
             timing: &self.0.config.timing,
+            stamp: self.0.clock.stamp(),
         };
         f(&ctx)
     }

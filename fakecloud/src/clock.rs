@@ -25,9 +25,72 @@ pub enum ClockMode {
     Simulated,
 }
 
+/// What the timestamps of API answers (`created_at`, …) show under a scaled clock.
+///
+/// Virtual time runs `scale` times faster than the wall clock, so after 40 real seconds at
+/// `--time-scale 100` it is more than an hour ahead: clients that compare a resource's
+/// `created_at` with their own clock (token expiry checks, "created in the future"
+/// sanity checks) reject it. `Wall` maps every virtual instant back onto the wall clock,
+/// while virtual durations still drive every status transition. See fakecloud/MODEL.md,
+/// "Virtual clock".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Timestamps {
+    /// The virtual instant, mapped onto the wall clock: `start + (t - start) / scale`.
+    #[default]
+    Wall,
+    /// The virtual instant itself.
+    Virtual,
+}
+
+impl Timestamps {
+    pub fn parse(s: &str) -> Option<Timestamps> {
+        match s {
+            "wall" => Some(Timestamps::Wall),
+            "virtual" => Some(Timestamps::Virtual),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Timestamps::Wall => "wall",
+            Timestamps::Virtual => "virtual",
+        }
+    }
+}
+
+/// How a virtual instant is shown in API answers: a pure mapping, copied into each
+/// rendering context so that rendering takes no lock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stamp {
+    origin_virtual: Time,
+    origin_wall: Time,
+    /// Wall seconds per virtual second; `None` shows virtual time unchanged.
+    rate: Option<f64>,
+}
+
+impl Stamp {
+    /// Virtual time shown as it is.
+    pub const IDENTITY: Stamp = Stamp {
+        origin_virtual: DateTime::<Utc>::MIN_UTC,
+        origin_wall: DateTime::<Utc>::MIN_UTC,
+        rate: None,
+    };
+
+    /// The timestamp an API answer shows for the virtual instant `t`.
+    pub fn apply(&self, t: Time) -> Time {
+        let Some(rate) = self.rate else { return t };
+        let micros = (t - self.origin_virtual).num_microseconds().unwrap_or(0) as f64;
+        let shown = (micros * rate).round();
+        let shown = shown.clamp(i64::MIN as f64 / 2.0, i64::MAX as f64 / 2.0) as i64;
+        self.origin_wall + TimeDelta::microseconds(shown)
+    }
+}
+
 #[derive(Debug)]
 struct Inner {
     mode: ClockMode,
+    stamp: Stamp,
     /// Virtual time at `anchor_real`.
     anchor_virtual: Time,
     anchor_real: Instant,
@@ -52,6 +115,7 @@ impl Clock {
         Clock {
             inner: Mutex::new(Inner {
                 mode,
+                stamp: Stamp::IDENTITY,
                 anchor_virtual: start,
                 anchor_real: Instant::now(),
                 anchor_tokio: tokio::time::Instant::now(),
@@ -59,8 +123,31 @@ impl Clock {
         }
     }
 
+    /// A clock whose API timestamps follow `timestamps`. Only a scaled clock with a scale
+    /// other than 1 differs: a manual or simulated clock starts at a fixed instant so that
+    /// runs repeat to the byte, and its timestamps stay virtual.
+    pub fn with_timestamps(mode: ClockMode, timestamps: Timestamps) -> Self {
+        let clock = Clock::new(mode);
+        if let (ClockMode::Scaled { scale }, Timestamps::Wall) = (mode, timestamps) {
+            let mut inner = clock.inner.lock();
+            if scale.is_finite() && scale > 0.0 && scale != 1.0 {
+                inner.stamp = Stamp {
+                    origin_virtual: inner.anchor_virtual,
+                    origin_wall: inner.anchor_virtual,
+                    rate: Some(1.0 / scale),
+                };
+            }
+        }
+        clock
+    }
+
     pub fn mode(&self) -> ClockMode {
         self.inner.lock().mode
+    }
+
+    /// How API answers show virtual instants.
+    pub fn stamp(&self) -> Stamp {
+        self.inner.lock().stamp
     }
 
     /// The current virtual time.
@@ -155,6 +242,39 @@ mod tests {
         assert_eq!(format_time(t0), "2026-01-01T00:00:00.000000Z");
         tokio::time::sleep(Duration::from_secs(120)).await;
         assert_eq!(clock.now() - t0, TimeDelta::seconds(120));
+    }
+
+    #[test]
+    fn wall_timestamps_follow_the_wall_clock_while_virtual_time_runs_ahead() {
+        let clock = Clock::with_timestamps(ClockMode::Scaled { scale: 100.0 }, Timestamps::Wall);
+        let t0 = clock.now();
+        // 40 real seconds at 100x: 4,000 virtual seconds later.
+        let later = t0 + TimeDelta::seconds(4000);
+        let stamp = clock.stamp();
+        // `t0` is a few real microseconds after the start, so compare with a tolerance.
+        let near = |d: TimeDelta, want: TimeDelta| (d - want).abs() < TimeDelta::milliseconds(5);
+        assert!(near(stamp.apply(t0) - t0, TimeDelta::zero()));
+        assert!(near(
+            stamp.apply(later) - stamp.apply(t0),
+            TimeDelta::seconds(40)
+        ));
+        // Order is kept, and durations shrink by the scale.
+        assert!(stamp.apply(later + TimeDelta::seconds(1)) > stamp.apply(later));
+        let virt = Clock::with_timestamps(ClockMode::Scaled { scale: 100.0 }, Timestamps::Virtual);
+        assert_eq!(virt.stamp().apply(later), later);
+    }
+
+    #[test]
+    fn manual_and_unscaled_clocks_keep_virtual_timestamps() {
+        for mode in [
+            ClockMode::Manual,
+            ClockMode::Simulated,
+            ClockMode::Scaled { scale: 1.0 },
+        ] {
+            let clock = Clock::with_timestamps(mode, Timestamps::Wall);
+            let t = clock.now() + TimeDelta::seconds(90);
+            assert_eq!(clock.stamp().apply(t), t, "{mode:?}");
+        }
     }
 
     #[test]

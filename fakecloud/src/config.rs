@@ -1,6 +1,6 @@
 //! Configuration of a fakecloud instance.
 
-use crate::clock::ClockMode;
+use crate::clock::{ClockMode, Timestamps};
 use crate::rules::ApiRules;
 use std::net::SocketAddr;
 
@@ -50,6 +50,8 @@ pub struct Config {
     /// Zone used when a zonal resource is created without one.
     pub default_zone: String,
     pub clock: ClockMode,
+    /// What API timestamps show under a scaled clock (wall time by default).
+    pub timestamps: Timestamps,
     pub timing: Timing,
     /// How many requests the admin request log keeps (oldest dropped first).
     pub request_log_capacity: usize,
@@ -70,6 +72,7 @@ impl Default for Config {
             public_url: None,
             default_zone: "rma1".to_string(),
             clock: ClockMode::Scaled { scale: 1.0 },
+            timestamps: Timestamps::Wall,
             timing: Timing::default(),
             request_log_capacity: 10_000,
             rules: ApiRules::default(),

@@ -35,7 +35,7 @@ pub mod resources {
 }
 
 pub use app::App;
-pub use clock::{Clock, ClockMode};
+pub use clock::{Clock, ClockMode, Timestamps};
 pub use config::{Config, DEFAULT_TOKEN, Timing};
 pub use error::ApiError;
 pub use faults::{FaultEffect, FaultRule, Faults};

@@ -3,8 +3,8 @@
 use anyhow::{Context, bail};
 use clap::Parser;
 use fakecloud::{
-    ApiRules, App, ClockMode, Config, DEFAULT_TOKEN, FakeCloud, Strictness, Timing, apply_seed,
-    parse_seed,
+    ApiRules, App, ClockMode, Config, DEFAULT_TOKEN, FakeCloud, Strictness, Timestamps, Timing,
+    apply_seed, parse_seed,
 };
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -46,6 +46,11 @@ struct Args {
     /// Virtual seconds per real second (100 makes 120 s of delays pass in 1.2 s).
     #[arg(long, default_value_t = 1.0)]
     time_scale: f64,
+    /// What API timestamps (`created_at`, …) show under `--time-scale`: `wall` maps virtual
+    /// instants onto the wall clock (clients that compare them with their own clock accept
+    /// them; delays still run scaled), `virtual` shows virtual time, which runs ahead.
+    #[arg(long, default_value = "wall", value_parser = parse_timestamps)]
+    timestamps: Timestamps,
     /// Virtual time moves only on `POST /_fake/clock/advance` (deterministic runs).
     #[arg(long, conflicts_with = "time_scale")]
     manual_clock: bool,
@@ -147,6 +152,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
                 scale: args.time_scale,
             }
         },
+        timestamps: args.timestamps,
         timing,
         rules,
         ..Config::default()
@@ -191,6 +197,10 @@ async fn run(args: Args) -> anyhow::Result<()> {
     tracing::info!("shutting down");
     fc.shutdown().await;
     Ok(())
+}
+
+fn parse_timestamps(s: &str) -> Result<Timestamps, String> {
+    Timestamps::parse(s).ok_or_else(|| format!("expected `wall` or `virtual`, got `{s}`"))
 }
 
 fn init_logging(format: &str) -> anyhow::Result<()> {

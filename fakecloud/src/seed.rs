@@ -1,12 +1,14 @@
-//! Seed documents: networks, subnets, servers and floating IPs to preload (from `--seed FILE`,
-//! JSON or YAML, or `POST /_fake/seed`). The format is described in `fakecloud/README.md`;
+//! Seed documents: networks, subnets, servers, floating IPs and objects users with their
+//! buckets to preload (from `--seed FILE`, JSON or YAML, or `POST /_fake/seed`). The format is described in `fakecloud/README.md`;
 //! `fakecloud/examples/seed.yaml` is a complete example.
 
 use crate::catalogue::{find_flavor, find_image, region_exists, region_of_zone, zone_exists};
 use crate::clock::Time;
 use crate::error::{ApiError, ApiResult};
+use crate::model::buckets::{NewBucket, create_bucket, parse_created_at};
 use crate::model::floating_ips::{NewFloatingIp, insert_floating_ip};
 use crate::model::networks::{NewNetwork, insert_network};
+use crate::model::objects_users::create_objects_user;
 use crate::model::servers::{AddressSpec, InterfaceSpec, NewServer, Power, insert_server};
 use crate::model::store::{State, Tags};
 use ipnet::IpNet;
@@ -23,6 +25,28 @@ pub struct Seed {
     pub servers: Vec<SeedServer>,
     #[serde(default)]
     pub floating_ips: Vec<SeedFloatingIp>,
+    #[serde(default)]
+    pub objects_users: Vec<SeedObjectsUser>,
+}
+
+/// An objects user with the buckets it owns (buckets are what `/v1/metrics/buckets`
+/// reports on).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedObjectsUser {
+    pub display_name: String,
+    #[serde(default)]
+    pub tags: Tags,
+    #[serde(default)]
+    pub buckets: Vec<SeedBucket>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedBucket {
+    pub name: String,
+    /// RFC 3339, or `YYYY-MM-DD` for midnight Europe/Zurich (default: now).
+    pub created_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -208,6 +232,53 @@ pub struct SeedSummary {
     pub subnets: usize,
     pub servers: usize,
     pub floating_ips: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub objects_users: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub buckets: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Adds the seed's objects users and their buckets to `work`.
+fn add_objects_users(
+    work: &mut State,
+    now: Time,
+    users: &[SeedObjectsUser],
+    summary: &mut SeedSummary,
+) -> ApiResult<()> {
+    for u in users {
+        if u.display_name.is_empty() {
+            return Err(bad("objects_users", "display_name must not be empty"));
+        }
+        let id = create_objects_user(work, now, u.display_name.clone(), u.tags.clone());
+        summary.objects_users += 1;
+        for b in &u.buckets {
+            let created_at = match b.created_at.as_deref() {
+                None => None,
+                Some(t) => Some(parse_created_at(t).ok_or_else(|| {
+                    bad(
+                        "objects_users",
+                        format!(
+                            "bucket \"{}\": \"{t}\" is no RFC 3339 time or YYYY-MM-DD",
+                            b.name
+                        ),
+                    )
+                })?),
+            };
+            let new = NewBucket {
+                name: b.name.clone(),
+                objects_user_id: id.clone(),
+                created_at,
+            };
+            create_bucket(work, now, new)
+                .map_err(|e| bad("objects_users", format!("bucket \"{}\": {e}", b.name)))?;
+            summary.buckets += 1;
+        }
+    }
+    Ok(())
 }
 
 /// Applies a seed all or nothing: on error the state is left as it was.
@@ -353,6 +424,7 @@ pub fn apply_seed(
         )?;
         summary.floating_ips += 1;
     }
+    add_objects_users(&mut work, now, &seed.objects_users, &mut summary)?;
     *st = work;
     Ok(summary)
 }
@@ -378,6 +450,9 @@ mod tests {
             );
         }
         assert_eq!(summary.floating_ips, st.floating_ips().len());
+        assert_eq!(summary.objects_users, st.objects_users().len());
+        assert_eq!(summary.buckets, st.buckets().len());
+        assert!(summary.buckets >= 1);
     }
 
     #[test]

@@ -123,6 +123,39 @@ fn strip_trailing_slash(mut req: Request) -> Request {
     req
 }
 
+/// The CORS headers the real API sends on every answer, 404s included (its acceptance tests
+/// check all three, each once), so browser clients can call it from any origin.
+const CORS: [(header::HeaderName, &str); 3] = [
+    (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+    (
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        "Content-Type, Authorization",
+    ),
+    (
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        "GET, POST, OPTIONS, PUT, PATCH, DELETE",
+    ),
+];
+
+fn with_cors(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    for (name, value) in CORS {
+        // `insert` replaces: a header never appears twice.
+        headers.insert(name, header::HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// A browser's CORS preflight: `OPTIONS` with `Access-Control-Request-Method`. Browsers send
+/// it without credentials, so it is answered before the token check (200, empty body, the
+/// CORS headers) [INF: the real API's answer to a preflight is not documented].
+fn is_preflight(req: &Request) -> bool {
+    req.method() == Method::OPTIONS
+        && req
+            .headers()
+            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+}
+
 /// A request dropped on purpose by a fault rule: hyper closes the connection without an
 /// answer when the service fails.
 #[derive(Debug, thiserror::Error)]
@@ -133,6 +166,9 @@ pub struct Dropped;
 /// before routing, so an injected failure never runs a handler and changes nothing.
 async fn serve_one(app: App, router: Router, req: Request) -> Result<Response, Dropped> {
     let req = strip_trailing_slash(req);
+    if is_preflight(&req) {
+        return Ok(with_cors(axum::http::StatusCode::OK.into_response()));
+    }
     let path = req.uri().path().to_string();
     if path == "/v1" || path.starts_with("/v1/") {
         let method = req.method().to_string();
@@ -166,11 +202,11 @@ async fn serve_one(app: App, router: Router, req: Request) -> Result<Response, D
                 status: response.as_ref().map(|r| r.status().as_u16()).unwrap_or(0),
                 duration_ms: latency.as_secs_f64() * 1000.0,
             });
-            return response.ok_or(Dropped);
+            return response.map(with_cors).ok_or(Dropped);
         }
     }
     match router.oneshot(req).await {
-        Ok(response) => Ok(response),
+        Ok(response) => Ok(with_cors(response)),
         Err(never) => match never {},
     }
 }

@@ -592,3 +592,97 @@ fn bad_rule_flag_values_fail_naming_the_flag() {
         assert!(lines[0].contains("strict or lenient"), "{stderr}");
     }
 }
+
+/// Under `--time-scale 100` an hour of virtual time passes in 36 real seconds. With the
+/// default `--timestamps wall` a resource created after that hour is stamped near the wall
+/// clock; with `--timestamps virtual` it is stamped an hour ahead, which clients comparing
+/// timestamps with their own clock reject.
+#[tokio::test]
+async fn created_at_stays_near_wall_time_under_a_time_scale() {
+    async fn created_at_after_an_hour(extra: &[&str]) -> (chrono::TimeDelta, Value) {
+        let mut args = vec!["--listen", "127.0.0.1:0", "--time-scale", "100"];
+        args.extend_from_slice(extra);
+        let (_p, base) = start(&args);
+        let (st, v) = call(
+            Method::POST,
+            &format!("{base}/_fake/clock/advance"),
+            None,
+            Some(json!({"seconds": 3600})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "{v}");
+        let (st, net) = call(
+            Method::POST,
+            &format!("{base}/v1/networks"),
+            Some("fakecloud-token"),
+            Some(json!({"name": "n"})),
+        )
+        .await;
+        assert_eq!(st, StatusCode::CREATED, "{net}");
+        let stamped = net["created_at"]
+            .as_str()
+            .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+            .unwrap_or_else(|| panic!("created_at is RFC 3339: {net}"));
+        let (_, clock) = call(Method::GET, &format!("{base}/_fake/clock"), None, None).await;
+        (
+            stamped.with_timezone(&chrono::Utc) - chrono::Utc::now(),
+            clock,
+        )
+    }
+
+    let (ahead, clock) = created_at_after_an_hour(&[]).await;
+    assert_eq!(clock["timestamps"], "wall", "{clock}");
+    assert!(
+        ahead < chrono::TimeDelta::seconds(60),
+        "wall timestamps: created_at is {ahead} ahead of the wall clock"
+    );
+    assert!(ahead > chrono::TimeDelta::seconds(-60), "{ahead}");
+    let (ahead, clock) = created_at_after_an_hour(&["--timestamps", "virtual"]).await;
+    assert_eq!(clock["timestamps"], "virtual", "{clock}");
+    assert!(
+        ahead > chrono::TimeDelta::seconds(3000),
+        "virtual timestamps run an hour ahead: {ahead}"
+    );
+}
+
+#[test]
+fn an_unknown_timestamps_value_is_refused_naming_the_flag() {
+    let stderr = failing_start(&["--listen", "127.0.0.1:0", "--timestamps", "local"], &[]);
+    assert!(stderr.contains("--timestamps"), "{stderr}");
+    assert!(stderr.contains("expected `wall` or `virtual`"), "{stderr}");
+}
+
+/// The flag table of fakecloud/README.md ("Run it") lists exactly the flags the binary
+/// accepts, so a new flag cannot ship undocumented nor a removed one stay documented.
+#[test]
+fn the_readme_flag_table_lists_every_flag_of_help() {
+    let out = Command::new(BIN)
+        .arg("--help")
+        .output()
+        .expect("run fakecloud --help");
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let flags = |text: &str, only_rows: bool| -> std::collections::BTreeSet<String> {
+        text.lines()
+            .filter(|l| !only_rows || l.starts_with("| `--"))
+            .filter_map(|l| {
+                let start = l.find("--")?;
+                let name: String = l[start + 2..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+                    .collect();
+                (!name.is_empty()).then_some(name)
+            })
+            .filter(|f| f != "help" && f != "version")
+            .collect()
+    };
+    let readme = std::fs::read_to_string(workspace_root().join("fakecloud/README.md"))
+        .expect("read fakecloud/README.md");
+    let documented = flags(&readme, true);
+    let accepted: std::collections::BTreeSet<String> = help
+        .lines()
+        .filter(|l| l.trim_start().starts_with("--") || l.trim_start().starts_with('-'))
+        .flat_map(|l| flags(l, false))
+        .collect();
+    assert_eq!(documented, accepted, "README flag table vs --help");
+}

@@ -4,10 +4,14 @@
 
 pub mod catalogue;
 pub mod common;
+pub mod custom_images;
 pub mod floating_ips;
 pub mod load_balancers;
+pub mod metrics;
 pub mod networks;
 pub mod objects_users;
+pub mod project_logs;
+pub mod routers;
 pub mod server_groups;
 pub mod servers;
 pub mod volume_snapshots;
@@ -31,4 +35,8 @@ pub fn routes() -> Router<App> {
         .merge(volumes::routes())
         .merge(volume_snapshots::routes())
         .merge(objects_users::routes())
+        .merge(routers::routes())
+        .merge(metrics::routes())
+        .merge(project_logs::routes())
+        .merge(custom_images::routes())
 }

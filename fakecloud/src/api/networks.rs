@@ -6,7 +6,8 @@ use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::networks;
 use crate::model::networks::{
-    NewNetwork, NewSubnet, default_dns, insert_network, insert_subnet, overlaps_subnet,
+    NetworkPatch, NewNetwork, NewSubnet, SubnetPatch, insert_network, insert_subnet,
+    overlaps_subnet,
 };
 use crate::request::Body;
 use axum::Router;
@@ -161,21 +162,15 @@ async fn update_network(
     let id = path_uuid(&id)?;
     let mut body = parse_body(&bytes)?;
     app.write(|st, _| {
-        let network = st.networks.get_mut(&id).ok_or(ApiError::NotFound)?;
+        let network = st.networks.get(&id).ok_or(ApiError::NotFound)?;
         body.immutable("zone", &json!({"slug": network.zone}));
-        let name = body.string("name", false);
-        let mtu = mtu_field(&mut body);
-        let tags = body.tags();
+        let patch = NetworkPatch {
+            name: body.string("name", false),
+            mtu: mtu_field(&mut body),
+            tags: body.tags(),
+        };
         body.finish()?;
-        if let Some(n) = name {
-            network.name = n;
-        }
-        if let Some(m) = mtu {
-            network.mtu = m;
-        }
-        if let Some(t) = tags {
-            network.tags = t;
-        }
+        networks::update_network(st, id, patch)?;
         Ok(no_content())
     })
 }
@@ -292,24 +287,17 @@ async fn update_subnet(
     let id = path_uuid(&id)?;
     let mut body = parse_body(&bytes)?;
     app.write(|st, _| {
-        let subnet = st.subnets.get_mut(&id).ok_or(ApiError::NotFound)?;
+        let subnet = st.subnets.get(&id).ok_or(ApiError::NotFound)?;
         body.immutable("cidr", &json!(subnet.cidr.to_string()));
         body.immutable("network", &json!({"uuid": subnet.network.to_string()}));
-        let gateway = gateway_field(&mut body, Some(subnet.cidr));
-        let dns = dns_field(&mut body);
-        let tags = body.tags();
+        let cidr = subnet.cidr;
+        let patch = SubnetPatch {
+            gateway_address: gateway_field(&mut body, Some(cidr)),
+            dns_servers: dns_field(&mut body),
+            tags: body.tags(),
+        };
         body.finish()?;
-        if let Some(g) = gateway {
-            subnet.gateway_address = g;
-        }
-        match dns {
-            Some(None) => subnet.dns_servers = default_dns(),
-            Some(Some(list)) => subnet.dns_servers = list,
-            None => {}
-        }
-        if let Some(t) = tags {
-            subnet.tags = t;
-        }
+        networks::update_subnet(st, id, patch)?;
         Ok(no_content())
     })
 }

@@ -7,7 +7,7 @@ use crate::app::{App, Base};
 use crate::catalogue::{find_flavor, find_image, zone_choices, zone_exists};
 use crate::error::{ApiError, ApiResult};
 use crate::model::servers::{
-    AddressSpec, InterfaceSpec, NewServer, Power, ServerPatch, ServerView, build_interfaces,
+    AddressSpec, InterfaceSpec, NewServer, PowerAction, ServerPatch, ServerView, build_interfaces,
     delete_server, insert_server, power_action, update_server,
 };
 use crate::model::store::State;
@@ -174,8 +174,10 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
             Some(_) => {}
         }
     }
+    // Custom images (UUID or `custom:<slug>`) are resolved against the store on insert.
     if let Some(i) = &image
         && find_image(i).is_none()
+        && !crate::model::custom_images::may_name_custom_image(i)
     {
         body.error("image", format!("\"{i}\" is not a valid choice."));
     }
@@ -382,16 +384,12 @@ async fn action(
     bytes: Bytes,
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
-    let target = match action.as_str() {
-        "start" | "reboot" => Power::Running,
-        "stop" => Power::Stopped,
-        _ => return Err(ApiError::NotFound),
-    };
+    let action = PowerAction::parse(&action).ok_or(ApiError::NotFound)?;
     // The body is ignored (Go sends none, the CLI sends `{}`), but must not be garbage.
     parse_body(&bytes)?;
     let timing = app.config().timing.server_action_s;
     app.write(|st, now| {
-        power_action(st, id, now, timing, target)?;
+        power_action(st, id, now, timing, action)?;
         Ok(no_content())
     })
 }

@@ -142,7 +142,7 @@ pub fn default_network(st: &mut State, now: Time, zone: &str) -> Uuid {
     .unwrap_or_else(|_| Uuid::nil())
 }
 
-/// Whether anything still uses addresses of `subnet` (server interfaces or VIPs).
+/// Whether anything still uses addresses of `subnet` (server or router interfaces, VIPs).
 pub fn subnet_in_use(st: &State, subnet: Uuid) -> Option<String> {
     if let Some(s) = st.servers.values().find(|s| {
         s.interfaces
@@ -164,11 +164,61 @@ pub fn subnet_in_use(st: &State, subnet: Uuid) -> Option<String> {
             l.name
         ));
     }
-    None
+    crate::model::routers::subnet_used_by_router(st, subnet)
 }
 
 /// Deletes a network with its subnets (conformance check 35); refused while a server is
 /// attached or an address of one of its subnets is in use.
+/// The changeable fields of a network (`None`: unchanged); validated by the caller.
+#[derive(Debug, Default)]
+pub struct NetworkPatch {
+    pub name: Option<String>,
+    pub mtu: Option<i64>,
+    pub tags: Option<Tags>,
+}
+
+/// `PATCH /v1/networks/{uuid}`: name, MTU and tags; the zone never changes.
+pub fn update_network(st: &mut State, id: Uuid, patch: NetworkPatch) -> ApiResult<()> {
+    let network = st.networks.get_mut(&id).ok_or(ApiError::NotFound)?;
+    if let Some(n) = patch.name {
+        network.name = n;
+    }
+    if let Some(m) = patch.mtu {
+        network.mtu = m;
+    }
+    if let Some(t) = patch.tags {
+        network.tags = t;
+    }
+    Ok(())
+}
+
+/// The changeable fields of a subnet (`None`: unchanged); validated by the caller.
+#[derive(Debug, Default)]
+pub struct SubnetPatch {
+    /// `Some(None)`: no gateway.
+    pub gateway_address: Option<Option<IpAddr>>,
+    /// `Some(None)`: back to the default resolvers.
+    pub dns_servers: Option<Option<Vec<String>>>,
+    pub tags: Option<Tags>,
+}
+
+/// `PATCH /v1/subnets/{uuid}`: gateway, resolvers and tags; CIDR and network never change.
+pub fn update_subnet(st: &mut State, id: Uuid, patch: SubnetPatch) -> ApiResult<()> {
+    let subnet = st.subnets.get_mut(&id).ok_or(ApiError::NotFound)?;
+    if let Some(g) = patch.gateway_address {
+        subnet.gateway_address = g;
+    }
+    match patch.dns_servers {
+        Some(None) => subnet.dns_servers = default_dns(),
+        Some(Some(list)) => subnet.dns_servers = list,
+        None => {}
+    }
+    if let Some(t) = patch.tags {
+        subnet.tags = t;
+    }
+    Ok(())
+}
+
 pub fn delete_network(st: &mut State, id: Uuid) -> ApiResult<()> {
     if !st.networks.contains_key(&id) {
         return Err(ApiError::NotFound);

@@ -53,7 +53,7 @@ impl ObjectsUser {
             display_name: &self.display_name,
             keys: &self.keys,
             tags: &self.tags,
-            created_at: TimeText(self.created_at),
+            created_at: ctx.stamp(self.created_at),
         }
     }
 
@@ -135,12 +135,14 @@ pub fn update_objects_user(st: &mut State, id: &str, patch: ObjectsUserPatch) ->
     Ok(())
 }
 
-/// `DELETE /v1/objects-users/{id}`.
+/// `DELETE /v1/objects-users/{id}`: its buckets go with it (fakecloud/MODEL.md, "Bucket
+/// metrics").
 pub fn delete_objects_user(st: &mut State, id: &str) -> ApiResult<()> {
     st.objects_users
         .shift_remove(id)
-        .map(|_| ())
-        .ok_or(ApiError::NotFound)
+        .ok_or(ApiError::NotFound)?;
+    crate::model::buckets::drop_buckets_of(st, id);
+    Ok(())
 }
 
 #[cfg(test)]

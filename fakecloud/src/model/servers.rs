@@ -7,6 +7,7 @@
 use crate::catalogue::{find_flavor, find_image};
 use crate::clock::{Time, delta_from_secs};
 use crate::error::{ApiError, ApiResult};
+use crate::model::project_logs;
 use crate::model::store::{
     Ctx, Href, NamedStub, State, SubnetStub, Tags, TimeText, public_network_uuid,
     public_subnet_uuid, ranges,
@@ -66,7 +67,11 @@ pub struct Server {
     pub name: String,
     pub zone: String,
     pub flavor: String,
+    /// A catalogue slug, or for a custom image the slug its stub shows (its UUID without one).
     pub image: String,
+    /// The custom image the server was made from, as it was then (`None`: catalogue image).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_image: Option<crate::model::custom_images::ServerImage>,
     pub interfaces: Vec<Interface>,
     /// The attached volumes (records in `State::volumes`), root volume first, then in the
     /// order they were attached. Written only by `model::volumes`.
@@ -146,12 +151,21 @@ impl Server {
                 vcpu_count: f.vcpu_count,
                 memory_gb: f.memory_gb,
             }),
-            image: find_image(&self.image).map(|i| ImageStub {
-                slug: i.slug,
-                name: i.name,
-                operating_system: i.operating_system,
-                default_username: i.default_username,
-            }),
+            image: match &self.custom_image {
+                // Custom images have no OS metadata: empty strings, not null.
+                Some(c) => Some(ImageStub {
+                    slug: c.slug.as_deref(),
+                    name: &c.name,
+                    operating_system: "",
+                    default_username: "",
+                }),
+                None => find_image(&self.image).map(|i| ImageStub {
+                    slug: Some(i.slug),
+                    name: i.name,
+                    operating_system: i.operating_system,
+                    default_username: i.default_username,
+                }),
+            },
             volumes: self
                 .volumes
                 .iter()
@@ -199,7 +213,7 @@ impl Server {
                 })
                 .collect(),
             tags: &self.tags,
-            created_at: TimeText(self.created_at),
+            created_at: ctx.stamp(self.created_at),
         }
     }
 }
@@ -218,11 +232,11 @@ pub struct FlavorStub {
 }
 
 #[derive(Serialize)]
-pub struct ImageStub {
-    pub slug: &'static str,
-    pub name: &'static str,
-    pub operating_system: &'static str,
-    pub default_username: &'static str,
+pub struct ImageStub<'a> {
+    pub slug: Option<&'a str>,
+    pub name: &'a str,
+    pub operating_system: &'a str,
+    pub default_username: &'a str,
 }
 
 #[derive(Serialize)]
@@ -262,7 +276,7 @@ pub struct ServerView<'a> {
     pub status: &'static str,
     pub zone: ZoneStub<'a>,
     pub flavor: Option<FlavorStub>,
-    pub image: Option<ImageStub>,
+    pub image: Option<ImageStub<'a>>,
     pub volumes: Vec<VolumeView<'a>>,
     pub interfaces: Vec<InterfaceView<'a>>,
     pub ssh_fingerprints: Option<Vec<String>>,
@@ -322,6 +336,7 @@ pub fn build_interfaces(
                 .load_balancers
                 .values()
                 .any(|l| l.vip_addresses.iter().any(|v| v.address == addr))
+            || crate::model::routers::holds_address(st, addr)
     };
     for spec in specs {
         match spec {
@@ -535,6 +550,7 @@ pub struct NewServer {
 
 /// Inserts a server after checking its references; nothing changes on error.
 pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -> ApiResult<Uuid> {
+    let custom_image = crate::model::custom_images::server_image(st, now, &new.image, &new.zone)?;
     let interfaces = build_interfaces(
         st,
         &new.zone,
@@ -566,7 +582,11 @@ pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -
             name: new.name,
             zone: new.zone,
             flavor: new.flavor,
-            image: new.image,
+            image: match &custom_image {
+                Some(c) => c.slug.clone().unwrap_or_else(|| c.uuid.to_string()),
+                None => new.image,
+            },
+            custom_image,
             interfaces,
             volumes: Vec::new(),
             server_groups: new.server_groups,
@@ -596,6 +616,10 @@ pub fn insert_server(st: &mut State, now: Time, timing_s: f64, new: NewServer) -
         let (name, addresses) = (s.name.clone(), s.addresses());
         st.dataplane
             .record_host(uuid, &name, addresses, now, &transitions);
+        // A settled server (seed file, admin API) already existed: nobody created it now.
+        if changing_until.is_some() {
+            project_logs::record(st, now, project_logs::Action::ServerCreate, uuid, &name);
+        }
     }
     Ok(uuid)
 }
@@ -664,6 +688,13 @@ pub fn delete_server(st: &mut State, id: Uuid, now: Time) -> ApiResult<()> {
     crate::model::volumes::release_server_volumes(st, id);
     st.dataplane
         .record_host(id, &server.name, server.addresses(), now, &[(now, false)]);
+    project_logs::record(
+        st,
+        now,
+        project_logs::Action::ServerDelete,
+        id,
+        &server.name,
+    );
     // Floating IPs stay, unassigned (they outlive their target).
     for fip in st.floating_ips.values_mut() {
         if fip.server == Some(id) {
@@ -673,14 +704,50 @@ pub fn delete_server(st: &mut State, id: Uuid, now: Time) -> ApiResult<()> {
     Ok(())
 }
 
-/// Start, stop or reboot (`target`: the power state it ends in, after `action_s`).
+/// A power action of `POST /v1/servers/{uuid}/{start,stop,reboot}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PowerAction {
+    Start,
+    Stop,
+    Reboot,
+}
+
+impl PowerAction {
+    pub fn parse(s: &str) -> Option<PowerAction> {
+        match s {
+            "start" => Some(PowerAction::Start),
+            "stop" => Some(PowerAction::Stop),
+            "reboot" => Some(PowerAction::Reboot),
+            _ => None,
+        }
+    }
+
+    /// The power state the server ends in.
+    fn target(self) -> Power {
+        match self {
+            PowerAction::Start | PowerAction::Reboot => Power::Running,
+            PowerAction::Stop => Power::Stopped,
+        }
+    }
+
+    fn logged(self) -> project_logs::Action {
+        match self {
+            PowerAction::Start => project_logs::Action::ServerStart,
+            PowerAction::Stop => project_logs::Action::ServerStop,
+            PowerAction::Reboot => project_logs::Action::ServerReboot,
+        }
+    }
+}
+
+/// Start, stop or reboot: `changing` for `action_s`, then the action's power state.
 pub fn power_action(
     st: &mut State,
     id: Uuid,
     now: Time,
     action_s: f64,
-    target: Power,
+    action: PowerAction,
 ) -> ApiResult<()> {
+    let target = action.target();
     let server = st.servers.get_mut(&id).ok_or(ApiError::NotFound)?;
     server.power = target;
     let ready = now + delta_from_secs(action_s);
@@ -695,5 +762,6 @@ pub fn power_action(
         now,
         &[(now, false), (ready, target == Power::Running)],
     );
+    project_logs::record(st, now, action.logged(), id, &name);
     Ok(())
 }

@@ -3,10 +3,13 @@
 
 use crate::clock::{Time, format_time};
 use crate::model::{
+    buckets::Bucket,
+    custom_images::{CustomImage, CustomImageImport, Download},
     floating_ips::FloatingIp,
     load_balancers::{HealthMonitor, Listener, LoadBalancer, Member, Pool},
     networks::{Network, Subnet},
     objects_users::ObjectsUser,
+    routers::Router,
     server_groups::ServerGroup,
     servers::Server,
     volume_snapshots::VolumeSnapshot,
@@ -34,6 +37,8 @@ pub mod ranges {
     pub const FLOATING_V6: &str = "2a06:c01:1:3::/64";
     /// /56 floating networks are carved out of this /40.
     pub const FLOATING_V6_NETWORKS: &str = "2a06:c02::/40";
+    /// Internet gateway addresses of routers (one IPv4 address each).
+    pub const ROUTER_GATEWAY_V4: &str = "185.98.124.0/22";
     /// Subnet of automatically created private networks (every network is isolated, so
     /// the same CIDR can be reused).
     pub const AUTO_SUBNET: &str = "172.16.0.0/24";
@@ -106,6 +111,25 @@ pub struct State {
     /// Objects users, keyed by their hex `id` (absent from older dumps: empty).
     #[serde(with = "as_list", default)]
     pub(in crate::model) objects_users: IndexMap<String, ObjectsUser>,
+    /// Routers with their interfaces (absent from older dumps: empty).
+    #[serde(default, with = "as_list")]
+    pub(in crate::model) routers: IndexMap<Uuid, Router>,
+    /// Object storage buckets, registered through the admin API and keyed by name (absent
+    /// from older dumps: empty).
+    #[serde(default, with = "as_list")]
+    pub(in crate::model) buckets: IndexMap<String, Bucket>,
+    /// Custom image imports, failed ones included (absent from older dumps: empty).
+    #[serde(default, with = "as_list")]
+    pub(in crate::model) custom_image_imports: IndexMap<Uuid, CustomImageImport>,
+    /// Custom images, also those whose import is still running (see `CustomImage::visible`).
+    #[serde(default, with = "as_list")]
+    pub(in crate::model) custom_images: IndexMap<Uuid, CustomImage>,
+    /// How URLs answer the simulated image downloads (`/_fake/downloads`), keyed by URL.
+    #[serde(default, with = "as_list")]
+    pub(in crate::model) downloads: IndexMap<String, Download>,
+    /// The project log, oldest first (absent from older dumps: empty).
+    #[serde(default)]
+    pub(in crate::model) project_log: Vec<crate::model::project_logs::Entry>,
     #[serde(default)]
     pub(in crate::model) dataplane: crate::dataplane::DataPlane,
     /// Where new UUIDs come from (not part of a dump: a restore keeps the running one).
@@ -168,8 +192,17 @@ keyed_by_uuid!(
     Listener,
     HealthMonitor,
     Volume,
-    VolumeSnapshot
+    VolumeSnapshot,
+    CustomImageImport,
+    CustomImage
 );
+
+impl Keyed for Download {
+    type Key = String;
+    fn key(&self) -> String {
+        self.url.clone()
+    }
+}
 
 impl Keyed for ObjectsUser {
     type Key = String;
@@ -330,6 +363,32 @@ impl State {
         &self.objects_users
     }
 
+    pub fn project_log(&self) -> &[crate::model::project_logs::Entry] {
+        &self.project_log
+    }
+
+    pub fn custom_image_imports(&self) -> &IndexMap<Uuid, CustomImageImport> {
+        &self.custom_image_imports
+    }
+
+    /// Every image record, also those whose import has not succeeded yet (see
+    /// `CustomImage::visible`).
+    pub fn custom_images(&self) -> &IndexMap<Uuid, CustomImage> {
+        &self.custom_images
+    }
+
+    pub fn downloads(&self) -> &IndexMap<String, Download> {
+        &self.downloads
+    }
+
+    pub fn routers(&self) -> &IndexMap<Uuid, Router> {
+        &self.routers
+    }
+
+    pub fn buckets(&self) -> &IndexMap<String, Bucket> {
+        &self.buckets
+    }
+
     pub fn dataplane(&self) -> &crate::dataplane::DataPlane {
         &self.dataplane
     }
@@ -340,7 +399,8 @@ impl State {
         &mut self.dataplane.backends
     }
 
-    /// Every public address in use (servers, VIPs, floating IPs), for allocation.
+    /// Every public address in use (servers, VIPs, floating IPs, router gateways), for
+    /// allocation.
     pub fn public_addresses_in_use(&self) -> HashSet<IpAddr> {
         let mut used = HashSet::new();
         for s in self.servers.values() {
@@ -352,10 +412,11 @@ impl State {
             used.extend(lb.vip_addresses.iter().map(|v| v.address));
         }
         used.extend(self.floating_ips.keys().copied());
+        used.extend(self.routers.values().filter_map(Router::gateway_address));
         used
     }
 
-    /// Addresses taken inside one private subnet (server interfaces and VIPs).
+    /// Addresses taken inside one private subnet (server and router interfaces, VIPs).
     pub fn subnet_addresses_in_use(&self, subnet: Uuid) -> HashSet<IpAddr> {
         let mut used = HashSet::new();
         for s in self.servers.values() {
@@ -375,6 +436,9 @@ impl State {
                     .filter(|v| v.subnet == subnet)
                     .map(|v| v.address),
             );
+        }
+        for r in self.routers.values() {
+            used.extend(r.addresses_in(subnet));
         }
         used
     }
@@ -490,7 +554,7 @@ pub struct SubnetStub<'a> {
 }
 
 /// A timestamp in the API's format, serialized without an intermediate String.
-pub struct TimeText(pub Time);
+pub struct TimeText(Time);
 
 impl Serialize for TimeText {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -505,6 +569,9 @@ pub struct Ctx<'a> {
     pub now: Time,
     pub st: &'a State,
     pub timing: &'a crate::config::Timing,
+    /// How timestamps in answers show virtual instants (wall-clock mapping under a scaled
+    /// clock, see `crate::clock::Timestamps`).
+    pub stamp: crate::clock::Stamp,
 }
 
 impl Ctx<'_> {
@@ -591,8 +658,14 @@ impl Ctx<'_> {
         json!({"href": self.href("load-balancers/pools", uuid), "uuid": uuid.to_string(), "name": name})
     }
 
+    /// A timestamp of an answer, as JSON.
     pub fn time(&self, t: Time) -> Value {
-        Value::String(format_time(t))
+        Value::String(format_time(self.stamp.apply(t)))
+    }
+
+    /// A timestamp of an answer, serialized without an intermediate String.
+    pub fn stamp(&self, t: Time) -> TimeText {
+        TimeText(self.stamp.apply(t))
     }
 }
 

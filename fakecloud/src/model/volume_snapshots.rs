@@ -84,7 +84,7 @@ impl VolumeSnapshot {
             },
             status: self.status(ctx.now),
             tags: &self.tags,
-            created_at: TimeText(self.created_at),
+            created_at: ctx.stamp(self.created_at),
         }
     }
 

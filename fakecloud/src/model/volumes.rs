@@ -91,7 +91,7 @@ impl Volume {
             servers,
             current_operation: self.current_operation(ctx.now),
             tags: &self.tags,
-            created_at: TimeText(self.created_at),
+            created_at: ctx.stamp(self.created_at),
         }
     }
 

@@ -3,6 +3,8 @@
 
 pub mod discovery;
 pub mod events;
+mod http;
+mod objects;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;
@@ -15,6 +17,7 @@ pub mod status;
 pub mod store;
 pub mod tables;
 pub mod tls;
+mod watch;
 
 pub use server::{ApiServer, ApiServerConfig, RequestRecord, Shared, verb_counts};
 

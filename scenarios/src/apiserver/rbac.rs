@@ -16,6 +16,7 @@
 //! checks on writes of RBAC objects, and the `list`/`watch` with `resourceNames` through a
 //! `metadata.name` field selector.
 
+use super::status::ApiError;
 use super::store::Store;
 use serde_json::{Value, json};
 
@@ -319,6 +320,46 @@ pub fn bootstrap_objects() -> Vec<(&'static str, Value)> {
             ),
         ),
     ]
+}
+
+/// The gate for a path that names no resource (discovery, health, OpenAPI): a 403 Status
+/// naming the user and the path unless a rule grants the verb on it.
+pub fn check_non_resource(
+    store: &Store,
+    user: &User,
+    method: &axum::http::Method,
+    path: &str,
+) -> Result<(), ApiError> {
+    let verb = method.as_str().to_ascii_lowercase();
+    let request = Request::NonResource { verb: &verb, path };
+    if allows(store, user, &request) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(denied_message(user, &request)))
+    }
+}
+
+/// The gate for a resource request: a 403 Status with the details a real API server gives
+/// (kind, name, group) unless a rule grants it.
+pub fn check_resource(store: &Store, user: &User, request: &Request) -> Result<(), ApiError> {
+    if allows(store, user, request) {
+        return Ok(());
+    }
+    let Request::Resource {
+        group,
+        resource,
+        name,
+        ..
+    } = request
+    else {
+        return Err(ApiError::Forbidden(denied_message(user, request)));
+    };
+    Err(ApiError::Denied {
+        message: denied_message(user, request),
+        name: name.map(str::to_string),
+        group: group.to_string(),
+        resource: resource.to_string(),
+    })
 }
 
 #[cfg(test)]

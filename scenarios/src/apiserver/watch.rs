@@ -1,0 +1,218 @@
+//! Watches: the event stream of a collection in the negotiated format, with bookmarks,
+//! initial events and timeouts.
+
+use super::registry::ResourceType;
+use super::selectors::{FieldSelector, LabelSelector};
+use super::server::*;
+use super::status::{ApiError, ApiResult};
+use super::store::ChangeKind;
+use super::tables::{self, Format, IncludeObject};
+use axum::body::{Body, Bytes};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub(super) fn event_line(kind: &str, object: &Value) -> Bytes {
+    let mut line = json!({"type": kind, "object": object}).to_string();
+    line.push('\n');
+    Bytes::from(line)
+}
+
+/// Encodes watch events in the negotiated format. Table events carry one row each, and only
+/// the first one carries the column definitions (as on a real server); BOOKMARKs become an
+/// empty Table or `PartialObjectMetadata` with the resourceVersion.
+pub(super) struct WatchEncoder {
+    rt: &'static ResourceType,
+    format: Format,
+    include: IncludeObject,
+    headers_sent: bool,
+}
+
+impl WatchEncoder {
+    fn line(&mut self, kind: &str, object: &Value) -> Bytes {
+        match self.format {
+            Format::Json => event_line(kind, object),
+            Format::Metadata(version) => {
+                event_line(kind, &tables::partial_metadata(object, version))
+            }
+            Format::Table(version) => {
+                let metadata = json!({"resourceVersion": object
+                    .pointer("/metadata/resourceVersion")
+                    .cloned()
+                    .unwrap_or(json!(""))});
+                let objects = if kind == "BOOKMARK" {
+                    Vec::new()
+                } else {
+                    vec![object.clone()]
+                };
+                let headers = !self.headers_sent;
+                self.headers_sent = true;
+                let table =
+                    tables::table(self.rt, &objects, metadata, self.include, version, headers);
+                event_line(kind, &table)
+            }
+        }
+    }
+}
+
+pub(super) fn watch_response(
+    srv: Shared,
+    target: Target,
+    params: Params,
+    format: Format,
+) -> Response {
+    let (tx, rx) = mpsc::channel::<Bytes>(256);
+    tokio::spawn(async move {
+        let enc = WatchEncoder {
+            rt: target.rt,
+            format,
+            include: params.include_object,
+            headers_sent: false,
+        };
+        if let Err(e) = watch_loop(srv, target, params, enc, tx.clone()).await {
+            let _ = tx.send(event_line("ERROR", &e.status())).await;
+        }
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|b| (Ok::<_, std::io::Error>(b), rx))
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+pub(super) async fn watch_loop(
+    srv: Shared,
+    target: Target,
+    params: Params,
+    mut enc: WatchEncoder,
+    tx: mpsc::Sender<Bytes>,
+) -> ApiResult<()> {
+    let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or_default())?;
+    let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default())?;
+    let matches = |obj: &Value| {
+        let ext = external(target.rt, obj);
+        let in_ns = target
+            .namespace
+            .as_deref()
+            .is_none_or(|ns| meta_str(&ext, "namespace") == Some(ns));
+        in_ns && labels.matches(&ext) && fields.matches(&ext)
+    };
+    let storage = target.rt.storage_key();
+    let mut changed = srv.0.changed.subscribe();
+    let requested: Option<u64> = match params.resource_version.as_deref() {
+        None | Some("") | Some("0") => None,
+        Some(s) => Some(
+            s.parse()
+                .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion \"{s}\"")))?,
+        ),
+    };
+    // Computed without awaiting: the store's lock guard must not live across an await.
+    let (initial, start_rv) = {
+        let store = srv.0.store.read();
+        match requested {
+            None => {
+                // Start with the current objects, as a real server does for "0" / unset.
+                let mut initial = Vec::new();
+                for (_, obj) in store.list(storage, target.namespace.as_deref()) {
+                    if matches(obj) {
+                        initial.push(enc.line("ADDED", &external(target.rt, obj)));
+                    }
+                }
+                if params.send_initial_events {
+                    initial.push(enc.line(
+                        "BOOKMARK",
+                        &json!({"kind": target.rt.kind, "apiVersion": target.rt.api_version(),
+                                "metadata": {"resourceVersion": store.rv.to_string(),
+                                             "annotations": {"k8s.io/initial-events-end": "true"}}}),
+                    ));
+                }
+                (initial, store.rv)
+            }
+            Some(rv) => {
+                if store.changes_after(rv).is_none() {
+                    return Err(ApiError::Gone {
+                        requested: rv,
+                        oldest: store.compacted_rv,
+                    });
+                }
+                (Vec::new(), rv)
+            }
+        }
+    };
+    for line in initial {
+        if tx.send(line).await.is_err() {
+            return Ok(());
+        }
+    }
+    let mut last = start_rv;
+    let timeout = params
+        .timeout
+        .map(Duration::from_secs)
+        .unwrap_or(Duration::from_secs(1800));
+    let deadline = tokio::time::Instant::now() + timeout;
+    // Bookmarks come on a fixed beat, whatever else happens on the server.
+    let mut bookmark_beat = tokio::time::interval_at(
+        tokio::time::Instant::now() + srv.0.config.bookmark_interval,
+        srv.0.config.bookmark_interval,
+    );
+    bookmark_beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        // Drain what happened since `last`.
+        let (lines, now_rv) = {
+            let store = srv.0.store.read();
+            let Some(changes) = store.changes_after(last) else {
+                return Err(ApiError::Gone {
+                    requested: last,
+                    oldest: store.compacted_rv,
+                });
+            };
+            let mut lines = Vec::new();
+            for c in changes.filter(|c| c.storage == storage) {
+                let now_in = matches(&c.object);
+                let was_in = c.previous.as_ref().is_some_and(&matches);
+                let kind = match (c.kind, was_in, now_in) {
+                    (ChangeKind::Deleted, true, _) => Some("DELETED"),
+                    (ChangeKind::Deleted, false, _) => None,
+                    (ChangeKind::Added, _, true) => Some("ADDED"),
+                    (ChangeKind::Modified, true, true) => Some("MODIFIED"),
+                    (ChangeKind::Modified, false, true) => Some("ADDED"),
+                    (ChangeKind::Modified, true, false) => Some("DELETED"),
+                    _ => None,
+                };
+                if let Some(kind) = kind {
+                    lines.push(enc.line(kind, &external(target.rt, &c.object)));
+                }
+            }
+            (lines, store.rv)
+        };
+        for line in lines {
+            if tx.send(line).await.is_err() {
+                return Ok(());
+            }
+        }
+        last = now_rv;
+        tokio::select! {
+            // One order of checks, so a simulated run is the same each time.
+            biased;
+            r = changed.changed() => {
+                if r.is_err() {
+                    return Ok(());
+                }
+            }
+            _ = bookmark_beat.tick(), if params.bookmarks => {
+                let bookmark = json!({"kind": target.rt.kind, "apiVersion": target.rt.api_version(),
+                                      "metadata": {"resourceVersion": last.to_string()}});
+                if tx.send(enc.line("BOOKMARK", &bookmark)).await.is_err() {
+                    return Ok(());
+                }
+            }
+            _ = tokio::time::sleep_until(deadline) => return Ok(()),
+            _ = tx.closed() => return Ok(()),
+        }
+    }
+}
