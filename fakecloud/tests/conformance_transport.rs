@@ -300,3 +300,46 @@ async fn extra_project_log_is_dumped_restored_and_reset() {
     assert_eq!(actions(&api.fetch("/project-logs").await).len(), 1);
     fc.shutdown().await;
 }
+
+/// Every collection of the public API v1 answers a GET with 200 (the API documentation's
+/// resources, the load-balancer sub-resources and the newer routers), so no client that
+/// lists what it manages meets a 404.
+#[tokio::test]
+async fn extra_no_collection_of_api_v1_answers_404() {
+    let (fc, api) = start().await;
+    let arrays = [
+        "/servers",
+        "/server-groups",
+        "/networks",
+        "/subnets",
+        "/floating-ips",
+        "/volumes",
+        "/volume-snapshots",
+        "/custom-images",
+        "/custom-images/import",
+        "/objects-users",
+        "/routers",
+        "/load-balancers",
+        "/load-balancers/pools",
+        "/load-balancers/listeners",
+        "/load-balancers/health-monitors",
+        "/load-balancers/flavors",
+        "/flavors",
+        "/images",
+        "/regions",
+    ];
+    for path in arrays {
+        let (st, v) = api.get(path).await;
+        assert_eq!(st, StatusCode::OK, "GET /v1{path}: {v}");
+        assert!(v.is_array(), "GET /v1{path} is a bare array: {v}");
+    }
+    for path in [
+        "/metrics/buckets?start=2026-01-01&end=2026-01-01",
+        "/project-logs?start=2026-01-01T00:00:00Z",
+    ] {
+        let (st, v) = api.get(path).await;
+        assert_eq!(st, StatusCode::OK, "GET /v1{path}: {v}");
+        assert!(v.is_object(), "GET /v1{path}: {v}");
+    }
+    fc.shutdown().await;
+}

@@ -1,6 +1,7 @@
 //! What every handler shares: list filters, responses, path and body helpers.
 
 use crate::error::{ApiError, ApiResult};
+use crate::model;
 use crate::model::store::{Tags, tags_match};
 use crate::request::{Body, parse_uuid};
 use axum::Json;
@@ -41,6 +42,67 @@ impl ListQuery {
         }
         tags_match(tags, &self.tags)
     }
+}
+
+/// What the list filters look at in a record: `name=` matches [`Listed::list_name`]
+/// (records without a name never match it), `tag:` filters match [`Listed::list_tags`].
+pub trait Listed {
+    fn list_name(&self) -> Option<&str>;
+    fn list_tags(&self) -> &Tags;
+}
+
+macro_rules! listed {
+    ($($t:ty => |$r:ident| $name:expr),* $(,)?) => {$(
+        impl Listed for $t {
+            fn list_name(&self) -> Option<&str> {
+                let $r = self;
+                $name
+            }
+            fn list_tags(&self) -> &Tags {
+                &self.tags
+            }
+        }
+    )*};
+}
+
+listed!(
+    model::servers::Server => |r| Some(&r.name),
+    model::server_groups::ServerGroup => |r| Some(&r.name),
+    model::networks::Network => |r| Some(&r.name),
+    model::networks::Subnet => |_r| None,
+    model::floating_ips::FloatingIp => |_r| None,
+    model::volumes::Volume => |r| Some(&r.name),
+    model::volume_snapshots::VolumeSnapshot => |r| Some(&r.name),
+    model::objects_users::ObjectsUser => |r| Some(&r.display_name),
+    model::custom_images::CustomImage => |r| Some(&r.name),
+    model::custom_images::CustomImageImport => |r| Some(&r.name),
+    model::routers::Router => |r| Some(&r.name),
+    model::load_balancers::LoadBalancer => |r| Some(&r.name),
+    model::load_balancers::Pool => |r| Some(&r.name),
+    model::load_balancers::Member => |r| Some(&r.name),
+    model::load_balancers::Listener => |r| Some(&r.name),
+    model::load_balancers::HealthMonitor => |_r| None,
+);
+
+/// `GET` of a collection: the records the list filters of `query` select, in store order,
+/// each rendered by `view`, as a bare array.
+pub fn list_answer<'a, T: Listed + 'a, V: serde::Serialize>(
+    items: impl Iterator<Item = &'a T>,
+    query: Option<&str>,
+    view: impl FnMut(&'a T) -> V,
+) -> Response {
+    let q = ListQuery::parse(query);
+    let views: Vec<V> = items
+        .filter(|r| q.matches(r.list_name(), r.list_tags()))
+        .map(view)
+        .collect();
+    json_response(StatusCode::OK, &views)
+}
+
+/// `GET` of one record: its rendering, or 404.
+pub fn show_answer<V: serde::Serialize>(view: Option<V>) -> ApiResult<Response> {
+    view.map(|v| json_response(StatusCode::OK, &v))
+        .ok_or(ApiError::NotFound)
 }
 
 /// 200 with a JSON body.

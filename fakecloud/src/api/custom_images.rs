@@ -2,19 +2,19 @@
 //! is routed before the `{uuid}` one (axum prefers static segments), so an import is never
 //! taken for an image.
 
-use super::common::{ListQuery, choice, created, json_response, no_content, parse_body, path_uuid};
+use super::common::{choice, created, list_answer, no_content, parse_body, path_uuid, show_answer};
 use crate::app::{App, Base};
 use crate::catalogue::{zone_choices, zone_exists};
 use crate::error::{ApiError, ApiResult};
 use crate::model::custom_images::{
-    CustomImagePatch, CustomImageView, FIRMWARE_TYPES, ImportView, NewImport, SOURCE_FORMATS,
-    USER_DATA_HANDLINGS, delete_custom_image, import_custom_image, update_custom_image,
+    CustomImagePatch, FIRMWARE_TYPES, NewImport, SOURCE_FORMATS, USER_DATA_HANDLINGS,
+    delete_custom_image, import_custom_image, update_custom_image,
 };
 use crate::request::{Body, IMMUTABLE, NOT_BLANK};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
-use axum::http::StatusCode;
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
@@ -31,16 +31,15 @@ pub fn routes() -> Router<App> {
 }
 
 async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
-    let q = ListQuery::parse(q.as_deref());
     app.read(&base, |ctx| {
-        let views: Vec<CustomImageView> = ctx
-            .st
-            .custom_images()
-            .values()
-            .filter(|i| i.visible(ctx.now) && q.matches(Some(&i.name), &i.tags))
-            .map(|i| i.view(ctx))
-            .collect();
-        json_response(StatusCode::OK, &views)
+        list_answer(
+            ctx.st
+                .custom_images()
+                .values()
+                .filter(|i| i.visible(ctx.now)),
+            q.as_deref(),
+            |r| r.view(ctx),
+        )
     })
 }
 
@@ -51,13 +50,14 @@ async fn show(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st
-            .custom_images()
-            .get(&id)
-            .filter(|i| i.visible(ctx.now))
-            .map(|i| json_response(StatusCode::OK, &i.view(ctx)))
+        show_answer(
+            ctx.st
+                .custom_images()
+                .get(&id)
+                .filter(|i| i.visible(ctx.now))
+                .map(|r| r.view(ctx)),
+        )
     })
-    .ok_or(ApiError::NotFound)
 }
 
 async fn list_imports(
@@ -65,16 +65,10 @@ async fn list_imports(
     Base(base): Base,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let q = ListQuery::parse(q.as_deref());
     app.read(&base, |ctx| {
-        let views: Vec<ImportView> = ctx
-            .st
-            .custom_image_imports()
-            .values()
-            .filter(|i| q.matches(Some(&i.name), &i.tags))
-            .map(|i| i.view(ctx))
-            .collect();
-        json_response(StatusCode::OK, &views)
+        list_answer(ctx.st.custom_image_imports().values(), q.as_deref(), |r| {
+            r.view(ctx)
+        })
     })
 }
 
@@ -86,12 +80,8 @@ async fn show_import(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st
-            .custom_image_imports()
-            .get(&id)
-            .map(|i| json_response(StatusCode::OK, &i.view(ctx)))
+        show_answer(ctx.st.custom_image_imports().get(&id).map(|r| r.view(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 /// `url`: an http(s) URL; nothing is fetched.

@@ -1,6 +1,8 @@
 //! `/v1/floating-ips/{ip}` handlers, addressed by IP (IPv6 colons in the path).
 
-use super::common::{ListQuery, choice, created, existing_ref, no_content, ok, parse_body};
+use super::common::{
+    choice, created, existing_ref, list_answer, no_content, parse_body, show_answer,
+};
 use crate::app::{App, Base};
 use crate::catalogue::{region_exists, region_of_zone};
 use crate::error::{ApiError, ApiResult};
@@ -10,7 +12,8 @@ use crate::model::floating_ips::{
 };
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
@@ -30,29 +33,22 @@ pub fn routes() -> Router<App> {
 }
 
 async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
-    let q = ListQuery::parse(q.as_deref());
-    ok(app.read(&base, |ctx| {
-        Value::Array(
-            ctx.st
-                .floating_ips()
-                .values()
-                .filter(|f| q.matches(None, &f.tags))
-                .map(|f| f.render(ctx))
-                .collect(),
-        )
-    }))
+    app.read(&base, |ctx| {
+        list_answer(ctx.st.floating_ips().values(), q.as_deref(), |r| {
+            r.render(ctx)
+        })
+    })
 }
 
 async fn show(
     AxState(app): AxState<App>,
     Base(base): Base,
-    Path(ip): Path<String>,
+    Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let ip = path_ip(&ip)?;
+    let id = path_ip(&id)?;
     app.read(&base, |ctx| {
-        ctx.st.floating_ips().get(&ip).map(|f| ok(f.render(ctx)))
+        show_answer(ctx.st.floating_ips().get(&id).map(|r| r.render(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> ApiResult<Response> {

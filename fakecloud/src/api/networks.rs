@@ -1,6 +1,8 @@
 //! `/v1/networks` and `/v1/subnets` handlers.
 
-use super::common::{ListQuery, created, existing_ref, no_content, ok, parse_body, path_uuid};
+use super::common::{
+    created, existing_ref, list_answer, no_content, parse_body, path_uuid, show_answer,
+};
 use super::servers::zone_field;
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
@@ -12,11 +14,12 @@ use crate::model::networks::{
 use crate::request::Body;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use axum::routing::get;
 use ipnet::IpNet;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::net::IpAddr;
 
 /// Validates `mtu`.
@@ -92,17 +95,9 @@ async fn list_networks(
     Base(base): Base,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let q = ListQuery::parse(q.as_deref());
-    ok(app.read(&base, |ctx| {
-        Value::Array(
-            ctx.st
-                .networks
-                .values()
-                .filter(|n| q.matches(Some(&n.name), &n.tags))
-                .map(|n| n.render(ctx))
-                .collect(),
-        )
-    }))
+    app.read(&base, |ctx| {
+        list_answer(ctx.st.networks.values(), q.as_deref(), |r| r.render(ctx))
+    })
 }
 
 async fn show_network(
@@ -112,9 +107,8 @@ async fn show_network(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st.networks.get(&id).map(|n| ok(n.render(ctx)))
+        show_answer(ctx.st.networks.get(&id).map(|r| r.render(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 async fn create_network(
@@ -186,17 +180,9 @@ async fn list_subnets(
     Base(base): Base,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let q = ListQuery::parse(q.as_deref());
-    ok(app.read(&base, |ctx| {
-        Value::Array(
-            ctx.st
-                .subnets
-                .values()
-                .filter(|s| q.matches(None, &s.tags))
-                .map(|s| s.render(ctx))
-                .collect(),
-        )
-    }))
+    app.read(&base, |ctx| {
+        list_answer(ctx.st.subnets.values(), q.as_deref(), |r| r.render(ctx))
+    })
 }
 
 async fn show_subnet(
@@ -206,9 +192,8 @@ async fn show_subnet(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st.subnets.get(&id).map(|s| ok(s.render(ctx)))
+        show_answer(ctx.st.subnets.get(&id).map(|r| r.render(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 /// Parses a subnet CIDR: a network address (host bits clear) with a prefix of /24 or

@@ -1,18 +1,17 @@
 //! `/v1/objects-users` handlers. Users are addressed by their hex `id`, not a UUID: any
 //! path segment that names no user is a 404.
 
-use super::common::{ListQuery, created, json_response, no_content, parse_body};
+use super::common::{created, list_answer, no_content, parse_body, show_answer};
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::objects_users::{
-    ObjectsUserPatch, ObjectsUserView, create_objects_user, delete_objects_user,
-    update_objects_user,
+    ObjectsUserPatch, create_objects_user, delete_objects_user, update_objects_user,
 };
 use crate::request::NOT_BLANK;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
-use axum::http::StatusCode;
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use axum::routing::get;
 
@@ -26,16 +25,10 @@ pub fn routes() -> Router<App> {
 }
 
 async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
-    let q = ListQuery::parse(q.as_deref());
     app.read(&base, |ctx| {
-        let views: Vec<ObjectsUserView> = ctx
-            .st
-            .objects_users()
-            .values()
-            .filter(|u| q.matches(Some(&u.display_name), &u.tags))
-            .map(|u| u.view(ctx))
-            .collect();
-        json_response(StatusCode::OK, &views)
+        list_answer(ctx.st.objects_users().values(), q.as_deref(), |r| {
+            r.view(ctx)
+        })
     })
 }
 
@@ -45,12 +38,8 @@ async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     app.read(&base, |ctx| {
-        ctx.st
-            .objects_users()
-            .get(&id)
-            .map(|u| json_response(StatusCode::OK, &u.view(ctx)))
+        show_answer(ctx.st.objects_users().get(&id).map(|r| r.view(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> ApiResult<Response> {

@@ -1,18 +1,18 @@
 //! `/v1/routers` and `/v1/routers/{uuid}/interfaces` handlers.
 
-use super::common::{ListQuery, created, json_response, no_content, parse_body, path_uuid};
+use super::common::{created, list_answer, no_content, parse_body, path_uuid, show_answer};
 use super::servers::zone_field;
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::routers::{
-    AddressRequest, NewInterface, NewRouter, RouterPatch, RouterView, create_interface,
-    create_router, delete_interface, delete_router, update_router,
+    AddressRequest, NewInterface, NewRouter, RouterPatch, create_interface, create_router,
+    delete_interface, delete_router, update_router,
 };
 use crate::request::{Body, NOT_BLANK, parse_uuid};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
-use axum::http::StatusCode;
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use axum::routing::{delete, get, post};
 use serde_json::{Map, Value, json};
@@ -30,16 +30,8 @@ pub fn routes() -> Router<App> {
 }
 
 async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
-    let q = ListQuery::parse(q.as_deref());
     app.read(&base, |ctx| {
-        let views: Vec<RouterView> = ctx
-            .st
-            .routers()
-            .values()
-            .filter(|r| q.matches(Some(&r.name), &r.tags))
-            .map(|r| r.view(ctx))
-            .collect();
-        json_response(StatusCode::OK, &views)
+        list_answer(ctx.st.routers().values(), q.as_deref(), |r| r.view(ctx))
     })
 }
 
@@ -50,12 +42,8 @@ async fn show(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st
-            .routers()
-            .get(&id)
-            .map(|r| json_response(StatusCode::OK, &r.view(ctx)))
+        show_answer(ctx.st.routers().get(&id).map(|r| r.view(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> ApiResult<Response> {

@@ -1,6 +1,6 @@
 //! `/v1/server-groups` handlers.
 
-use super::common::{ListQuery, choice, created, no_content, ok, parse_body, path_uuid};
+use super::common::{choice, created, list_answer, no_content, parse_body, path_uuid, show_answer};
 use super::servers::zone_field;
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
@@ -9,10 +9,11 @@ use crate::model::server_groups::{
 };
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use axum::routing::get;
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -24,17 +25,11 @@ pub fn routes() -> Router<App> {
 }
 
 async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
-    let q = ListQuery::parse(q.as_deref());
-    ok(app.read(&base, |ctx| {
-        Value::Array(
-            ctx.st
-                .server_groups
-                .values()
-                .filter(|g| q.matches(Some(&g.name), &g.tags))
-                .map(|g| g.render(ctx))
-                .collect(),
-        )
-    }))
+    app.read(&base, |ctx| {
+        list_answer(ctx.st.server_groups.values(), q.as_deref(), |r| {
+            r.render(ctx)
+        })
+    })
 }
 
 async fn show(
@@ -44,9 +39,8 @@ async fn show(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st.server_groups.get(&id).map(|g| ok(g.render(ctx)))
+        show_answer(ctx.st.server_groups.get(&id).map(|r| r.render(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> ApiResult<Response> {

@@ -1,21 +1,21 @@
 //! `/v1/servers` handlers and actions.
 
 use super::common::{
-    ListQuery, created, existing_ref, json_response, no_content, parse_body, path_uuid,
+    created, existing_ref, list_answer, no_content, parse_body, path_uuid, show_answer,
 };
 use crate::app::{App, Base};
 use crate::catalogue::{find_flavor, find_image, zone_choices, zone_exists};
 use crate::error::{ApiError, ApiResult};
 use crate::model::servers::{
-    AddressSpec, InterfaceSpec, NewServer, PowerAction, ServerPatch, ServerView, build_interfaces,
+    AddressSpec, InterfaceSpec, NewServer, PowerAction, ServerPatch, build_interfaces,
     delete_server, insert_server, power_action, update_server,
 };
 use crate::model::store::State;
 use crate::request::Body;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
-use axum::http::StatusCode;
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
@@ -97,16 +97,8 @@ pub fn routes() -> Router<App> {
 }
 
 async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
-    let q = ListQuery::parse(q.as_deref());
     app.read(&base, |ctx| {
-        let views: Vec<ServerView> = ctx
-            .st
-            .servers()
-            .values()
-            .filter(|s| q.matches(Some(&s.name), &s.tags))
-            .map(|s| s.view(ctx))
-            .collect();
-        json_response(StatusCode::OK, &views)
+        list_answer(ctx.st.servers().values(), q.as_deref(), |r| r.view(ctx))
     })
 }
 
@@ -117,12 +109,8 @@ async fn show(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st
-            .servers()
-            .get(&id)
-            .map(|s| json_response(StatusCode::OK, &s.view(ctx)))
+        show_answer(ctx.st.servers().get(&id).map(|r| r.view(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 /// Validates a zone field; `None` when absent.

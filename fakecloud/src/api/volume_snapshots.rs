@@ -1,15 +1,15 @@
 //! `/v1/volume-snapshots` handlers.
 
-use super::common::{ListQuery, created, json_response, no_content, parse_body, path_uuid};
+use super::common::{created, list_answer, no_content, parse_body, path_uuid, show_answer};
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::volume_snapshots::{
-    SnapshotPatch, SnapshotView, create_snapshot, delete_snapshot, update_snapshot,
+    SnapshotPatch, create_snapshot, delete_snapshot, update_snapshot,
 };
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
-use axum::http::StatusCode;
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use axum::routing::get;
 use serde_json::json;
@@ -24,16 +24,15 @@ pub fn routes() -> Router<App> {
 }
 
 async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
-    let q = ListQuery::parse(q.as_deref());
     app.read(&base, |ctx| {
-        let views: Vec<SnapshotView> = ctx
-            .st
-            .volume_snapshots()
-            .values()
-            .filter(|s| !s.gone(ctx.now) && q.matches(Some(&s.name), &s.tags))
-            .map(|s| s.view(ctx))
-            .collect();
-        json_response(StatusCode::OK, &views)
+        list_answer(
+            ctx.st
+                .volume_snapshots()
+                .values()
+                .filter(|s| !s.gone(ctx.now)),
+            q.as_deref(),
+            |r| r.view(ctx),
+        )
     })
 }
 
@@ -44,13 +43,14 @@ async fn show(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st
-            .volume_snapshots()
-            .get(&id)
-            .filter(|s| !s.gone(ctx.now))
-            .map(|s| json_response(StatusCode::OK, &s.view(ctx)))
+        show_answer(
+            ctx.st
+                .volume_snapshots()
+                .get(&id)
+                .filter(|s| !s.gone(ctx.now))
+                .map(|r| r.view(ctx)),
+        )
     })
-    .ok_or(ApiError::NotFound)
 }
 
 async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> ApiResult<Response> {

@@ -1,18 +1,18 @@
 //! `/v1/volumes` handlers and the revert action.
 
-use super::common::{ListQuery, choice, created, json_response, no_content, parse_body, path_uuid};
+use super::common::{choice, created, list_answer, no_content, parse_body, path_uuid, show_answer};
 use super::servers::zone_field;
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::volumes::{
-    VolumePatch, VolumeSource, VolumeView, create_volume, delete_volume, revert_volume, size_error,
+    VolumePatch, VolumeSource, create_volume, delete_volume, revert_volume, size_error,
     update_volume,
 };
 use crate::request::{Body, NOT_UUID, parse_uuid};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
-use axum::http::StatusCode;
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
@@ -56,16 +56,8 @@ fn attachment(body: &mut Body) -> Option<Option<Uuid>> {
 }
 
 async fn list(AxState(app): AxState<App>, Base(base): Base, RawQuery(q): RawQuery) -> Response {
-    let q = ListQuery::parse(q.as_deref());
     app.read(&base, |ctx| {
-        let views: Vec<VolumeView> = ctx
-            .st
-            .volumes()
-            .values()
-            .filter(|v| q.matches(Some(&v.name), &v.tags))
-            .map(|v| v.view(ctx))
-            .collect();
-        json_response(StatusCode::OK, &views)
+        list_answer(ctx.st.volumes().values(), q.as_deref(), |r| r.view(ctx))
     })
 }
 
@@ -76,12 +68,8 @@ async fn show(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st
-            .volumes()
-            .get(&id)
-            .map(|v| json_response(StatusCode::OK, &v.view(ctx)))
+        show_answer(ctx.st.volumes().get(&id).map(|r| r.view(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 /// Fields that cannot come with `volume_snapshot_uuid` (inherited from the snapshot, or set

@@ -1,8 +1,7 @@
 //! `/v1/load-balancers/health-monitors`.
 
-use super::list_of;
 use crate::api::common::{
-    ListQuery, choice, created, existing_ref, no_content, ok, parse_body, path_uuid,
+    choice, created, existing_ref, list_answer, no_content, parse_body, path_uuid, show_answer,
 };
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
@@ -10,12 +9,11 @@ use crate::model::load_balancers::health_monitors::{
     HealthMonitorPatch, NewHealthMonitor, create_health_monitor, delete_health_monitor, is_http,
     pool_has_monitor, update_health_monitor,
 };
-use crate::model::load_balancers::{
-    HTTP_METHODS, HTTP_VERSIONS, HealthMonitor, HttpCheck, MONITOR_TYPES,
-};
+use crate::model::load_balancers::{HTTP_METHODS, HTTP_VERSIONS, HttpCheck, MONITOR_TYPES};
 use crate::request::Body;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use serde_json::{Map, Value, json};
 
@@ -107,17 +105,11 @@ pub(super) async fn list_monitors(
     Base(base): Base,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let q = ListQuery::parse(q.as_deref());
-    ok(app.read(&base, |ctx| {
-        list_of(
-            ctx,
-            ctx.st.health_monitors().values(),
-            &q,
-            |_| None,
-            |m| &m.tags,
-            HealthMonitor::render,
-        )
-    }))
+    app.read(&base, |ctx| {
+        list_answer(ctx.st.health_monitors().values(), q.as_deref(), |r| {
+            r.render(ctx)
+        })
+    })
 }
 
 pub(super) async fn show_monitor(
@@ -127,9 +119,8 @@ pub(super) async fn show_monitor(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st.health_monitors().get(&id).map(|m| ok(m.render(ctx)))
+        show_answer(ctx.st.health_monitors().get(&id).map(|r| r.render(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 pub(super) async fn create_monitor(

@@ -1,18 +1,19 @@
 //! `/v1/load-balancers/listeners`.
 
-use super::{list_of, port_field};
+use super::port_field;
 use crate::api::common::{
-    ListQuery, choice, created, existing_ref, no_content, ok, parse_body, path_uuid,
+    choice, created, existing_ref, list_answer, no_content, parse_body, path_uuid, show_answer,
 };
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::load_balancers as lbm;
+use crate::model::load_balancers::LISTENER_PROTOCOLS;
 use crate::model::load_balancers::listeners::{ListenerPatch, NewListener, listener_errors};
-use crate::model::load_balancers::{LISTENER_PROTOCOLS, Listener};
 use crate::model::store::State;
 use crate::request::Body;
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use ipnet::IpNet;
 use serde_json::{Value, json};
@@ -64,17 +65,9 @@ pub(super) async fn list_listeners(
     Base(base): Base,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let q = ListQuery::parse(q.as_deref());
-    ok(app.read(&base, |ctx| {
-        list_of(
-            ctx,
-            ctx.st.listeners().values(),
-            &q,
-            |l| Some(&l.name),
-            |l| &l.tags,
-            Listener::render,
-        )
-    }))
+    app.read(&base, |ctx| {
+        list_answer(ctx.st.listeners().values(), q.as_deref(), |r| r.render(ctx))
+    })
 }
 
 pub(super) async fn show_listener(
@@ -84,9 +77,8 @@ pub(super) async fn show_listener(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st.listeners().get(&id).map(|l| ok(l.render(ctx)))
+        show_answer(ctx.st.listeners().get(&id).map(|r| r.render(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 pub(super) async fn create_listener(

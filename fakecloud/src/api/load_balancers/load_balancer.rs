@@ -1,18 +1,18 @@
 //! `/v1/load-balancers` and `/v1/load-balancers/{uuid}`.
 
-use super::list_of;
-use crate::api::common::{ListQuery, created, no_content, ok, parse_body, path_uuid};
+use crate::api::common::{created, list_answer, no_content, parse_body, path_uuid, show_answer};
 use crate::app::{App, Base};
 use crate::catalogue::{LB_FLAVOR_SLUG, zone_choices, zone_exists};
 use crate::error::{ApiError, ApiResult};
+use crate::model::load_balancers::Vip;
 use crate::model::load_balancers::load_balancer::{
     LoadBalancerPatch, NewLoadBalancer, create_load_balancer, delete_load_balancer,
     update_load_balancer,
 };
-use crate::model::load_balancers::{LoadBalancer, Vip};
 use crate::request::{Body, REQUIRED};
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use serde_json::Value;
 use std::net::IpAddr;
@@ -23,17 +23,11 @@ pub(super) async fn list_lbs(
     Base(base): Base,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let q = ListQuery::parse(q.as_deref());
-    ok(app.read(&base, |ctx| {
-        list_of(
-            ctx,
-            ctx.st.load_balancers().values(),
-            &q,
-            |l| Some(&l.name),
-            |l| &l.tags,
-            LoadBalancer::render,
-        )
-    }))
+    app.read(&base, |ctx| {
+        list_answer(ctx.st.load_balancers().values(), q.as_deref(), |r| {
+            r.render(ctx)
+        })
+    })
 }
 
 pub(super) async fn show_lb(
@@ -43,9 +37,8 @@ pub(super) async fn show_lb(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st.load_balancers().get(&id).map(|l| ok(l.render(ctx)))
+        show_answer(ctx.st.load_balancers().get(&id).map(|r| r.render(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 /// Reads `vip_addresses` entries: `(subnet, optional address)`; errors go under

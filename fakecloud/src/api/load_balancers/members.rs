@@ -1,16 +1,18 @@
 //! `/v1/load-balancers/pools/{pool}/members`.
 
-use super::{list_of, port_field};
-use crate::api::common::{ListQuery, created, existing_ref, no_content, ok, parse_body, path_uuid};
+use super::port_field;
+use crate::api::common::{
+    created, existing_ref, list_answer, no_content, parse_body, path_uuid, show_answer,
+};
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::load_balancers as lbm;
-use crate::model::load_balancers::Member;
 use crate::model::load_balancers::members::{
     MemberPatch, NewMember, member_address_error, member_of,
 };
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use serde_json::json;
 use std::net::IpAddr;
@@ -22,19 +24,12 @@ pub(super) async fn list_members(
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
     let pool = path_uuid(&pool)?;
-    let q = ListQuery::parse(q.as_deref());
     app.read(&base, |ctx| {
         if !ctx.st.pools().contains_key(&pool) {
             return Err(ApiError::NotFound);
         }
-        Ok(ok(list_of(
-            ctx,
-            ctx.st.members().of_pool(pool),
-            &q,
-            |m| Some(&m.name),
-            |m| &m.tags,
-            Member::render,
-        )))
+        let members = ctx.st.members().of_pool(pool);
+        Ok(list_answer(members, q.as_deref(), |r| r.render(ctx)))
     })
 }
 
@@ -45,13 +40,9 @@ pub(super) async fn show_member(
 ) -> ApiResult<Response> {
     let (pool, id) = (path_uuid(&pool)?, path_uuid(&id)?);
     app.read(&base, |ctx| {
-        ctx.st
-            .members()
-            .get(&id)
-            .filter(|m| m.pool == pool)
-            .map(|m| ok(m.render(ctx)))
+        let member = ctx.st.members().get(&id).filter(|m| m.pool == pool);
+        show_answer(member.map(|r| r.render(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 pub(super) async fn create_member(

@@ -8,9 +8,7 @@ mod load_balancer;
 mod members;
 mod pools;
 
-use crate::api::common::ListQuery;
 use crate::app::App;
-use crate::model::store::{Ctx, Tags};
 use crate::request::Body;
 use axum::Router;
 use axum::routing::get;
@@ -19,7 +17,6 @@ use listeners::*;
 use load_balancer::*;
 use members::*;
 use pools::*;
-use serde_json::Value;
 
 pub fn routes() -> Router<App> {
     Router::new()
@@ -63,23 +60,6 @@ pub fn routes() -> Router<App> {
                 .patch(update_monitor)
                 .delete(delete_monitor),
         )
-}
-
-/// List handler over one collection.
-fn list_of<'a, T: 'a>(
-    ctx: &'a Ctx,
-    items: impl Iterator<Item = &'a T>,
-    q: &ListQuery,
-    name: impl Fn(&T) -> Option<&str>,
-    tags: impl Fn(&T) -> &Tags,
-    render: impl Fn(&T, &Ctx) -> Value,
-) -> Value {
-    Value::Array(
-        items
-            .filter(|i| q.matches(name(i), tags(i)))
-            .map(|i| render(i, ctx))
-            .collect(),
-    )
 }
 
 /// Validates a port number field (1-65535).

@@ -1,16 +1,16 @@
 //! `/v1/load-balancers/pools`.
 
-use super::list_of;
 use crate::api::common::{
-    ListQuery, choice, created, existing_ref, no_content, ok, parse_body, path_uuid,
+    choice, created, existing_ref, list_answer, no_content, parse_body, path_uuid, show_answer,
 };
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::load_balancers as lbm;
 use crate::model::load_balancers::pools::{NewPool, PoolPatch};
-use crate::model::load_balancers::{ALGORITHMS, POOL_PROTOCOLS, Pool};
+use crate::model::load_balancers::{ALGORITHMS, POOL_PROTOCOLS};
 use axum::body::Bytes;
-use axum::extract::{Path, RawQuery, State as AxState};
+use axum::extract::State as AxState;
+use axum::extract::{Path, RawQuery};
 use axum::response::Response;
 use serde_json::json;
 
@@ -19,17 +19,9 @@ pub(super) async fn list_pools(
     Base(base): Base,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let q = ListQuery::parse(q.as_deref());
-    ok(app.read(&base, |ctx| {
-        list_of(
-            ctx,
-            ctx.st.pools().values(),
-            &q,
-            |p| Some(&p.name),
-            |p| &p.tags,
-            Pool::render,
-        )
-    }))
+    app.read(&base, |ctx| {
+        list_answer(ctx.st.pools().values(), q.as_deref(), |r| r.render(ctx))
+    })
 }
 
 pub(super) async fn show_pool(
@@ -39,9 +31,8 @@ pub(super) async fn show_pool(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        ctx.st.pools().get(&id).map(|p| ok(p.render(ctx)))
+        show_answer(ctx.st.pools().get(&id).map(|r| r.render(ctx)))
     })
-    .ok_or(ApiError::NotFound)
 }
 
 pub(super) async fn create_pool(
