@@ -259,6 +259,7 @@ pub async fn run_wired(
         services: Default::default(),
         nodes: Default::default(),
         touched: Default::default(),
+        ensuring: Default::default(),
     });
     let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);
 

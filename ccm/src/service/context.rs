@@ -73,6 +73,10 @@ pub struct ServiceContext {
     /// their last reconcile began: a waiting one among them is planned again rather than
     /// only polled.
     pub touched: parking_lot::Mutex<std::collections::BTreeSet<String>>,
+    /// Services told `EnsuringLoadBalancer` whose change has not yet been reported
+    /// `EnsuredLoadBalancer` (namespace/name): the pair frames each change for a user
+    /// watching `kubectl describe`, however many reconciles it takes.
+    pub ensuring: parking_lot::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl ServiceContext {

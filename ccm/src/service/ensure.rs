@@ -138,6 +138,7 @@ pub async fn cleanup(
         .await?;
     }
     ctx.waiting.lock().remove(&service_key(svc));
+    ctx.ensuring.lock().remove(&service_key(svc));
     set_finalizer(&api, svc, false).await?;
     Ok(())
 }
@@ -154,6 +155,39 @@ pub fn ingress_of(svc: &Service) -> Vec<serde_json::Value> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Says that a change of the Service's load balancer starts, and what it is.
+async fn announce_ensuring(svc: &Service, ctx: &ServiceContext, p: &Plan) {
+    ctx.ensuring.lock().insert(service_key(svc));
+    let steps = p.steps.len();
+    ctx.events
+        .publish(
+            &svc.object_ref(&()),
+            false,
+            "EnsuringLoadBalancer",
+            "EnsureLoadBalancer",
+            format!(
+                "Ensuring load balancer: {steps} change{} (impact {})",
+                if steps == 1 { "" } else { "s" },
+                p.steps_impact()
+            ),
+        )
+        .await;
+}
+
+/// The addresses clients reach the load balancer at, for Events: its VIPs, or the hostname
+/// the Service's status reports instead.
+fn addresses(cfg: &ServiceConfig, lb: &LoadBalancer) -> String {
+    let vips: Vec<String> = lb
+        .vip_addresses
+        .iter()
+        .map(|v| v.address.to_string())
+        .collect();
+    match &cfg.force_hostname {
+        Some(h) => format!("{} (status: hostname {h})", vips.join(", ")),
+        None => vips.join(", "),
+    }
 }
 
 /// The status ingress: one entry per VIP (with ipMode), or one hostname.
@@ -386,6 +420,14 @@ async fn one_pass(
         }
         return Ok(Pass::Done(Box::new(lb)));
     }
+    let members_only = p.steps.iter().all(|s| s.action.writes_members_only());
+    let serving = !ingress_of(svc).is_empty();
+    // A new change (not the continuation of one that waits) is announced, as Kubernetes'
+    // service controller does, except members following Nodes on a load balancer that
+    // serves: Node churn would otherwise cost every Service two Events per Node change.
+    if pass == 0 && !continues(ctx, svc, desired) && !(members_only && serving) {
+        announce_ensuring(svc, ctx, &p).await;
+    }
     if pass == 0 && p.steps_impact() > Impact::None && !continues(ctx, svc, desired) {
         ctx.events
             .publish(
@@ -409,7 +451,6 @@ async fn one_pass(
     // The shared reads follow what was written: by its edits when every write was one an
     // edit describes; else (a failure included: its effect is unknown) they are read again,
     // unless the plan writes nothing but members, which only show the load balancer busy.
-    let members_only = p.steps.iter().all(|s| s.action.writes_members_only());
     match (&executed, &actual) {
         (
             Ok(apply::Outcome {
@@ -433,7 +474,7 @@ async fn one_pass(
     // cost every Service another read for what a node change does to a thousand of them.
     if members_only
         && let Some(lb) = lb
-        && !ingress_of(svc).is_empty()
+        && serving
     {
         return Ok(Pass::Done(Box::new(lb)));
     }
@@ -473,13 +514,21 @@ async fn finish(
             &Patch::Merge(&patch),
         )
         .await?;
+    }
+    let announced = ctx.ensuring.lock().remove(&service_key(svc));
+    if differs || announced {
         ctx.events
             .publish(
                 &svc.object_ref(&()),
                 false,
                 "EnsuredLoadBalancer",
                 "EnsureLoadBalancer",
-                format!("Load balancer {} ({}) is in place", lb.name, lb.uuid),
+                format!(
+                    "Load balancer {} ({}) is in place at {}",
+                    lb.name,
+                    lb.uuid,
+                    addresses(cfg, lb)
+                ),
             )
             .await;
     }

@@ -281,3 +281,80 @@ async fn messages_name_the_api_once_and_say_a_load_balancer_vanished() {
     assert_eq!(message.matches("cloudscale API").count(), 1, "{message}");
     bed.tb.cloud.faults().clear();
 }
+
+/// How many times an Event with `reason` about `object` was recorded (series included).
+async fn times(bed: &Bed, object: &str, reason: &str) -> i32 {
+    bed.events(object)
+        .await
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .map(|e| {
+            e.series
+                .as_ref()
+                .and_then(|s| s.count)
+                .or(e.count)
+                .unwrap_or(1)
+                .max(1)
+        })
+        .sum()
+}
+
+/// A user watching `kubectl describe service` sees each change framed as Kubernetes'
+/// service controller frames it: `EnsuringLoadBalancer` when it starts, what it waits for,
+/// `EnsuredLoadBalancer` with the addresses once done; Node churn is not announced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_change_is_framed_by_ensuring_and_ensured_events_with_the_addresses() {
+    let bed = Bed::start_default().await;
+    let svc = lb_service(
+        "framed",
+        json!([{"name": "http", "port": 80, "targetPort": 8080}]),
+        json!({}),
+    );
+    bed.create_converged(&svc, 1).await;
+    let served = bed.wait_ingress("framed").await;
+    let ensured = bed.wait_event("framed", "EnsuredLoadBalancer", " at ").await;
+    let message = ensured.message.clone().unwrap_or_default();
+    for entry in ingress(&served) {
+        let ip = entry["ip"].as_str().unwrap_or_default();
+        assert!(!ip.is_empty() && message.contains(ip), "{message} names {ip}");
+    }
+    let ensuring = bed
+        .wait_event("framed", "EnsuringLoadBalancer", "changes (impact")
+        .await;
+    let waited = bed
+        .wait_event("framed", "WaitingForLoadBalancer", "provisioned")
+        .await;
+    let at = |e: &k8s_openapi::api::core::v1::Event| {
+        e.event_time
+            .as_ref()
+            .map(|t| t.0)
+            .or(e.first_timestamp.as_ref().map(|t| t.0))
+    };
+    assert!(at(&ensuring).is_some(), "{ensuring:?}");
+    assert!(at(&ensuring) <= at(&waited) && at(&waited) <= at(&ensured));
+    assert_eq!(times(&bed, "framed", "EnsuringLoadBalancer").await, 1);
+
+    // A change of the Service: framed again.
+    bed.patch(
+        "framed",
+        &json!({"spec": {"ports": [{"name": "http", "port": 81, "targetPort": 8080}]}}),
+    )
+    .await;
+    eventually("a second EnsuredLoadBalancer", LIMIT, || async {
+        (times(&bed, "framed", "EnsuredLoadBalancer").await >= 2).then_some(())
+    })
+    .await;
+    assert_eq!(times(&bed, "framed", "EnsuringLoadBalancer").await, 2);
+
+    // Node churn on a load balancer that serves: members follow, nothing is announced.
+    bed.delete_server_of("node-3").await;
+    let node3 = bed.node_ip("node-3").await;
+    bed.converge("members without node-3", 1, |s| {
+        s.members
+            .values()
+            .flatten()
+            .all(|m| m["address"] != node3.as_str())
+    })
+    .await;
+    assert_eq!(times(&bed, "framed", "EnsuringLoadBalancer").await, 2);
+}
