@@ -332,6 +332,77 @@ async fn example_seed_file_is_served() {
                 None => assert!(addr.starts_with("10.100.0."), "{}: {addr}", want.name),
             }
         }
+        if let Some(slug) = want
+            .image
+            .as_deref()
+            .and_then(|i| i.strip_prefix("custom:"))
+        {
+            assert_eq!(got["image"]["slug"], format!("custom:{slug}"), "{got}");
+        }
+    }
+    assert_seeded_storage_and_routers(&base, &seed, listed).await;
+}
+
+/// The names of a list's entries, in order.
+fn names(list: &[Value]) -> Vec<&str> {
+    list.iter().filter_map(|v| v["name"].as_str()).collect()
+}
+
+/// The example's custom images, volumes, snapshots and routers are served, settled
+/// (fakecloud/README.md, "Seed files").
+async fn assert_seeded_storage_and_routers(base: &str, seed: &fakecloud::Seed, servers: &[Value]) {
+    let list = |path: &'static str| async move {
+        let (st, v) = call(
+            Method::GET,
+            &format!("{base}/v1{path}"),
+            Some("fakecloud-token"),
+            None,
+        )
+        .await;
+        assert_eq!(st, StatusCode::OK, "GET {path}: {v}");
+        v.as_array().cloned().unwrap_or_default()
+    };
+    assert!(!seed.custom_images.is_empty() && !seed.volumes.is_empty());
+    assert!(!seed.volume_snapshots.is_empty() && !seed.routers.is_empty());
+    let images = list("/custom-images").await;
+    let want: Vec<&str> = seed.custom_images.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names(&images), want, "imported at once");
+    let volumes = list("/volumes").await;
+    for want in &seed.volumes {
+        let got = volumes
+            .iter()
+            .find(|v| v["name"] == want.name.as_str())
+            .unwrap_or_else(|| panic!("volume {} is listed", want.name));
+        assert_eq!(got["size_gb"], want.size_gb, "{got}");
+        if let Some(server) = &want.server {
+            let uuid = servers
+                .iter()
+                .find(|s| s["name"] == server.as_str())
+                .map(|s| s["uuid"].clone());
+            assert_eq!(Some(got["server_uuids"][0].clone()), uuid, "{got}");
+        }
+    }
+    let snapshots = list("/volume-snapshots").await;
+    let want: Vec<&str> = seed
+        .volume_snapshots
+        .iter()
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(names(&snapshots), want);
+    assert!(
+        snapshots.iter().all(|s| s["status"] == "available"),
+        "{snapshots:?}"
+    );
+    let routers = list("/routers").await;
+    for want in &seed.routers {
+        let got = routers
+            .iter()
+            .find(|r| r["name"] == want.name.as_str())
+            .unwrap_or_else(|| panic!("router {} is listed", want.name));
+        assert_eq!(got["status"], "active", "{got}");
+        assert_eq!(got["internet_gateway"], want.internet_gateway, "{got}");
+        let interfaces = got["interfaces"].as_array().map_or(0, Vec::len);
+        assert_eq!(interfaces, want.interfaces.len(), "{got}");
     }
 }
 

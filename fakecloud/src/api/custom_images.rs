@@ -8,7 +8,7 @@ use crate::catalogue::{zone_choices, zone_exists};
 use crate::error::{ApiError, ApiResult};
 use crate::model::custom_images::{
     CustomImagePatch, FIRMWARE_TYPES, NewImport, SOURCE_FORMATS, USER_DATA_HANDLINGS,
-    delete_custom_image, import_custom_image, update_custom_image,
+    delete_custom_image, import_custom_image, is_import_url, update_custom_image,
 };
 use crate::request::{Body, IMMUTABLE, NOT_BLANK};
 use axum::Router;
@@ -87,10 +87,7 @@ async fn show_import(
 /// `url`: an http(s) URL; nothing is fetched.
 fn url_field(body: &mut Body) -> Option<String> {
     let url = body.string("url", true)?;
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    if rest.is_some_and(|r| !r.is_empty() && !r.contains(char::is_whitespace)) {
+    if is_import_url(&url) {
         Some(url)
     } else {
         body.error("url", "Enter a valid URL.");
@@ -166,6 +163,8 @@ fn parse_import(body: &mut Body) -> Option<NewImport> {
         source_format: source_format?,
         firmware_type: firmware_type?,
         tags,
+        size_gb: None,
+        settled: false,
     })
 }
 

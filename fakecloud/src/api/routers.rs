@@ -63,6 +63,7 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
         zone,
         internet_gateway,
         tags,
+        settled: false,
     };
     let id = app.write(|st, now| create_router(st, now, new))?;
     app.read(&base, |ctx| {

@@ -4,7 +4,7 @@ use super::common::{created, list_answer, no_content, parse_body, path_uuid, sho
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::volume_snapshots::{
-    SnapshotPatch, create_snapshot, delete_snapshot, update_snapshot,
+    NewSnapshot, SnapshotPatch, create_snapshot, delete_snapshot, update_snapshot,
 };
 use axum::Router;
 use axum::body::Bytes;
@@ -65,7 +65,13 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
             .unwrap_or_else(|| ApiError::detail("invalid request")));
     };
     body.finish()?;
-    let id = app.write(|st, now| create_snapshot(st, now, name, source, tags))?;
+    let new = NewSnapshot {
+        name,
+        source_volume: source,
+        tags,
+        settled: false,
+    };
+    let id = app.write(|st, now| create_snapshot(st, now, new))?;
     app.read(&base, |ctx| {
         ctx.st
             .volume_snapshots()

@@ -5,8 +5,8 @@ use super::servers::zone_field;
 use crate::app::{App, Base};
 use crate::error::{ApiError, ApiResult};
 use crate::model::volumes::{
-    VolumePatch, VolumeSource, create_volume, delete_volume, revert_volume, size_error,
-    update_volume,
+    VOLUME_TYPES, VolumePatch, VolumeSource, create_volume, delete_volume, revert_volume,
+    size_error, update_volume,
 };
 use crate::request::{Body, NOT_UUID, parse_uuid};
 use axum::Router;
@@ -101,7 +101,7 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
     } else {
         let size = body.int("size_gb", true);
         let kind = if body.has("type") {
-            choice(&mut body, "type", false, &["ssd", "bulk"])
+            choice(&mut body, "type", false, &VOLUME_TYPES)
         } else {
             Some("ssd".to_string())
         };

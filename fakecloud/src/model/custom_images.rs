@@ -215,22 +215,45 @@ pub struct NewImport {
     pub source_format: String,
     pub firmware_type: String,
     pub tags: Tags,
+    /// The image's size; `None` (what the API sends): as declared for the URL, else derived
+    /// from it.
+    pub size_gb: Option<i64>,
+    /// `true`: imported already (seed files): `success` and the image visible at once,
+    /// whatever `/_fake/downloads` declares for the URL; `false`: `in_progress` first.
+    pub settled: bool,
+}
+
+/// Whether `url` is one an import accepts: `http://` or `https://`, something after it and
+/// no whitespace (fakecloud/MODEL.md, "Custom images").
+pub fn is_import_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    rest.is_some_and(|r| !r.is_empty() && !r.contains(char::is_whitespace))
 }
 
 /// `POST /v1/custom-images/import`: the import, and (unless the URL answers anything but
-/// 200) the image it makes, both settled at `now + IMPORT_S`. The outcome is fixed by the
-/// declarations in force at the POST.
+/// 200) the image it makes, both settled at `now + IMPORT_S` (at `now` if `new.settled`).
+/// The outcome is fixed by the declarations in force at the POST.
 pub fn import_custom_image(st: &mut State, now: Time, new: NewImport) -> Uuid {
     let mut uuid = st.ids.new_uuid();
     while st.custom_image_imports.contains_key(&uuid) || st.custom_images.contains_key(&uuid) {
         uuid = st.ids.new_uuid();
     }
     let declared = st.downloads.get(&new.url);
-    let status = declared.map_or(200, |d| d.status);
-    let size_gb = declared
-        .and_then(|d| d.size_gb)
+    let status = match declared {
+        Some(d) if !new.settled => d.status,
+        _ => 200,
+    };
+    let size_gb = new
+        .size_gb
+        .or_else(|| declared.and_then(|d| d.size_gb))
         .unwrap_or_else(|| default_size_gb(&new.url));
-    let done_at = now + delta_from_secs(IMPORT_S);
+    let done_at = if new.settled {
+        now
+    } else {
+        now + delta_from_secs(IMPORT_S)
+    };
     let error = (status != 200).then(|| format!("Expected HTTP 200, got HTTP {status}"));
     if error.is_none() {
         st.custom_images.insert(
@@ -388,6 +411,8 @@ mod tests {
             source_format: "raw".into(),
             firmware_type: "bios".into(),
             tags: Tags::new(),
+            size_gb: None,
+            settled: false,
         }
     }
 

@@ -233,9 +233,12 @@ pub struct NewRouter {
     pub zone: String,
     pub internet_gateway: bool,
     pub tags: Tags,
+    /// `true`: `active` at once (seed files: the router already existed, as for settled
+    /// servers); `false`: `creating` first, like an API-created one.
+    pub settled: bool,
 }
 
-/// `POST /v1/routers`: `creating`, then `active`.
+/// `POST /v1/routers`: `creating`, then `active` (at once if `new.settled`).
 pub fn create_router(st: &mut State, now: Time, new: NewRouter) -> ApiResult<Uuid> {
     let gateway = if new.internet_gateway {
         Some(allocate_gateway(st, &new.name)?)
@@ -253,7 +256,11 @@ pub fn create_router(st: &mut State, now: Time, new: NewRouter) -> ApiResult<Uui
             interfaces: Vec::new(),
             tags: new.tags,
             created_at: now,
-            active_at: now + delta_from_secs(ROUTER_CREATE_S),
+            active_at: if new.settled {
+                now
+            } else {
+                now + delta_from_secs(ROUTER_CREATE_S)
+            },
         },
     );
     Ok(uuid)

@@ -98,16 +98,22 @@ pub(in crate::model) fn purge(st: &mut State, now: Time) {
     st.volume_snapshots.retain(|_, s| !s.gone(now));
 }
 
-/// `POST /v1/volume-snapshots`: a snapshot of `source` (also a root volume of a running
-/// server). Nothing changes on error.
-pub fn create_snapshot(
-    st: &mut State,
-    now: Time,
-    name: String,
-    source: Uuid,
-    tags: Tags,
-) -> ApiResult<Uuid> {
+/// What a snapshot is created from.
+#[derive(Debug, Clone)]
+pub struct NewSnapshot {
+    pub name: String,
+    pub source_volume: Uuid,
+    pub tags: Tags,
+    /// `true`: `available` at once (seed files: the snapshot already existed, as for settled
+    /// servers); `false`: `creating` first, like an API-created one.
+    pub settled: bool,
+}
+
+/// `POST /v1/volume-snapshots`: a snapshot of `source_volume` (also a root volume of a
+/// running server). Nothing changes on error.
+pub fn create_snapshot(st: &mut State, now: Time, new: NewSnapshot) -> ApiResult<Uuid> {
     purge(st, now);
+    let source = new.source_volume;
     let v = st.volumes.get(&source).ok_or_else(|| {
         ApiError::field(
             "source_volume",
@@ -116,18 +122,23 @@ pub fn create_snapshot(
     })?;
     let (size_gb, kind, zone) = (v.size_gb, v.kind.clone(), v.zone.clone());
     let uuid = st.ids.new_uuid();
+    let available_at = if new.settled {
+        now
+    } else {
+        now + delta_from_secs(SNAPSHOT_CREATE_S)
+    };
     st.volume_snapshots.insert(
         uuid,
         VolumeSnapshot {
             uuid,
-            name,
+            name: new.name,
             source_volume: source,
             size_gb,
             kind,
             zone,
-            tags,
+            tags: new.tags,
             created_at: now,
-            available_at: now + delta_from_secs(SNAPSHOT_CREATE_S),
+            available_at,
             deleting_until: None,
         },
     );

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+/// The values of a volume's `type` (`ssd` when omitted).
+pub const VOLUME_TYPES: [&str; 2] = ["ssd", "bulk"];
 /// At most this many volumes (root included) on one server.
 pub const MAX_VOLUMES_PER_SERVER: usize = 128;
 /// Virtual seconds a revert keeps `current_operation` non-null [INF].
@@ -199,7 +201,8 @@ pub enum VolumeSource {
 }
 
 /// `POST /v1/volumes`: an empty volume or a copy of a snapshot (size, type and zone
-/// inherited; detached). Nothing changes on error.
+/// inherited; detached). Type and size rules are checked here too, for the callers that
+/// do not go through the handler (seed files). Nothing changes on error.
 pub fn create_volume(
     st: &mut State,
     now: Time,
@@ -215,6 +218,18 @@ pub fn create_volume(
             zone,
             server,
         } => {
+            if !VOLUME_TYPES.contains(&kind.as_str()) {
+                return Err(ApiError::field(
+                    "type",
+                    format!(
+                        "\"{kind}\" is not a valid choice. Expect one of: {}.",
+                        VOLUME_TYPES.join(", ")
+                    ),
+                ));
+            }
+            if let Some(msg) = size_error(&kind, size_gb, false) {
+                return Err(ApiError::field("size_gb", msg));
+            }
             if let Some(s) = server {
                 check_attach(st, s, &zone, "server_uuids")?;
             }

@@ -1,11 +1,23 @@
-//! Seed documents: networks, subnets, servers, floating IPs and objects users with their
-//! buckets to preload (from `--seed FILE`, JSON or YAML, or `POST /_fake/seed`). The format is described in `fakecloud/README.md`;
+//! Seed documents: networks, subnets, servers, floating IPs, objects users with their
+//! buckets, volumes, volume snapshots, custom images and routers to preload (from
+//! `--seed FILE`, JSON or YAML, or `POST /_fake/seed`). The format and the order in which
+//! the sections apply are described in `fakecloud/README.md`, "Seed files";
 //! `fakecloud/examples/seed.yaml` is a complete example.
+//!
+//! Seeded resources are settled (servers `running` or `stopped`, snapshots `available`,
+//! images imported, routers `active`) but go through the model's rules like API requests.
+
+mod routers;
+mod storage;
+
+pub use routers::{SeedRouter, SeedRouterInterface};
+pub use storage::{SeedCustomImage, SeedVolume, SeedVolumeSnapshot};
 
 use crate::catalogue::{find_flavor, find_image, region_exists, region_of_zone, zone_exists};
 use crate::clock::Time;
 use crate::error::{ApiError, ApiResult};
 use crate::model::buckets::{NewBucket, create_bucket, parse_created_at};
+use crate::model::custom_images::may_name_custom_image;
 use crate::model::floating_ips::{NewFloatingIp, insert_floating_ip};
 use crate::model::networks::{NewNetwork, insert_network};
 use crate::model::objects_users::create_objects_user;
@@ -27,6 +39,14 @@ pub struct Seed {
     pub floating_ips: Vec<SeedFloatingIp>,
     #[serde(default)]
     pub objects_users: Vec<SeedObjectsUser>,
+    #[serde(default)]
+    pub custom_images: Vec<SeedCustomImage>,
+    #[serde(default)]
+    pub volumes: Vec<SeedVolume>,
+    #[serde(default)]
+    pub volume_snapshots: Vec<SeedVolumeSnapshot>,
+    #[serde(default)]
+    pub routers: Vec<SeedRouter>,
 }
 
 /// An objects user with the buckets it owns (buckets are what `/v1/metrics/buckets`
@@ -145,22 +165,74 @@ fn bad(key: &str, msg: impl Into<String>) -> ApiError {
     ApiError::field(key, msg)
 }
 
-/// Finds a network by UUID or name (names must be unambiguous).
-fn network_by_ref(st: &State, r: &str) -> ApiResult<Uuid> {
+/// How errors name a seed entry: `volumes[2] (name "data")` (README, "Seed files").
+fn entry(section: &str, index: usize, name: &str) -> String {
+    format!("{section}[{index}] (name \"{name}\")")
+}
+
+/// Puts an error under the entry it is about, keeping the field it names:
+/// `volumes[2] (name "data"): server: …`.
+fn in_entry(label: &str, e: ApiError) -> ApiError {
+    let text = match e {
+        ApiError::BadRequest(fields) => fields
+            .iter()
+            .map(|(k, v)| {
+                if k == "detail" {
+                    v.clone()
+                } else {
+                    format!("{k}: {v}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        other => other.to_string(),
+    };
+    bad(label, text)
+}
+
+/// A zone given or defaulted, which must exist.
+fn known_zone(zone: String) -> ApiResult<String> {
+    if zone_exists(&zone) {
+        Ok(zone)
+    } else {
+        Err(bad("zone", format!("\"{zone}\" is not a valid zone")))
+    }
+}
+
+/// Finds a `kind` among `(uuid, name)` pairs by UUID or name; names must be unambiguous.
+fn find_by_ref<'a>(
+    kind: &str,
+    r: &str,
+    items: impl IntoIterator<Item = (Uuid, &'a str)>,
+) -> Result<Uuid, String> {
+    let items: Vec<(Uuid, &str)> = items.into_iter().collect();
     if let Some(id) = crate::request::parse_uuid(r)
-        && st.networks.contains_key(&id)
+        && items.iter().any(|(u, _)| *u == id)
     {
         return Ok(id);
     }
-    let mut found = st.networks.values().filter(|n| n.name == r);
-    match (found.next(), found.next()) {
-        (Some(n), None) => Ok(n.uuid),
-        (Some(_), Some(_)) => Err(bad(
-            "private",
-            format!("network name \"{r}\" is ambiguous; use its UUID"),
-        )),
-        (None, _) => Err(bad("private", format!("network \"{r}\" does not exist"))),
+    let named: Vec<Uuid> = items
+        .iter()
+        .filter(|(_, n)| *n == r)
+        .map(|(u, _)| *u)
+        .collect();
+    match named.as_slice() {
+        [one] => Ok(*one),
+        [] => Err(format!("{kind} \"{r}\" does not exist")),
+        _ => Err(format!("{kind} name \"{r}\" is ambiguous; use its UUID")),
     }
+}
+
+/// Finds a network by UUID or name (names must be unambiguous).
+fn network_by_ref(st: &State, r: &str) -> Result<Uuid, String> {
+    let networks = st.networks.values().map(|n| (n.uuid, n.name.as_str()));
+    find_by_ref("network", r, networks)
+}
+
+/// Finds a server by UUID or name (names must be unambiguous).
+fn server_by_ref(st: &State, r: &str) -> Result<Uuid, String> {
+    let servers = st.servers().values().map(|s| (s.uuid, s.name.as_str()));
+    find_by_ref("server", r, servers)
 }
 
 /// Inserts one seed server (also what `POST /_fake/servers` does).
@@ -179,7 +251,9 @@ pub fn add_server(
         return Err(bad("flavor", format!("\"{flavor}\" is not a valid flavor")));
     }
     let image = s.image.clone().unwrap_or_else(|| "debian-12".to_string());
-    if find_image(&image).is_none() {
+    // A custom image (`custom:<slug>` or a UUID) is resolved by `insert_server`, which
+    // names the image if it does not exist in the zone (fakecloud/MODEL.md, "Custom images").
+    if find_image(&image).is_none() && !may_name_custom_image(&image) {
         return Err(bad("image", format!("\"{image}\" is not a valid image")));
     }
     if s.name.is_empty() {
@@ -193,7 +267,7 @@ pub fn add_server(
         });
     }
     for p in &s.private {
-        let network = network_by_ref(st, &p.network)?;
+        let network = network_by_ref(st, &p.network).map_err(|m| bad("private", m))?;
         interfaces.push(InterfaceSpec::Private {
             network: Some(network),
             addresses: p.address.map(|a| {
@@ -225,7 +299,8 @@ pub fn add_server(
     )
 }
 
-/// Counts of what a seed created.
+/// Counts of what a seed created: networks, subnets, servers and floating IPs always, the
+/// other kinds only when not zero (README, "Seed files").
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct SeedSummary {
     pub networks: usize,
@@ -236,10 +311,183 @@ pub struct SeedSummary {
     pub objects_users: usize,
     #[serde(skip_serializing_if = "is_zero")]
     pub buckets: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub custom_images: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub volumes: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub volume_snapshots: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub routers: usize,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub router_interfaces: usize,
 }
 
 fn is_zero(n: &usize) -> bool {
     *n == 0
+}
+
+/// Adds the seed's networks and their subnets to `work`.
+fn add_networks(
+    work: &mut State,
+    now: Time,
+    default_zone: &str,
+    networks: &[SeedNetwork],
+    summary: &mut SeedSummary,
+) -> ApiResult<()> {
+    for n in networks {
+        let zone = n.zone.clone().unwrap_or_else(|| default_zone.to_string());
+        if !zone_exists(&zone) {
+            return Err(bad(
+                "networks",
+                format!("network \"{}\": \"{zone}\" is not a valid zone", n.name),
+            ));
+        }
+        let id = insert_network(
+            work,
+            now,
+            NewNetwork {
+                uuid: n.uuid,
+                name: n.name.clone(),
+                zone,
+                mtu: n.mtu.unwrap_or(9000),
+                auto_subnet: n.subnets.is_none(),
+                tags: n.tags.clone(),
+            },
+        )?;
+        summary.networks += 1;
+        summary.subnets += usize::from(n.subnets.is_none());
+        for s in n.subnets.iter().flatten() {
+            add_subnet(work, now, id, s)?;
+            summary.subnets += 1;
+        }
+    }
+    Ok(())
+}
+
+fn add_subnet(work: &mut State, now: Time, network: Uuid, s: &SeedSubnet) -> ApiResult<()> {
+    // Drawn from `work`: its ids are the ones kept when the seed applies.
+    let uuid = s.uuid.unwrap_or_else(|| work.ids.new_uuid());
+    if s.cidr.trunc() != s.cidr {
+        return Err(bad(
+            "networks",
+            format!("subnet {}: host bits set; use {}", s.cidr, s.cidr.trunc()),
+        ));
+    }
+    if let Some(gw) = s.gateway_address
+        && !s.cidr.contains(&gw)
+    {
+        return Err(bad(
+            "networks",
+            format!("subnet {}: gateway {gw} lies outside", s.cidr),
+        ));
+    }
+    work.subnets.insert(
+        uuid,
+        crate::model::networks::Subnet {
+            uuid,
+            network,
+            cidr: s.cidr,
+            gateway_address: s.gateway_address,
+            dns_servers: s.dns_servers.clone().unwrap_or_else(|| {
+                crate::model::store::ranges::DEFAULT_DNS
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect()
+            }),
+            tags: s.tags.clone(),
+            created_at: now,
+        },
+    );
+    Ok(())
+}
+
+/// Adds the seed's servers to `work`.
+fn add_servers(
+    work: &mut State,
+    now: Time,
+    default_zone: &str,
+    servers: &[SeedServer],
+    summary: &mut SeedSummary,
+) -> ApiResult<()> {
+    for s in servers {
+        add_server(work, now, default_zone, s).map_err(|e| match e {
+            ApiError::BadRequest(m) => {
+                let text = m
+                    .iter()
+                    .map(|(k, v)| format!("{k}: {v}"))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                bad("servers", format!("server \"{}\": {text}", s.name))
+            }
+            other => other,
+        })?;
+        summary.servers += 1;
+    }
+    Ok(())
+}
+
+/// Adds the seed's floating IPs to `work`.
+fn add_floating_ips(
+    work: &mut State,
+    now: Time,
+    default_zone: &str,
+    floating_ips: &[SeedFloatingIp],
+    summary: &mut SeedSummary,
+) -> ApiResult<()> {
+    for f in floating_ips {
+        let global = match f.kind.as_deref() {
+            None | Some("regional") => false,
+            Some("global") => true,
+            Some(other) => {
+                return Err(bad(
+                    "floating_ips",
+                    format!("type \"{other}\" is not regional or global"),
+                ));
+            }
+        };
+        let server = match &f.server {
+            None => None,
+            Some(r) => Some(server_by_ref(work, r).map_err(|m| bad("floating_ips", m))?),
+        };
+        let region = if global {
+            None
+        } else {
+            let r = f.region.clone().unwrap_or_else(|| {
+                server
+                    .and_then(|s| work.servers().get(&s))
+                    .map(|s| region_of_zone(&s.zone).to_string())
+                    .unwrap_or_else(|| region_of_zone(default_zone).to_string())
+            });
+            if !region_exists(&r) {
+                return Err(bad(
+                    "floating_ips",
+                    format!("region \"{r}\" does not exist"),
+                ));
+            }
+            Some(r)
+        };
+        if !matches!(f.ip_version, 4 | 6) {
+            return Err(bad("floating_ips", "ip_version must be 4 or 6"));
+        }
+        insert_floating_ip(
+            work,
+            now,
+            NewFloatingIp {
+                ip_version: f.ip_version,
+                prefix_length: f.prefix_length,
+                global,
+                region,
+                server,
+                load_balancer: None,
+                reverse_ptr: f.reverse_ptr.clone(),
+                tags: f.tags.clone(),
+                address: f.address,
+            },
+        )?;
+        summary.floating_ips += 1;
+    }
+    Ok(())
 }
 
 /// Adds the seed's objects users and their buckets to `work`.
@@ -281,7 +529,10 @@ fn add_objects_users(
     Ok(())
 }
 
-/// Applies a seed all or nothing: on error the state is left as it was.
+/// Applies a seed all or nothing: on error the state is left as it was. Sections apply in
+/// the order README "Seed files" gives, so that an entry can refer to entries of the
+/// sections before it (a server to a network or a custom image, a volume to a server, a
+/// snapshot to a volume, a router interface to a network).
 pub fn apply_seed(
     st: &mut State,
     now: Time,
@@ -290,141 +541,15 @@ pub fn apply_seed(
 ) -> ApiResult<SeedSummary> {
     let mut work = st.clone();
     let mut summary = SeedSummary::default();
-    for n in &seed.networks {
-        let zone = n.zone.clone().unwrap_or_else(|| default_zone.to_string());
-        if !zone_exists(&zone) {
-            return Err(bad(
-                "networks",
-                format!("network \"{}\": \"{zone}\" is not a valid zone", n.name),
-            ));
-        }
-        let id = insert_network(
-            &mut work,
-            now,
-            NewNetwork {
-                uuid: n.uuid,
-                name: n.name.clone(),
-                zone,
-                mtu: n.mtu.unwrap_or(9000),
-                auto_subnet: n.subnets.is_none(),
-                tags: n.tags.clone(),
-            },
-        )?;
-        summary.networks += 1;
-        summary.subnets += usize::from(n.subnets.is_none());
-        for s in n.subnets.iter().flatten() {
-            let uuid = s.uuid.unwrap_or_else(|| st.ids.new_uuid());
-            if s.cidr.trunc() != s.cidr {
-                return Err(bad(
-                    "networks",
-                    format!("subnet {}: host bits set; use {}", s.cidr, s.cidr.trunc()),
-                ));
-            }
-            if let Some(gw) = s.gateway_address
-                && !s.cidr.contains(&gw)
-            {
-                return Err(bad(
-                    "networks",
-                    format!("subnet {}: gateway {gw} lies outside", s.cidr),
-                ));
-            }
-            work.subnets.insert(
-                uuid,
-                crate::model::networks::Subnet {
-                    uuid,
-                    network: id,
-                    cidr: s.cidr,
-                    gateway_address: s.gateway_address,
-                    dns_servers: s.dns_servers.clone().unwrap_or_else(|| {
-                        crate::model::store::ranges::DEFAULT_DNS
-                            .iter()
-                            .map(|d| d.to_string())
-                            .collect()
-                    }),
-                    tags: s.tags.clone(),
-                    created_at: now,
-                },
-            );
-            summary.subnets += 1;
-        }
-    }
-    for s in &seed.servers {
-        add_server(&mut work, now, default_zone, s).map_err(|e| match e {
-            ApiError::BadRequest(m) => {
-                let text = m
-                    .iter()
-                    .map(|(k, v)| format!("{k}: {v}"))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                bad("servers", format!("server \"{}\": {text}", s.name))
-            }
-            other => other,
-        })?;
-        summary.servers += 1;
-    }
-    for f in &seed.floating_ips {
-        let global = match f.kind.as_deref() {
-            None | Some("regional") => false,
-            Some("global") => true,
-            Some(other) => {
-                return Err(bad(
-                    "floating_ips",
-                    format!("type \"{other}\" is not regional or global"),
-                ));
-            }
-        };
-        let server = match &f.server {
-            None => None,
-            Some(r) => Some(
-                crate::request::parse_uuid(r)
-                    .filter(|id| work.servers().contains_key(id))
-                    .or_else(|| {
-                        work.servers()
-                            .values()
-                            .find(|s| &s.name == r)
-                            .map(|s| s.uuid)
-                    })
-                    .ok_or_else(|| bad("floating_ips", format!("server \"{r}\" does not exist")))?,
-            ),
-        };
-        let region = if global {
-            None
-        } else {
-            let r = f.region.clone().unwrap_or_else(|| {
-                server
-                    .and_then(|s| work.servers().get(&s))
-                    .map(|s| region_of_zone(&s.zone).to_string())
-                    .unwrap_or_else(|| region_of_zone(default_zone).to_string())
-            });
-            if !region_exists(&r) {
-                return Err(bad(
-                    "floating_ips",
-                    format!("region \"{r}\" does not exist"),
-                ));
-            }
-            Some(r)
-        };
-        if !matches!(f.ip_version, 4 | 6) {
-            return Err(bad("floating_ips", "ip_version must be 4 or 6"));
-        }
-        insert_floating_ip(
-            &mut work,
-            now,
-            NewFloatingIp {
-                ip_version: f.ip_version,
-                prefix_length: f.prefix_length,
-                global,
-                region,
-                server,
-                load_balancer: None,
-                reverse_ptr: f.reverse_ptr.clone(),
-                tags: f.tags.clone(),
-                address: f.address,
-            },
-        )?;
-        summary.floating_ips += 1;
-    }
-    add_objects_users(&mut work, now, &seed.objects_users, &mut summary)?;
+    let sum = &mut summary;
+    add_networks(&mut work, now, default_zone, &seed.networks, sum)?;
+    storage::add_custom_images(&mut work, now, &seed.custom_images, sum)?;
+    add_servers(&mut work, now, default_zone, &seed.servers, sum)?;
+    storage::add_volumes(&mut work, now, default_zone, &seed.volumes, sum)?;
+    storage::add_volume_snapshots(&mut work, now, &seed.volume_snapshots, sum)?;
+    add_floating_ips(&mut work, now, default_zone, &seed.floating_ips, sum)?;
+    routers::add_routers(&mut work, now, default_zone, &seed.routers, sum)?;
+    add_objects_users(&mut work, now, &seed.objects_users, sum)?;
     *st = work;
     Ok(summary)
 }
@@ -436,7 +561,7 @@ mod tests {
 
     #[test]
     fn example_seed_applies() {
-        let text = include_str!("../examples/seed.yaml");
+        let text = include_str!("../../examples/seed.yaml");
         let seed = parse_seed(text).expect("example parses");
         let mut st = State::default();
         let summary = apply_seed(&mut st, Utc::now(), "rma1", &seed).expect("applies");
@@ -453,6 +578,13 @@ mod tests {
         assert_eq!(summary.objects_users, st.objects_users().len());
         assert_eq!(summary.buckets, st.buckets().len());
         assert!(summary.buckets >= 1);
+        assert_eq!(summary.custom_images, st.custom_images().len());
+        assert!(summary.custom_images >= 1);
+        assert!(summary.volumes >= 1);
+        assert_eq!(summary.volume_snapshots, st.volume_snapshots().len());
+        assert!(summary.volume_snapshots >= 1);
+        assert_eq!(summary.routers, st.routers().len());
+        assert!(summary.routers >= 1 && summary.router_interfaces >= 1);
     }
 
     #[test]
