@@ -57,6 +57,8 @@ pub fn routes() -> Router<App> {
             "/rules",
             get(show_rules).put(replace_rules).patch(change_rules),
         )
+        // The browser console and its read-only data (`/_fake/ui/`, `/_fake/console/…`).
+        .merge(crate::console::routes())
 }
 
 /// Decodes an admin body; serde's message names the offending field.

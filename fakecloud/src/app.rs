@@ -31,6 +31,9 @@ pub struct LogEntry {
 #[derive(Debug, Default)]
 pub struct RequestLog {
     pub entries: VecDeque<LogEntry>,
+    /// Entries recorded since start or reset, the dropped ones included: the sequence
+    /// number of the next entry (the console fetches only what is new, `src/console/`).
+    pub recorded: u64,
     /// `"METHOD /route/template"` → count.
     pub counters: BTreeMap<String, u64>,
 }
@@ -133,6 +136,7 @@ impl App {
             log.entries.pop_front();
         }
         log.entries.push_back(entry);
+        log.recorded += 1;
     }
 }
 

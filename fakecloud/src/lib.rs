@@ -19,6 +19,7 @@ pub mod app;
 pub mod catalogue;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod dataplane;
 pub mod error;
 pub mod faults;

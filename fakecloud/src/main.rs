@@ -196,6 +196,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     println!("admin API: {}/_fake/", fc.base_url());
+    println!("console: {}/_fake/ui/", fc.base_url());
     signals.wait().await;
     tracing::info!("shutting down");
     fc.shutdown().await;

@@ -142,7 +142,7 @@ pub struct CcmBedConfig {
 
 impl Default for CcmBedConfig {
     /// Three nodes, fakecloud's clock at 100× (a 10 s reconfiguration takes 100 ms), fast
-    /// kubelet heartbeats and kube-proxy, a CCM with [`FAST_FLAGS`].
+    /// kubelet heartbeats, kube-proxy and Pod starts, a CCM with [`FAST_FLAGS`].
     fn default() -> Self {
         CcmBedConfig {
             testbed: TestbedConfig {
@@ -156,6 +156,13 @@ impl Default for CcmBedConfig {
                     ..KubeletConfig::default()
                 },
                 proxy_interval: Duration::from_millis(200),
+                // Pods start in half a second and leave a NotReady node after two.
+                workloads: Some(crate::workloads::WorkloadsConfig {
+                    pod_start: Duration::from_millis(500),
+                    eviction_grace: Duration::from_secs(2),
+                    resync: Duration::from_secs(5),
+                    ..crate::workloads::WorkloadsConfig::default()
+                }),
                 ..TestbedConfig::default()
             },
             ccm_flags: Some(FAST_FLAGS.iter().map(|s| s.to_string()).collect()),

@@ -11,3 +11,4 @@ pub mod reference_lbs;
 pub mod sim;
 pub mod testbed;
 pub mod wait;
+pub mod workloads;

@@ -6,7 +6,10 @@
 //!   (HTTP 200) for a TCP port, UDP for a UDP port, both when a TCP and a UDP port share the
 //!   node port. With `externalTrafficPolicy: Local` only nodes with a ready endpoint of the
 //!   Service answer; kube-proxy drops the traffic elsewhere. With `Cluster` every node
-//!   answers: the testbed runs no pods, so a Cluster Service's backends are assumed healthy.
+//!   answers while the Service has a ready endpoint anywhere; a Service with a selector
+//!   whose controller-managed EndpointSlices have none answers nowhere. Without such slices
+//!   (no selector, or no EndpointSlice controller, as in the simulation) its backends are
+//!   assumed healthy and every node answers.
 //! - The health-check node port of a `Local` `LoadBalancer` Service answers 200 on nodes
 //!   with a ready endpoint and 503 elsewhere.
 //! - A port declared once and no longer allocated is declared closed: fakecloud's default
@@ -35,28 +38,61 @@ pub const CLOSED: Behaviour = Behaviour {
     http_status: 0,
 };
 
-/// The names of the nodes with a ready endpoint of `svc` (an endpoint without a `ready`
-/// condition counts as ready, as kube-proxy reads it).
-fn ready_nodes<'a>(svc: &Service, slices: &'a [EndpointSlice]) -> BTreeSet<&'a str> {
-    let (ns, name) = (
-        svc.metadata.namespace.as_deref().unwrap_or_default(),
-        svc.metadata.name.as_deref().unwrap_or_default(),
-    );
-    slices
-        .iter()
-        .filter(|s| {
-            s.metadata.namespace.as_deref() == Some(ns)
-                && s.metadata
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get("kubernetes.io/service-name"))
-                    .map(String::as_str)
-                    == Some(name)
-        })
+/// The EndpointSlices of `svc` (by their `kubernetes.io/service-name` label).
+fn slices_of<'a>(
+    svc: &Service,
+    slices: &'a [EndpointSlice],
+) -> impl Iterator<Item = &'a EndpointSlice> {
+    let ns = svc.metadata.namespace.clone().unwrap_or_default();
+    let name = svc.metadata.name.clone().unwrap_or_default();
+    slices.iter().filter(move |s| {
+        s.metadata.namespace.as_deref() == Some(ns.as_str())
+            && s.metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("kubernetes.io/service-name"))
+                .map(String::as_str)
+                == Some(name.as_str())
+    })
+}
+
+/// The ready endpoints of `svc` (an endpoint without a `ready` condition counts as ready,
+/// as kube-proxy reads it).
+fn ready_endpoints<'a>(
+    svc: &Service,
+    slices: &'a [EndpointSlice],
+) -> impl Iterator<Item = &'a k8s_openapi::api::discovery::v1::Endpoint> {
+    slices_of(svc, slices)
         .flat_map(|s| s.endpoints.iter().flatten())
         .filter(|e| e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true))
+}
+
+/// The names of the nodes with a ready endpoint of `svc`.
+fn ready_nodes<'a>(svc: &Service, slices: &'a [EndpointSlice]) -> BTreeSet<&'a str> {
+    ready_endpoints(svc, slices)
         .filter_map(|e| e.node_name.as_deref())
         .collect()
+}
+
+/// Whether a `Cluster` Service is known to have no backend: it selects Pods, the
+/// EndpointSlice controller publishes slices for it (`managed-by`, as the testbed's
+/// controllers in `src/workloads/` and a real cluster's do), and no endpoint of any of its
+/// slices is ready. kube-proxy then rejects its traffic on every node. Without such slices
+/// (a Service without a selector, or the simulation, which runs no Pods) nothing is known
+/// and its backends are assumed healthy.
+fn known_without_backends(svc: &Service, slices: &[EndpointSlice]) -> bool {
+    let selects = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.as_ref())
+        .is_some_and(|s| !s.is_empty());
+    let managed = slices_of(svc, slices).any(|s| {
+        s.metadata
+            .labels
+            .as_ref()
+            .is_some_and(|l| l.contains_key("endpointslice.kubernetes.io/managed-by"))
+    });
+    selects && managed && ready_endpoints(svc, slices).next().is_none()
 }
 
 /// Each Node's name with its InternalIP addresses.
@@ -128,8 +164,9 @@ pub fn node_port_view(services: &[Service], slices: &[EndpointSlice], nodes: &[N
             }
         }
         let ready = is_local(svc).then(|| ready_nodes(svc, slices));
+        let down = !is_local(svc) && known_without_backends(svc, slices);
         for (node, addresses) in node_addresses(nodes) {
-            let serves = ready.as_ref().is_none_or(|r| r.contains(node));
+            let serves = !down && ready.as_ref().is_none_or(|r| r.contains(node));
             for (&port, &(tcp, udp)) in &ports {
                 for &addr in &addresses {
                     let b = view.entry((addr, port)).or_insert(CLOSED);
@@ -347,6 +384,42 @@ mod tests {
             .map(|n| ((ip(n), 30080), TCP_ONLY))
             .collect();
         assert_eq!(view, want);
+    }
+
+    #[test]
+    fn a_cluster_service_whose_managed_slices_have_no_ready_endpoint_answers_nowhere() {
+        let svc = service(json!({
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"type": "LoadBalancer", "externalTrafficPolicy": "Cluster", "selector": {"app": "web"},
+                     "ports": [{"port": 80, "nodePort": 30080}]}
+        }));
+        let slice = |ready: bool| -> EndpointSlice {
+            serde_json::from_value(json!({
+                "metadata": {"name": "web-x", "namespace": "default",
+                             "labels": {"kubernetes.io/service-name": "web",
+                                        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.244.0.5"], "nodeName": "n1", "conditions": {"ready": ready}}]
+            }))
+            .expect("slice")
+        };
+        let answering = |slices: &[EndpointSlice]| {
+            proxy_view(std::slice::from_ref(&svc), slices, &nodes())
+                .values()
+                .filter(|b| b.tcp)
+                .count()
+        };
+        // One ready endpoint anywhere: every node forwards to it.
+        assert_eq!(answering(&[slice(true)]), 3);
+        assert_eq!(answering(&[slice(false)]), 0, "no ready endpoint: nowhere");
+        // No controller publishes slices for it: assumed healthy, as before.
+        assert_eq!(answering(&[]), 3);
+        let mut without_selector = svc.clone();
+        if let Some(spec) = without_selector.spec.as_mut() {
+            spec.selector = None;
+        }
+        let view = proxy_view(&[without_selector], &[slice(false)], &nodes());
+        assert_eq!(view.values().filter(|b| b.tcp).count(), 3);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The testbed: fakecloud, a cluster (any backend) and what connects them: servers in
 //! fakecloud for the cluster's Nodes (simulated kubelets on the embedded server, mirrors of
 //! the real Nodes elsewhere), optionally a kubelet for every server created later through
-//! fakecloud, and the kube-proxy view.
+//! fakecloud, the workload controllers on the embedded server (`src/workloads/`), and the
+//! kube-proxy view.
 
 use crate::cluster::{Cluster, ClusterError};
 use crate::kubelet::{Kubelet, KubeletConfig, KubeletError};
 use crate::proxy::KubeProxy;
+use crate::workloads::{Workloads, WorkloadsConfig};
 use fakecloud::FakeCloud;
 use fakecloud::seed::{
     Seed, SeedNetwork, SeedPrivate, SeedServer, SeedSubnet, add_server, apply_seed,
@@ -50,6 +52,9 @@ pub struct TestbedConfig {
     /// after start (`POST /_fake/servers`, the API, the CLI) once it runs, so adding a
     /// machine adds a Node. Looked for every `proxy_interval`.
     pub kubelets_for_new_servers: bool,
+    /// Embedded backend: run Deployments, ReplicaSets, Pods and EndpointSlices
+    /// (`src/workloads/`); `None` runs none (a real cluster has its own controllers).
+    pub workloads: Option<WorkloadsConfig>,
 }
 
 impl Default for TestbedConfig {
@@ -64,6 +69,7 @@ impl Default for TestbedConfig {
             proxy_interval: Duration::from_secs(1),
             flavor: "flex-8-4".to_string(),
             kubelets_for_new_servers: false,
+            workloads: Some(WorkloadsConfig::default()),
         }
     }
 }
@@ -216,6 +222,7 @@ pub struct Testbed {
     registry: Arc<Registry>,
     _new_servers: Option<NewServerKubelets>,
     _proxy: KubeProxy,
+    _workloads: Option<Workloads>,
     config: TestbedConfig,
     next_host: u32,
 }
@@ -239,12 +246,20 @@ impl Testbed {
             registry: Arc::default(),
             _new_servers: None,
             _proxy: proxy,
+            _workloads: None,
             config,
             next_host: 10,
         };
         if tb.cluster.simulated_nodes() {
             for i in 1..=tb.config.nodes {
                 tb.add_node(&format!("node-{i}")).await?;
+            }
+            if let (Some(cfg), Some(api)) = (&tb.config.workloads, tb.cluster.api_server()) {
+                tb._workloads = Some(Workloads::start(
+                    tb.cluster.client(),
+                    api.shared().clone(),
+                    cfg.clone(),
+                ));
             }
             if tb.config.kubelets_for_new_servers {
                 tb._new_servers = Some(NewServerKubelets::start(

@@ -7,7 +7,8 @@
 //!   missing from the list, or an entry no command of the manual matches, fails
 //!   [`every_command_of_the_manual_is_classified`]. [`the_manual_runs`] then runs them in
 //!   the manual's order against a testbed (the embedded API server, fakecloud, simulated
-//!   kubelets) and fails when one fails: `sh -c` in a scratch copy of `deploy/`, with
+//!   kubelets, and a Deployment `web` of three Pods for the example Service to select) and
+//!   fails when one fails: `sh -c` in a scratch copy of `deploy/`, with
 //!   `HOME` holding the testbed's kubeconfig as `~/.kube/config`, the CCM binary
 //!   (`ccm::cli::main`, as released) on `PATH` as `cloudscale-cloud-controller-manager`,
 //!   and `CLOUDSCALE_ACCESS_TOKEN` and `CLOUDSCALE_API_URL` naming fakecloud. Where a
@@ -21,6 +22,7 @@
 //! - **Links.** Relative links and anchors resolve.
 
 use ccm::node::metadata::is_initialized;
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
 use scenarios::ccm_bed::CcmBedConfig;
@@ -116,7 +118,7 @@ const COMMANDS: &[(&str, Here)] = &[
     (
         "kubectl -n kube-system rollout status deployment/cloudscale-cloud-controller-manager",
         Here::Not(
-            "no controller runs Deployments on the embedded API server: the rollout never progresses",
+            "the CCM's Pods select control-plane Nodes (`nodeSelector`), which the testbed has none of: they stay Pending and the rollout never completes",
         ),
     ),
     (
@@ -879,7 +881,7 @@ async fn http_get(path: &str) -> Option<(u16, String)> {
 }
 
 /// Starts the manual's CCM command and waits until it is ready, leads and has initialized
-/// every Node.
+/// every Node, and the web Pods run on them.
 fn start_daemon(bed: &Bed, text: &str) -> Daemon {
     assert!(
         std::net::TcpListener::bind(HEALTH).is_ok(),
@@ -909,7 +911,13 @@ fn start_daemon(bed: &Bed, text: &str) -> Daemon {
                 .list(&Default::default())
                 .await
                 .is_ok_and(|l| !l.items.is_empty() && l.items.iter().all(is_initialized));
-            ready && leads && initialized
+            // The web Pods schedule once the Nodes are initialized.
+            let web = Api::<Deployment>::namespaced(client.clone(), "default")
+                .get("web")
+                .await
+                .ok()
+                .and_then(|d| d.status?.available_replicas);
+            ready && leads && initialized && web == Some(3)
         });
         if ready {
             return daemon;
@@ -931,9 +939,23 @@ fn start_bed() -> Bed {
         .expect("runtime");
     let tb = rt.block_on(async {
         let cluster = Cluster::embedded().await.expect("embedded cluster");
-        Testbed::start(cluster, CcmBedConfig::default().testbed)
+        let tb = Testbed::start(cluster, CcmBedConfig::default().testbed)
             .await
-            .expect("testbed")
+            .expect("testbed");
+        // The app `deploy/examples/service.yaml` selects, one Pod per node, as the cluster
+        // the manual speaks of runs it: its Service has backends everywhere.
+        let web: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
+        }))
+        .expect("the web Deployment");
+        Api::<Deployment>::namespaced(tb.cluster.client(), "default")
+            .create(&Default::default(), &web)
+            .await
+            .expect("create the web Deployment");
+        tb
     });
     let dir = std::env::temp_dir().join(format!("manual-{}", uuid::Uuid::new_v4()));
     let bed = Bed {

@@ -21,6 +21,7 @@ const COMMANDS: &[&str] = &[
     "create-secret-docker-registry",
     "create-serviceaccount",
     "create-token",
+    "create-deployment",
 ];
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -105,6 +106,7 @@ fn kubectl_secret_body_decodes_to_base64_data() {
 
 #[test]
 fn decoded_bodies_deserialize_into_typed_objects() {
+    use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::authentication::v1::TokenRequest;
     use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service, ServiceAccount};
 
@@ -117,6 +119,7 @@ fn decoded_bodies_deserialize_into_typed_objects() {
             "Secret" => serde_json::from_value::<Secret>(decoded).map(drop),
             "ServiceAccount" => serde_json::from_value::<ServiceAccount>(decoded).map(drop),
             "TokenRequest" => serde_json::from_value::<TokenRequest>(decoded).map(drop),
+            "Deployment" => serde_json::from_value::<Deployment>(decoded).map(drop),
             other => panic!("unexpected kind {other}"),
         };
         result.unwrap_or_else(|e| panic!("{command}: {e}"));

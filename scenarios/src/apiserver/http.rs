@@ -203,10 +203,9 @@ pub async fn handle(
     } else {
         None
     };
-    let unknown_sub = target
-        .sub
-        .as_ref()
-        .is_some_and(|sub| !(sub == "status" && target.rt.status));
+    let unknown_sub = target.sub.as_ref().is_some_and(|sub| {
+        !((sub == "status" && target.rt.status) || (sub == "scale" && target.rt.scale()))
+    });
     if let Some(e) = refused.or(unknown_sub.then_some(ApiError::UnknownResource)) {
         srv.0.requests.lock().push(record(e.code()));
         return e.into_response();
@@ -224,7 +223,10 @@ pub async fn handle(
     match result {
         Ok((code, v)) => {
             let v = match verb {
-                "list" | "get" => render(target.rt, verb == "list", v, format, &params),
+                // A Scale is answered as itself, never as a Table of its parent.
+                "list" | "get" if target.sub.as_deref() != Some("scale") => {
+                    render(target.rt, verb == "list", v, format, &params)
+                }
                 _ => v,
             };
             json_response(code, &v)
@@ -242,6 +244,9 @@ fn dispatch(
     headers: &HeaderMap,
     body: &[u8],
 ) -> ApiResult<(StatusCode, Value)> {
+    if target.sub.as_deref() == Some("scale") {
+        return super::apps::scale_request(srv, verb, target, params, headers, body);
+    }
     match verb {
         "list" => srv.list(target, params).map(|v| (StatusCode::OK, v)),
         "get" => srv.get(target).map(|v| (StatusCode::OK, v)),

@@ -209,6 +209,7 @@ impl Shared {
                 }
                 Ok(())
             }
+            ("apps", kind @ ("Deployment" | "ReplicaSet")) => super::apps::prepare(kind, new, old),
             _ => Ok(()),
         }
     }

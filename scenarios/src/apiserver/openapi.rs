@@ -13,6 +13,7 @@
 
 use super::registry::{RESOURCES, ResourceType, group_versions};
 use k8s_openapi::api::apps::v1 as apps;
+use k8s_openapi::api::autoscaling::v1 as autoscaling;
 use k8s_openapi::api::coordination::v1 as coordination;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -123,6 +124,12 @@ const KIND_SCHEMAS: &[(&str, &str, &str, SchemaFn)] = &[
         SchemaGenerator::subschema_for::<apps::Deployment>,
     ),
     (
+        "apps",
+        "v1",
+        "ReplicaSet",
+        SchemaGenerator::subschema_for::<apps::ReplicaSet>,
+    ),
+    (
         "policy",
         "v1",
         "PodDisruptionBudget",
@@ -160,7 +167,11 @@ const META_SCHEMAS: &[SchemaFn] = &[
     SchemaGenerator::subschema_for::<meta::DeleteOptions>,
     SchemaGenerator::subschema_for::<meta::ListMeta>,
     SchemaGenerator::subschema_for::<meta::Patch>,
+    SchemaGenerator::subschema_for::<autoscaling::Scale>,
 ];
+
+/// The definition of the `scale` subresource's object.
+const SCALE: &str = "io.k8s.api.autoscaling.v1.Scale";
 
 /// Markers of the Go types that k8s-openapi's schemas do not carry, as the real API server
 /// publishes them: (definition, property or `""` for the definition itself, extension, value).
@@ -182,6 +193,14 @@ const MARKERS: &[(&str, &str, &str, &str)] = &[
     ("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "managedFields", "x-kubernetes-list-type", "atomic"),
     ("io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference", "", "x-kubernetes-map-type", "atomic"),
     ("io.k8s.apimachinery.pkg.apis.meta.v1.StatusDetails", "causes", "x-kubernetes-list-type", "atomic"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "conditions", "x-kubernetes-list-map-keys", "type"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "conditions", "x-kubernetes-list-type", "map"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "conditions", "x-kubernetes-patch-merge-key", "type"),
+    ("io.k8s.api.apps.v1.DeploymentStatus", "conditions", "x-kubernetes-patch-strategy", "merge"),
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "conditions", "x-kubernetes-list-map-keys", "type"),
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "conditions", "x-kubernetes-list-type", "map"),
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "conditions", "x-kubernetes-patch-merge-key", "type"),
+    ("io.k8s.api.apps.v1.ReplicaSetStatus", "conditions", "x-kubernetes-patch-strategy", "merge"),
     ("io.k8s.api.discovery.v1.Endpoint", "addresses", "x-kubernetes-list-type", "set"),
     ("io.k8s.api.discovery.v1.EndpointHints", "forZones", "x-kubernetes-list-type", "atomic"),
     ("io.k8s.api.discovery.v1.EndpointHints", "forNodes", "x-kubernetes-list-type", "atomic"),
@@ -509,6 +528,9 @@ fn build_model() -> Model {
     if let Some(d) = definitions.get_mut(&format!("{META}Status")) {
         d["x-kubernetes-group-version-kind"] = json!([gvk("", "v1", "Status")]);
     }
+    if let Some(d) = definitions.get_mut(SCALE) {
+        d["x-kubernetes-group-version-kind"] = json!([gvk("autoscaling", "v1", "Scale")]);
+    }
 
     for (definition, property, key, value) in MARKERS {
         if let Some(def) = definitions.get_mut(*definition) {
@@ -834,7 +856,7 @@ fn paths_for(s: &Served) -> Vec<PathEntry> {
     if r.status {
         out.push(PathEntry {
             path: format!("{collection}/{{name}}/status"),
-            params: item_scope,
+            params: item_scope.clone(),
             resource: r,
             ops: vec![
                 op(
@@ -865,6 +887,46 @@ fn paths_for(s: &Served) -> Vec<PathEntry> {
                     write_params(true),
                     Body::Patch,
                     def.clone(),
+                    &["200", "201"],
+                ),
+            ],
+        });
+    }
+    if r.scale() {
+        let scale = SCALE.to_string();
+        out.push(PathEntry {
+            path: format!("{collection}/{{name}}/scale"),
+            params: item_scope,
+            resource: r,
+            ops: vec![
+                op(
+                    "get",
+                    "get",
+                    format!("read{gv}{ns}{kind}Scale"),
+                    format!("read scale of the specified {kind}"),
+                    Vec::new(),
+                    Body::None,
+                    scale.clone(),
+                    &["200"],
+                ),
+                op(
+                    "put",
+                    "put",
+                    format!("replace{gv}{ns}{kind}Scale"),
+                    format!("replace scale of the specified {kind}"),
+                    write_params(false),
+                    Body::Object,
+                    scale.clone(),
+                    &["200", "201"],
+                ),
+                op(
+                    "patch",
+                    "patch",
+                    format!("patch{gv}{ns}{kind}Scale"),
+                    format!("partially update scale of the specified {kind}"),
+                    write_params(true),
+                    Body::Patch,
+                    scale,
                     &["200", "201"],
                 ),
             ],
@@ -918,10 +980,12 @@ fn body_def(body: Body, object: &str) -> Option<String> {
 
 fn op_extensions(o: &Op, r: &ResourceType, target: &mut Map<String, Value>) {
     target.insert("x-kubernetes-action".into(), json!(o.action));
-    target.insert(
-        "x-kubernetes-group-version-kind".into(),
-        gvk(r.group, r.version, r.kind),
-    );
+    let kind = if o.response == SCALE {
+        gvk("autoscaling", "v1", "Scale")
+    } else {
+        gvk(r.group, r.version, r.kind)
+    };
+    target.insert("x-kubernetes-group-version-kind".into(), kind);
 }
 
 fn v2_param(p: &Param) -> Value {

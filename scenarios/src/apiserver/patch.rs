@@ -33,6 +33,11 @@ pub fn list_strategy(kind: &str, path: &[String]) -> ListStrategy {
         }
         ("Node", ["status", "addresses"]) => ListStrategy::MergeByKey("type"),
         ("Pod", ["spec", "containers"]) => ListStrategy::MergeByKey("name"),
+        // What `kubectl set image`, `rollout restart` and `apply` of a workload rely on.
+        ("Deployment" | "ReplicaSet", ["spec", "template", "spec", "containers"]) => {
+            ListStrategy::MergeByKey("name")
+        }
+        ("Deployment" | "ReplicaSet", ["status", "conditions"]) => ListStrategy::MergeByKey("type"),
         _ => ListStrategy::Replace,
     }
 }

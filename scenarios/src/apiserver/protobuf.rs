@@ -19,7 +19,7 @@
 //! | `create secret generic / tls / docker-registry` | JSON | protobuf `v1 Secret` |
 //! | `create serviceaccount` | JSON | protobuf `v1 ServiceAccount` |
 //! | `create token SA` (`serviceaccounts/SA/token`) | JSON | protobuf `authentication.k8s.io/v1 TokenRequest` |
-//! | `create deployment` (not served here) | JSON | protobuf `apps/v1 Deployment` |
+//! | `create deployment` | JSON | protobuf `apps/v1 Deployment` |
 //! | `create -f`, `replace -f` | JSON | JSON |
 //! | `apply -f` (client-side) | strategic merge patch | strategic merge patch |
 //! | `annotate`, `label`, `scale` | merge patch | merge patch |
@@ -34,8 +34,8 @@
 //!
 //! # What is decoded
 //!
-//! `v1` Namespace, Service, ConfigMap, Secret, ServiceAccount; `authentication.k8s.io/v1`
-//! TokenRequest; `DeleteOptions` (`v1` or `meta.k8s.io/v1`, in case a client sends it). Any
+//! `v1` Namespace, Service, ConfigMap, Secret, ServiceAccount; `apps/v1` Deployment (the pod
+//! template's common fields: `protobuf/apps.rs`); `authentication.k8s.io/v1` TokenRequest; `DeleteOptions` (`v1` or `meta.k8s.io/v1`, in case a client sends it). Any
 //! other kind is [`ProtobufError::UnknownKind`]. An envelope whose `contentType` says JSON is
 //! passed through.
 //!
@@ -61,6 +61,8 @@ use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
 use prost::Message;
 use serde_json::{Map, Value};
 
+mod apps;
+
 /// The four bytes every Kubernetes protobuf body starts with.
 pub const MAGIC: [u8; 4] = *b"k8s\0";
 
@@ -74,6 +76,7 @@ pub const SUPPORTED_KINDS: &[(&str, &str)] = &[
     ("v1", "ConfigMap"),
     ("v1", "Secret"),
     ("v1", "ServiceAccount"),
+    ("apps/v1", "Deployment"),
     ("v1", "DeleteOptions"),
     ("meta.k8s.io/v1", "DeleteOptions"),
     ("authentication.k8s.io/v1", "TokenRequest"),
@@ -92,7 +95,7 @@ pub enum ProtobufError {
     #[error("the protobuf envelope has no typeMeta kind")]
     MissingTypeMeta,
     #[error(
-        "unknown kind \"{kind}\" (apiVersion \"{api_version}\"): protobuf bodies are only decoded for Namespace, Service, ConfigMap, Secret, ServiceAccount, TokenRequest and DeleteOptions; send JSON instead"
+        "unknown kind \"{kind}\" (apiVersion \"{api_version}\"): protobuf bodies are only decoded for Namespace, Service, ConfigMap, Secret, ServiceAccount, Deployment, TokenRequest and DeleteOptions; send JSON instead"
     )]
     UnknownKind { api_version: String, kind: String },
     #[error("unsupported contentEncoding \"{0}\" in the protobuf envelope")]
@@ -188,6 +191,7 @@ fn convert(api_version: &str, kind: &str, raw: &[u8]) -> Result<Map<String, Valu
         ("v1", "ConfigMap") => config_map(&decode(raw, "v1 ConfigMap")?),
         ("v1", "Secret") => secret(&decode(raw, "v1 Secret")?),
         ("v1", "ServiceAccount") => service_account(&decode(raw, "v1 ServiceAccount")?),
+        ("apps/v1", "Deployment") => apps::deployment(&decode(raw, "apps/v1 Deployment")?),
         ("v1" | "meta.k8s.io/v1", "DeleteOptions") => {
             delete_options(&decode(raw, "DeleteOptions")?)
         }
@@ -1420,7 +1424,7 @@ mod tests {
     fn unknown_kind_is_an_error() {
         let err = decode_body(&envelope(
             "apps/v1",
-            "Deployment",
+            "StatefulSet",
             &core::Namespace::default(),
         ))
         .unwrap_err();
@@ -1428,10 +1432,10 @@ mod tests {
             err,
             ProtobufError::UnknownKind {
                 api_version: "apps/v1".into(),
-                kind: "Deployment".into()
+                kind: "StatefulSet".into()
             }
         );
-        assert!(err.to_string().contains("unknown kind \"Deployment\""));
+        assert!(err.to_string().contains("unknown kind \"StatefulSet\""));
         // The kind alone is not enough: the group must match too.
         assert!(matches!(
             decode_body(&envelope(

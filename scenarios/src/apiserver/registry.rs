@@ -124,9 +124,11 @@ pub const RESOURCES: &[ResourceType] = &[
         status: false,
         categories: &[],
     },
-    // Stored and validated against their schema only: no controller acts on them. They let
-    // `kubectl apply -f deploy/config.yml` and the Helm chart's render apply here, and the
-    // RBAC objects are what the authorizer (`rbac.rs`) reads.
+    // Deployments and ReplicaSets are defaulted and validated here (`apps.rs`) and have the
+    // `scale` subresource; the testbed's controllers (`src/workloads/`) run them. No
+    // controller acts on PodDisruptionBudgets: they are stored so that `kubectl apply -f
+    // deploy/config.yml` and the Helm chart's render apply here. The RBAC objects are what
+    // the authorizer (`rbac.rs`) reads.
     ResourceType {
         categories: &["all"],
         ..group_type(
@@ -136,6 +138,18 @@ pub const RESOURCES: &[ResourceType] = &[
             "deployment",
             true,
             &["deploy"],
+            true,
+        )
+    },
+    ResourceType {
+        categories: &["all"],
+        ..group_type(
+            "apps",
+            "ReplicaSet",
+            "replicasets",
+            "replicaset",
+            true,
+            &["rs"],
             true,
         )
     },
@@ -187,6 +201,11 @@ pub const RESOURCES: &[ResourceType] = &[
 ];
 
 impl ResourceType {
+    /// Has a `scale` subresource (`autoscaling/v1` `Scale`).
+    pub fn scale(&self) -> bool {
+        super::apps::has_scale(self.group, self.kind)
+    }
+
     /// `v1` or `group/version`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

@@ -170,7 +170,10 @@ pub(super) fn random_suffix(ambient: &Ambient) -> String {
 
 /// Objects whose spec changes bump `metadata.generation`.
 pub(super) fn has_generation(rt: &ResourceType) -> bool {
-    matches!(rt.kind, "Service" | "Pod") && rt.group.is_empty()
+    matches!(
+        (rt.group, rt.kind),
+        ("", "Service" | "Pod") | ("apps", "Deployment" | "ReplicaSet")
+    )
 }
 
 /// The whole HTTP surface over `shared`, for a socket or for in-process callers.

@@ -8,6 +8,8 @@ use super::events;
 use super::registry::ResourceType;
 use serde_json::{Value, json};
 
+mod apps;
+
 /// What the client asked for in `Accept`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -305,6 +307,7 @@ fn column_specs(rt: &ResourceType) -> Vec<Col> {
             ),
             age,
         ],
+        ("apps", kind @ ("Deployment" | "ReplicaSet")) => apps::columns(kind, name, age),
         ("coordination.k8s.io", "Lease") => vec![
             name,
             (
@@ -947,6 +950,7 @@ pub fn cells(rt: &ResourceType, obj: &Value, now: chrono::DateTime<chrono::Utc>)
         ("", "ServiceAccount") => vec![json!(count(obj, "/secrets")), Value::Null],
         ("", "Endpoints") => vec![json!(endpoints_cell(obj)), Value::Null],
         ("discovery.k8s.io", "EndpointSlice") => endpoint_slice_cells(obj),
+        ("apps", kind @ ("Deployment" | "ReplicaSet")) => apps::cells(kind, obj),
         ("coordination.k8s.io", "Lease") => {
             vec![json!(s(obj, "/spec/holderIdentity")), Value::Null]
         }

@@ -330,7 +330,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
         }
         // Converged means serving: every port of a Cluster-policy Service answers new
         // connections throughout the quiet window while one of its nodes runs. (Local
-        // Services have no endpoints here: the testbed runs no pods.)
+        // Services have no endpoints here: the simulation runs no pods.)
         if let Some((from, to)) = cx.quiet {
             let running: BTreeSet<std::net::IpAddr> = st
                 .servers()

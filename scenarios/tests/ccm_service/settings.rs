@@ -312,11 +312,16 @@ async fn each_change_is_framed_by_ensuring_and_ensured_events_with_the_addresses
     );
     bed.create_converged(&svc, 1).await;
     let served = bed.wait_ingress("framed").await;
-    let ensured = bed.wait_event("framed", "EnsuredLoadBalancer", " at ").await;
+    let ensured = bed
+        .wait_event("framed", "EnsuredLoadBalancer", " at ")
+        .await;
     let message = ensured.message.clone().unwrap_or_default();
     for entry in ingress(&served) {
         let ip = entry["ip"].as_str().unwrap_or_default();
-        assert!(!ip.is_empty() && message.contains(ip), "{message} names {ip}");
+        assert!(
+            !ip.is_empty() && message.contains(ip),
+            "{message} names {ip}"
+        );
     }
     let ensuring = bed
         .wait_event("framed", "EnsuringLoadBalancer", "changes (impact")

@@ -106,6 +106,9 @@ impl Socket {
         crate::sim::run::global_converged().to(&trace);
         let mut config = CcmBedConfig::default();
         config.testbed.nodes = nodes;
+        // The cases write the Service's EndpointSlice themselves (the model's endpoints)
+        // and run no Pods: no EndpointSlice controller may say its backends are down.
+        config.testbed.workloads = None;
         Socket {
             bed: CcmBed::start(config).await,
             trace,

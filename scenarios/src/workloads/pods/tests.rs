@@ -1,0 +1,182 @@
+use super::*;
+use std::time::Duration;
+
+fn node(name: &str, ip: &str, ready: bool) -> Value {
+    json!({"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+           "status": {"conditions": [{"type": "Ready", "status": if ready { "True" } else { "Unknown" }}],
+                      "addresses": [{"type": "InternalIP", "address": ip}]}})
+}
+
+fn pod(name: &str, node: &str) -> Value {
+    json!({"metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
+                        "creationTimestamp": "2026-01-01T00:00:00Z",
+                        "ownerReferences": [{"kind": "ReplicaSet", "uid": "rs1", "controller": true}]},
+           "spec": {"nodeName": node, "containers": [{"name": "c", "image": "nginx"}]},
+           "status": {"phase": "Pending"}})
+}
+
+fn cfg() -> WorkloadsConfig {
+    WorkloadsConfig {
+        pod_start: Duration::from_secs(2),
+        eviction_grace: Duration::from_secs(10),
+        ..WorkloadsConfig::default()
+    }
+}
+
+fn patches(actions: &[Action]) -> Vec<(String, Value)> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Patch { name, patch, .. } => Some((name.clone(), patch.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn three_nodes() -> Vec<Value> {
+    vec![
+        node("n1", "10.0.0.11", true),
+        node("n2", "10.0.0.12", true),
+        node("n3", "10.0.0.13", false),
+    ]
+}
+
+#[test]
+fn pods_spread_over_ready_nodes_that_they_tolerate() {
+    let mut nodes = three_nodes();
+    nodes.push(node("n4", "10.0.0.14", true));
+    nodes[3]["spec"] = json!({"taints": [{"key": "node.cloudprovider.kubernetes.io/uninitialized",
+                                          "value": "true", "effect": "NoSchedule"}]});
+    let pods: Vec<Value> = (0..4).map(|i| pod(&format!("p{i}"), "")).collect();
+    let snap = Snapshot {
+        nodes,
+        pods,
+        ..Snapshot::default()
+    };
+    let (actions, _) = sync(&snap, &mut Memory::default(), &cfg(), "t", Instant::now());
+    let bound: Vec<String> = patches(&actions)
+        .iter()
+        .map(|(_, p)| text(p, "/spec/nodeName").to_string())
+        .collect();
+    // n3 is not Ready, n4 tainted: n1 and n2 take two each.
+    assert_eq!(bound, ["n1", "n2", "n1", "n2"]);
+}
+
+#[test]
+fn a_pod_no_node_takes_stays_pending_unschedulable() {
+    let snap = Snapshot {
+        nodes: vec![node("n3", "10.0.0.13", false)],
+        pods: vec![pod("p", "")],
+        ..Snapshot::default()
+    };
+    let (actions, _) = sync(&snap, &mut Memory::default(), &cfg(), "t", Instant::now());
+    let (_, patch) = &patches(&actions)[0];
+    assert_eq!(patch["status"]["conditions"][0]["reason"], "Unschedulable");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_bound_pod_gets_an_address_and_runs_after_its_start() {
+    let mut memory = Memory::default();
+    let snap = Snapshot {
+        nodes: three_nodes(),
+        pods: vec![pod("p", "n2")],
+        ..Snapshot::default()
+    };
+    let t0 = Instant::now();
+    let (actions, due) = sync(&snap, &mut memory, &cfg(), "t0", t0);
+    let (_, accepted) = &patches(&actions)[0];
+    let status = &accepted["status"];
+    assert_eq!(status["hostIP"], "10.0.0.12");
+    // n1 was seen first: 10.244.0.0/24; n2 has the next /24.
+    assert_eq!(status["podIP"], "10.244.1.2");
+    assert_eq!(
+        status["containerStatuses"][0]["state"]["waiting"]["reason"],
+        "ContainerCreating"
+    );
+    assert_eq!(due, Some(t0 + Duration::from_secs(2)));
+
+    let mut p = pod("p", "n2");
+    p["status"] = status.clone();
+    let snap = Snapshot {
+        nodes: three_nodes(),
+        pods: vec![p.clone()],
+        ..Snapshot::default()
+    };
+    let (actions, due) = sync(
+        &snap,
+        &mut memory,
+        &cfg(),
+        "t1",
+        t0 + Duration::from_secs(1),
+    );
+    assert!(actions.is_empty(), "not yet: {actions:?}");
+    assert_eq!(due, Some(t0 + Duration::from_secs(2)));
+    let (actions, _) = sync(
+        &snap,
+        &mut memory,
+        &cfg(),
+        "t2",
+        t0 + Duration::from_secs(2),
+    );
+    let (_, running) = &patches(&actions)[0];
+    assert_eq!(running["status"]["phase"], "Running");
+    let ready = running["status"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Ready")
+        .cloned();
+    assert_eq!(ready.map(|c| c["status"].clone()), Some(json!("True")));
+}
+
+#[tokio::test(start_paused = true)]
+async fn pods_of_a_node_that_goes_are_unready_then_evicted() {
+    let mut memory = Memory::default();
+    let mut running = pod("p", "n3");
+    running["status"] = json!({"phase": "Running", "hostIP": "10.0.0.13", "podIP": "10.244.2.2",
+                               "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "t"}]});
+    let snap = Snapshot {
+        nodes: three_nodes(),
+        pods: vec![running],
+        ..Snapshot::default()
+    };
+    let t0 = Instant::now();
+    let (actions, due) = sync(&snap, &mut memory, &cfg(), "t0", t0);
+    let (_, unready) = &patches(&actions)[0];
+    assert_eq!(unready["status"]["conditions"][1]["status"], "False");
+    assert_eq!(due, Some(t0 + Duration::from_secs(10)));
+    let (actions, _) = sync(
+        &snap,
+        &mut memory,
+        &cfg(),
+        "t1",
+        t0 + Duration::from_secs(10),
+    );
+    assert!(matches!(actions.as_slice(), [Action::Delete { name, .. }] if name == "p"));
+
+    // A Pod whose Node is gone is deleted at once.
+    let snap = Snapshot {
+        nodes: Vec::new(),
+        pods: vec![pod("q", "gone")],
+        ..Snapshot::default()
+    };
+    let (actions, _) = sync(&snap, &mut Memory::default(), &cfg(), "t", Instant::now());
+    assert!(matches!(actions.as_slice(), [Action::Delete { name, .. }] if name == "q"));
+}
+
+#[test]
+fn addresses_skip_those_in_use_and_follow_a_set_pod_cidr() {
+    let mut nodes = vec![node("n1", "10.0.0.11", true)];
+    nodes[0]["spec"] = json!({"podCIDR": "10.50.7.0/24"});
+    let mut busy = pod("busy", "n1");
+    busy["status"] = json!({"phase": "Running", "hostIP": "10.0.0.11", "podIP": "10.50.7.2",
+                            "conditions": [{"type": "Ready", "status": "True"}]});
+    let snap = Snapshot {
+        nodes,
+        pods: vec![busy, pod("new", "n1")],
+        ..Snapshot::default()
+    };
+    let (actions, _) = sync(&snap, &mut Memory::default(), &cfg(), "t", Instant::now());
+    let (_, accepted) = &patches(&actions)[0];
+    assert_eq!(accepted["status"]["podIP"], "10.50.7.3");
+}
