@@ -551,3 +551,63 @@ async fn scaling_a_deployment_to_zero_is_downtime_until_it_scales_back() {
         "down from the scale to 0 until the scale back"
     );
 }
+
+/// A node that goes takes its Pods with it; the ReplicaSet places new ones on the nodes
+/// left, the EndpointSlice follows, and the load balancer keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_of_a_node_that_goes_are_rescheduled_on_the_others() {
+    let bed = CcmBed::start_default().await;
+    let lb = serve_a_deployment(&bed).await;
+    let client = bed.tb.cluster.client();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let node_of = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.clone());
+    let before = pods.list(&Default::default()).await.expect("pods").items;
+    let gone = before.iter().find_map(node_of).expect("a Pod on a node");
+    let from = bed.now();
+    bed.delete_server_of(&gone).await;
+    let after = eventually(
+        "two ready Pods, none on the node that went",
+        LIMIT,
+        || async {
+            let items = pods.list(&Default::default()).await.ok()?.items;
+            let ready = |p: &Pod| {
+                p.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+            };
+            let placed: Vec<String> = items
+                .iter()
+                .filter(|p| ready(p))
+                .filter_map(node_of)
+                .collect();
+            (items.len() == 2 && placed.len() == 2 && !placed.contains(&gone)).then_some(placed)
+        },
+    )
+    .await;
+    let slices: Api<EndpointSlice> = Api::namespaced(client, "default");
+    eventually("the EndpointSlice follows", LIMIT, || async {
+        let nodes: Vec<String> = slices
+            .list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .iter()
+            .flat_map(|s| s.endpoints.clone().unwrap_or_default())
+            .filter_map(|e| e.node_name)
+            .collect();
+        let mut want = after.clone();
+        want.sort();
+        let mut have = nodes.clone();
+        have.sort();
+        (have == want).then_some(())
+    })
+    .await;
+    // The load balancer serves from the Pods that are left while the new one starts: the
+    // node that went had one of two, so the VIP never stops answering.
+    let down = down_since(&bed, &lb, &from).await;
+    assert!(
+        down.is_empty(),
+        "no downtime while one Pod serves: {down:?}"
+    );
+}
