@@ -291,50 +291,21 @@ async fn check_10_seeded_runs_repeat_ids_and_keys() {
 async fn extra_state_dump_reset_restore_include_objects_users() {
     let (fc, api) = start().await;
     let u = make_user(&api, "alice", json!({"tags": {"k": "v"}})).await;
-    let http = reqwest::Client::new();
-    let admin = format!("{}/_fake", fc.base_url());
-    let dump: Value = http
-        .get(format!("{admin}/state"))
-        .send()
-        .await
-        .expect("dump")
-        .json()
-        .await
-        .expect("json");
+    let dump = dump_state(&fc).await;
     let listed = dump["objects_users"]
         .as_array()
         .expect("a list in the dump");
     assert_eq!(listed.len(), 1, "{dump}");
-    let st = http
-        .post(format!("{admin}/reset"))
-        .send()
-        .await
-        .expect("reset")
-        .status();
-    assert!(st.is_success());
+    reset_state(&fc).await;
     assert!(api.list("/objects-users").await.is_empty());
     api.assert_not_found(&upath(&u)).await;
-    let st = http
-        .put(format!("{admin}/state"))
-        .json(&dump)
-        .send()
-        .await
-        .expect("restore")
-        .status();
-    assert!(st.is_success(), "restore: {st}");
+    restore_state(&fc, &dump).await;
     assert_eq!(api.fetch(&upath(&u)).await, u, "same id, keys and tags");
     // a dump made before objects users existed restores with none
     let mut old = dump.clone();
     old.as_object_mut()
         .expect("dump object")
         .remove("objects_users");
-    let st = http
-        .put(format!("{admin}/state"))
-        .json(&old)
-        .send()
-        .await
-        .expect("restore old")
-        .status();
-    assert!(st.is_success(), "restore old: {st}");
+    restore_state(&fc, &old).await;
     assert!(api.list("/objects-users").await.is_empty());
 }

@@ -268,35 +268,15 @@ async fn extra_project_log_start_filters_and_is_validated() {
 async fn extra_project_log_is_dumped_restored_and_reset() {
     let (fc, api) = start().await;
     make_server(&api, "kept", json!({})).await;
-    let http = reqwest::Client::new();
-    let admin = format!("{}/_fake", fc.base_url());
-    let dump: Value = http
-        .get(format!("{admin}/state"))
-        .send()
-        .await
-        .expect("dump")
-        .json()
-        .await
-        .expect("json");
+    let dump = dump_state(&fc).await;
     assert_eq!(
         dump["project_log"].as_array().map(Vec::len),
         Some(1),
         "{dump}"
     );
-    let st = http
-        .post(format!("{admin}/reset"))
-        .send()
-        .await
-        .expect("reset");
-    assert!(st.status().is_success());
+    reset_state(&fc).await;
     assert_eq!(api.fetch("/project-logs").await["results"], json!([]));
-    let st = http
-        .put(format!("{admin}/state"))
-        .json(&dump)
-        .send()
-        .await
-        .expect("restore");
-    assert!(st.status().is_success());
+    restore_state(&fc, &dump).await;
     assert_eq!(actions(&api.fetch("/project-logs").await).len(), 1);
     fc.shutdown().await;
 }

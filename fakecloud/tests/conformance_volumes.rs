@@ -638,39 +638,17 @@ async fn extra_state_dump_restore_and_reset_include_volumes() {
     let srv = running_server(&fc, &api, "s", json!({})).await;
     let v = make_volume(&api, "v", json!({"server_uuids": [id(&srv)]})).await;
     let sn = snapshot(&api, "sn", &v).await;
-    let http = reqwest::Client::new();
-    let admin = format!("{}/_fake", fc.base_url());
-    let dump: Value = http
-        .get(format!("{admin}/state"))
-        .send()
-        .await
-        .expect("dump")
-        .json()
-        .await
-        .expect("json");
+    let dump = dump_state(&fc).await;
     assert_eq!(
         dump["volumes"].as_array().map(Vec::len),
         Some(2),
         "root + v"
     );
     assert_eq!(dump["volume_snapshots"].as_array().map(Vec::len), Some(1));
-    let st = http
-        .post(format!("{admin}/reset"))
-        .send()
-        .await
-        .expect("reset")
-        .status();
-    assert!(st.is_success());
+    reset_state(&fc).await;
     assert!(api.list("/volumes").await.is_empty());
     assert!(api.list("/volume-snapshots").await.is_empty());
-    let st = http
-        .put(format!("{admin}/state"))
-        .json(&dump)
-        .send()
-        .await
-        .expect("restore")
-        .status();
-    assert!(st.is_success(), "restore: {st}");
+    restore_state(&fc, &dump).await;
     assert_eq!(
         api.fetch(&vpath(&v)).await["server_uuids"],
         json!([id(&srv)])

@@ -2,18 +2,16 @@
 //! content types, everything the index loads exists, and the data endpoints answer with the
 //! fields the JavaScript reads. The browser itself is driven by `ci/console_browser.py`.
 //!
-//! `console_refresh_cost` (ignored) measures what one refresh of each view costs the server
-//! on an account of 50 load balancers:
-//! `cargo test --release -p fakecloud --test console -- --ignored --nocapture`.
+//! What one refresh of each view costs the server is measured by the bench binary
+//! `fakecloud-console-bench` (fakecloud/README.md, "Console").
 
 mod support;
 
 use fakecloud::console::ASSETS;
-use fakecloud::{App, Config, InProcess};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::{Api, id, running_lb, start};
 
 /// `GET` of an admin path without a token: status, content type, body.
@@ -451,157 +449,3 @@ async fn the_faults_and_clock_endpoints_answer_what_their_views_read() {
 }
 
 // ---- cost of a refresh ------------------------------------------------------------------
-
-/// One in-process GET (no socket): the server's own time for it.
-async fn timed_get(fc: &InProcess, path: &str) -> (Duration, usize) {
-    let req = axum::http::Request::builder()
-        .uri(path)
-        .header("host", "console.test")
-        .body(axum::body::Body::empty())
-        .expect("request");
-    let started = Instant::now();
-    let resp = fc.serve(req).await.expect("answered");
-    assert_eq!(resp.status(), StatusCode::OK.as_u16(), "{path}");
-    let body = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .expect("body");
-    (started.elapsed(), body.len())
-}
-
-async fn v1(fc: &InProcess, method: &str, path: &str, body: Value) -> Value {
-    let req = axum::http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", "console.test")
-        .header("authorization", "Bearer test-token")
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(body.to_string()))
-        .expect("request");
-    let resp = fc.serve(req).await.expect("answered");
-    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
-        .await
-        .expect("body");
-    serde_json::from_slice(&bytes).unwrap_or(Value::Null)
-}
-
-/// 50 load balancers on 10 servers, each with a pool of 10 members, a listener and a
-/// monitor, its listener recreated twice (history), and 10,000 logged requests.
-async fn fifty_load_balancers() -> InProcess {
-    let fc = InProcess::new(App::new(Config::for_tests()));
-    let servers: Vec<Value> = (1..=10)
-        .map(|i| json!({"name": format!("node-{i}"), "private": [{"network": "private", "address": format!("10.0.0.{}", 10 + i)}]}))
-        .collect();
-    let seed = json!({"networks": [{"name": "private", "subnets": [{"cidr": "10.0.0.0/24"}]}], "servers": servers});
-    v1(&fc, "POST", "/_fake/seed", seed).await;
-    let subnet = v1(&fc, "GET", "/v1/subnets", Value::Null).await[0]["uuid"].clone();
-    for n in 0..50 {
-        let lb = v1(
-            &fc,
-            "POST",
-            "/v1/load-balancers",
-            json!({"name": format!("lb-{n}"), "flavor": "lb-standard", "zone": "rma1"}),
-        )
-        .await;
-        let pool = v1(&fc, "POST", "/v1/load-balancers/pools", json!({"name": "pool", "load_balancer": lb["uuid"], "algorithm": "round_robin", "protocol": "tcp"})).await;
-        let members = format!(
-            "/v1/load-balancers/pools/{}/members",
-            pool["uuid"].as_str().unwrap_or_default()
-        );
-        for i in 1..=10 {
-            v1(&fc, "POST", &members, json!({"name": format!("m{i}"), "protocol_port": 30080, "address": format!("10.0.0.{}", 10 + i), "subnet": subnet})).await;
-        }
-        v1(
-            &fc,
-            "POST",
-            "/v1/load-balancers/health-monitors",
-            json!({"pool": pool["uuid"], "type": "tcp"}),
-        )
-        .await;
-        let listener =
-            json!({"name": "l", "pool": pool["uuid"], "protocol": "tcp", "protocol_port": 80});
-        let mut l = v1(
-            &fc,
-            "POST",
-            "/v1/load-balancers/listeners",
-            listener.clone(),
-        )
-        .await;
-        for _ in 0..2 {
-            fc.app().0.clock.advance(Duration::from_secs(60));
-            let path = format!(
-                "/v1/load-balancers/listeners/{}",
-                l["uuid"].as_str().unwrap_or_default()
-            );
-            v1(&fc, "DELETE", &path, Value::Null).await;
-            l = v1(
-                &fc,
-                "POST",
-                "/v1/load-balancers/listeners",
-                listener.clone(),
-            )
-            .await;
-        }
-    }
-    while fc.app().0.log.lock().recorded < 10_000 {
-        v1(&fc, "GET", "/v1/servers", Value::Null).await;
-    }
-    fc.app().0.clock.advance(Duration::from_secs(600));
-    fc
-}
-
-#[tokio::test]
-#[ignore = "a measurement, not a check: run with --ignored --nocapture"]
-async fn console_refresh_cost() {
-    let fc = fifty_load_balancers().await;
-    let account = v1(&fc, "GET", "/_fake/console/account", Value::Null).await;
-    let lb = account["load_balancers"][25]["uuid"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let views: [(&str, Vec<String>); 3] = [
-        ("account", vec!["/_fake/console/account".to_string()]),
-        (
-            "load balancer",
-            vec![
-                format!("/_fake/console/load-balancers/{lb}"),
-                format!("/_fake/load-balancers/{lb}/availability"),
-                format!("/_fake/load-balancers/{lb}/timeline"),
-            ],
-        ),
-        (
-            "requests (following)",
-            vec!["/_fake/console/requests?after=10000".to_string()],
-        ),
-    ];
-    let rounds = 100;
-    for (view, paths) in views {
-        for path in &paths {
-            let mut total = Duration::ZERO;
-            let mut bytes = 0;
-            for _ in 0..rounds {
-                let (t, b) = timed_get(&fc, path).await;
-                total += t;
-                bytes = b;
-            }
-            println!(
-                "{view:22} {path:70} {:8.3} ms {bytes:8} bytes",
-                total.as_secs_f64() * 1000.0 / f64::from(rounds)
-            );
-        }
-    }
-    // The first page of a console opened on a full log (1,000 entries).
-    let (t, b) = timed_get(&fc, "/_fake/console/requests").await;
-    println!(
-        "{:22} {:70} {:8.3} ms {b:8} bytes",
-        "requests (first page)",
-        "/_fake/console/requests",
-        t.as_secs_f64() * 1000.0
-    );
-    let (t, b) = timed_get(&fc, "/_fake/state").await;
-    println!(
-        "{:22} {:70} {:8.3} ms {b:8} bytes",
-        "(full dump, for scale)",
-        "/_fake/state",
-        t.as_secs_f64() * 1000.0
-    );
-}

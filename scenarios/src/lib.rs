@@ -5,6 +5,7 @@ pub mod apiserver;
 pub mod ccm_bed;
 pub mod ccm_identity;
 pub mod cluster;
+pub mod kubectl;
 pub mod kubelet;
 pub mod proxy;
 pub mod reference_lbs;

@@ -10,7 +10,7 @@ use scenarios::apiserver::{ApiServer, ApiServerConfig, RequestRecord};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -29,38 +29,6 @@ fn unique(prefix: &str) -> String {
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     )
-}
-
-/// The installed `kubectl.1.NN` clients, oldest first: next to the `kubectl` on `PATH`
-/// (which is a dispatcher that picks the client matching the server's version).
-fn clients() -> Vec<(u32, PathBuf)> {
-    let Some(path) = std::env::var_os("PATH") else {
-        return Vec::new();
-    };
-    let Some(kubectl) = std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
-    else {
-        return Vec::new();
-    };
-    let Some(dir) = std::fs::canonicalize(&kubectl)
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-    else {
-        return Vec::new();
-    };
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let minor = name.strip_prefix("kubectl.1.")?.parse().ok()?;
-            Some((minor, e.path()))
-        })
-        .collect();
-    found.sort();
-    found
 }
 
 /// One API server (with its runtime) and a scratch directory, for one test.
@@ -388,7 +356,7 @@ lastTimestamp: "2026-01-01T00:00:00Z"
 /// Runs `f` for every installed client in parallel, each in a fresh namespace of one
 /// server; reports every client's failure together.
 fn for_each_client(test: &str, f: impl Fn(&Kubectl) + Sync) {
-    let clients = clients();
+    let clients = scenarios::kubectl::installed_clients();
     if clients.is_empty() {
         eprintln!("skipping {test}: no kubectl.1.NN client found next to `kubectl` on PATH");
         return;

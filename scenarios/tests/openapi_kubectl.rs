@@ -234,33 +234,6 @@ impl Docs {
     }
 }
 
-/// The installed versioned clients: `kubectl.1.NN` next to the real path of `kubectl`.
-fn kubectl_clients() -> Vec<(u32, PathBuf)> {
-    let Some(path) = std::env::var_os("PATH") else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for dir in std::env::split_paths(&path) {
-        let candidate = dir.join("kubectl");
-        if candidate.is_file()
-            && let Some(real_dir) = std::fs::canonicalize(&candidate)
-                .ok()
-                .and_then(|p| p.parent().map(Path::to_path_buf))
-        {
-            dirs.push(real_dir);
-        }
-        dirs.push(dir);
-    }
-    (27..=33)
-        .filter_map(|minor| {
-            dirs.iter()
-                .map(|d| d.join(format!("kubectl.1.{minor}")))
-                .find(|p| p.is_file())
-                .map(|p| (minor, p))
-        })
-        .collect()
-}
-
 static DIR_COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// A scratch directory, removed when dropped.
@@ -527,7 +500,7 @@ async fn kubectl(client: &Path, dir: &Path, args: &[&str]) -> Output {
 
 /// The installed clients, or `None` (with the reason printed) when there are none.
 fn clients_or_skip() -> Option<Vec<(u32, PathBuf)>> {
-    let clients = kubectl_clients();
+    let clients = scenarios::kubectl::installed_clients();
     if clients.is_empty() {
         println!("skipped: no kubectl.1.27 … kubectl.1.33 found next to kubectl on PATH");
         return None;

@@ -20,33 +20,6 @@ use std::time::{Duration, Instant};
 /// Upper bound for one kubectl command (`rollout status` waits for Pods to start).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The installed `kubectl.1.NN` clients, oldest first (next to the `kubectl` on `PATH`).
-fn clients() -> Vec<(u32, PathBuf)> {
-    let Some(path) = std::env::var_os("PATH") else {
-        return Vec::new();
-    };
-    let Some(dir) = std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
-        .and_then(|k| std::fs::canonicalize(k).ok())
-        .and_then(|p| p.parent().map(Path::to_path_buf))
-    else {
-        return Vec::new();
-    };
-    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let minor = name.strip_prefix("kubectl.1.")?.parse().ok()?;
-            Some((minor, e.path()))
-        })
-        .collect();
-    found.sort();
-    found
-}
-
 /// One client version in its own namespace.
 struct Kubectl<'a> {
     minor: u32,
@@ -344,7 +317,7 @@ fn roll_out_a_new_image(k: &Kubectl, store: &Store) {
 
 #[test]
 fn every_kubectl_creates_scales_exposes_and_lists_a_deployment() {
-    let clients = clients();
+    let clients = scenarios::kubectl::installed_clients();
     if clients.is_empty() {
         eprintln!("skipping: no kubectl.1.NN client found next to `kubectl` on PATH");
         return;

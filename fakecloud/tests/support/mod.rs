@@ -222,6 +222,27 @@ impl Api {
     }
 }
 
+/// `GET /_fake/state`: the whole state as a dump.
+pub async fn dump_state(fc: &FakeCloud) -> Value {
+    fc.admin(Method::GET, "/state", None)
+        .await
+        .unwrap_or_else(|e| panic!("dump: {e}"))
+}
+
+/// `POST /_fake/reset`.
+pub async fn reset_state(fc: &FakeCloud) {
+    fc.admin(Method::POST, "/reset", None)
+        .await
+        .unwrap_or_else(|e| panic!("reset: {e}"));
+}
+
+/// `PUT /_fake/state`: restores a dump.
+pub async fn restore_state(fc: &FakeCloud, dump: &Value) {
+    fc.admin(Method::PUT, "/state", Some(dump.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("restore: {e}"));
+}
+
 pub async fn start() -> (FakeCloud, Api) {
     let fc = FakeCloud::start(Config::for_tests())
         .await
