@@ -42,6 +42,9 @@ pub enum AppError {
     Health { addr: SocketAddr, reason: String },
     #[error("{0}")]
     Config(String),
+    /// The start-up check found the API root wrong, or the token refused.
+    #[error("{0}")]
+    Api(String),
 }
 
 /// Everything the process reads from its environment.
@@ -113,6 +116,7 @@ pub async fn run(
     started: impl FnOnce(&Running),
 ) -> Result<(), AppError> {
     opts.validate().map_err(AppError::Config)?;
+    options::api_timeout(env.api_timeout.clone()).map_err(AppError::Config)?;
     // The token is checked before anything else is reached (run_wired reads it again).
     TokenSource::from_env_or_file(
         opts.token_file.as_deref().map(Path::new),
@@ -129,6 +133,26 @@ pub async fn run(
     run_wired(opts, env, wiring, shutdown, started).await
 }
 
+/// The start-up check of the API root and the token: one list of the servers. A wrong root
+/// or a refused token ends the start with one line saying which setting to fix; an API
+/// that does not answer now may answer later, so the start goes on with a warning.
+async fn check_api(cloud: &Client, api_url: &str) -> Result<(), AppError> {
+    match cloud.check_root().await {
+        Ok(()) => Ok(()),
+        Err(e) if e.is_not_the_api() => Err(AppError::Api(format!(
+            "CLOUDSCALE_API_URL={api_url} is not the cloudscale.ch API root: {e}"
+        ))),
+        Err(e) if e.is_unauthorized() => Err(AppError::Api(format!(
+            "the cloudscale.ch API refused the token ({}): check CLOUDSCALE_ACCESS_TOKEN or --token-file ({e})",
+            e.status().unwrap_or_default()
+        ))),
+        Err(e) => {
+            tracing::warn!(error = %e, "the cloudscale.ch API does not answer yet; starting anyway");
+            Ok(())
+        }
+    }
+}
+
 /// [`run`] with the clients, clock and randomness given.
 pub async fn run_wired(
     opts: Options,
@@ -143,10 +167,7 @@ pub async fn run_wired(
         env.access_token,
     )?);
     let api_url = options::api_url(env.api_url);
-    let (timeout, timeout_ok) = options::api_timeout(env.api_timeout.clone());
-    if !timeout_ok {
-        tracing::warn!(value = ?env.api_timeout, "CLOUDSCALE_API_TIMEOUT is not a positive number of seconds; using 20");
-    }
+    let timeout = options::api_timeout(env.api_timeout.clone()).map_err(AppError::Config)?;
     let Wiring {
         kube,
         cloud_transport,
@@ -204,10 +225,12 @@ pub async fn run_wired(
         api_url = %api_url,
         timeout_s = timeout.as_secs(),
         token = if opts.token_file.is_some() { "from --token-file" } else { "from CLOUDSCALE_ACCESS_TOKEN" },
-        health = ?health_addr,
+        health = %health_addr.map_or_else(|| "off".to_string(), |a| a.to_string()),
         leader_elect = opts.leader_elect,
         "starting"
     );
+    readiness.watch_api_root(cloud.root_health());
+    check_api(&cloud, &api_url).await?;
 
     let identity = crate::leader::default_identity(&ambient);
     let events = Events::new(kube.clone(), Some(identity.clone()), ambient.clone());
@@ -224,12 +247,15 @@ pub async fn run_wired(
         initialized_from: Default::default(),
     });
     let lifecycle_ctx = Arc::new(LifecycleContext {
-        client: kube.clone(),
-        directory,
-        events,
-        metrics: metrics.clone(),
-        period: opts.node_monitor_period,
-        recheck: Duration::from_secs(2),
+        deletion_threshold: opts.node_deletion_threshold,
+        pace: parking_lot::Mutex::new(crate::node::guard::Pace::new(opts.node_deletion_rate)),
+        ..LifecycleContext::new(
+            kube.clone(),
+            directory,
+            events,
+            metrics.clone(),
+            opts.node_monitor_period,
+        )
     });
     let run_nodes = opts.controller_enabled("cloud-node");
     let run_lifecycle = opts.controller_enabled("cloud-node-lifecycle");

@@ -3,7 +3,7 @@
 //! tests build one) runs exactly what the released binary runs.
 
 use crate::app::{self, Environment};
-use crate::options::Options;
+use crate::options::{Command, Options};
 use clap::Parser;
 use std::process::ExitCode;
 
@@ -48,8 +48,8 @@ fn termination() -> impl std::future::Future<Output = ()> {
     }
 }
 
-/// Parses flags; help and version print and succeed, errors print one line (clap's first,
-/// without its "error: " prefix) and exit 2.
+/// Parses flags; help and version print and succeed, errors print one line (clap's message
+/// without its "error: " prefix and its usage) and exit 2.
 fn parse<T: Parser>(args: impl IntoIterator<Item = String>, program: &str) -> Result<T, ExitCode> {
     T::try_parse_from(args).map_err(|e| {
         use clap::error::ErrorKind;
@@ -57,25 +57,22 @@ fn parse<T: Parser>(args: impl IntoIterator<Item = String>, program: &str) -> Re
             let _ = e.print();
             return ExitCode::SUCCESS;
         }
+        // clap's message up to its usage, on one line (a missing argument is named on the
+        // line after "the following required arguments were not provided:").
         let text = e.to_string();
         let line = text
             .lines()
-            .next()
-            .unwrap_or_default()
-            .trim_start_matches("error: ");
+            .take_while(|l| !l.trim().is_empty())
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join(" ");
+        let line = line.trim_start_matches("error: ");
         eprintln!("{program}: {line}");
         ExitCode::from(2)
     })
 }
 
-fn plan_command() -> ExitCode {
-    let args = match parse::<crate::preview::PlanArgs>(
-        std::env::args().skip(1),
-        "cloudscale-cloud-controller-manager plan",
-    ) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
+fn plan_command(args: crate::preview::PlanArgs) -> ExitCode {
     init_logging("text");
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -98,13 +95,13 @@ fn plan_command() -> ExitCode {
 
 /// The whole command: `plan` or the controller manager.
 pub fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("plan") {
-        return plan_command();
-    }
-    let opts = match parse::<Options>(std::env::args(), "cloudscale-cloud-controller-manager") {
+    let mut opts = match parse::<Options>(std::env::args(), "cloudscale-cloud-controller-manager") {
         Ok(o) => o,
         Err(code) => return code,
     };
+    if let Some(Command::Plan(args)) = opts.command.take() {
+        return plan_command(args);
+    }
     if let Err(e) = opts.validate() {
         eprintln!("cloudscale-cloud-controller-manager: {e}");
         return ExitCode::from(2);

@@ -1,7 +1,9 @@
 //! `/healthz`, `/readyz` and `/metrics` on the `--bind-address`/`--secure-port` address.
 //!
 //! Ready means: the controllers' caches are synced, and with leader election this instance
-//! is either the leader or standing by (a standby is ready: it can take over at once).
+//! is either the leader or standing by (a standby is ready: it can take over at once); and
+//! the cloudscale API root answers as the API does (a wrong `CLOUDSCALE_API_URL` is not
+//! ready, whatever else holds).
 
 use crate::metrics::Metrics;
 use axum::Router;
@@ -18,6 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub struct Readiness {
     synced: AtomicBool,
     standing_by: AtomicBool,
+    api_root: parking_lot::Mutex<Option<Arc<crate::cloudscale::RootHealth>>>,
 }
 
 impl Readiness {
@@ -31,8 +34,25 @@ impl Readiness {
         self.standing_by.store(v, Ordering::SeqCst);
     }
 
+    /// Readiness follows what the cloud client learns of its API root.
+    pub fn watch_api_root(&self, root: Arc<crate::cloudscale::RootHealth>) {
+        *self.api_root.lock() = Some(root);
+    }
+
     pub fn ready(&self) -> bool {
-        self.synced.load(Ordering::SeqCst) || self.standing_by.load(Ordering::SeqCst)
+        self.problem().is_none()
+    }
+
+    /// Why it is not ready, in words; `None` when ready.
+    pub fn problem(&self) -> Option<String> {
+        if let Some(wrong) = self.api_root.lock().as_ref().and_then(|r| r.wrong()) {
+            return Some(wrong.message);
+        }
+        if self.synced.load(Ordering::SeqCst) || self.standing_by.load(Ordering::SeqCst) {
+            None
+        } else {
+            Some("caches not synced".into())
+        }
     }
 }
 
@@ -47,10 +67,9 @@ async fn healthz() -> impl IntoResponse {
 }
 
 async fn readyz(State(s): State<HealthState>) -> impl IntoResponse {
-    if s.readiness.ready() {
-        (StatusCode::OK, "ok")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+    match s.readiness.problem() {
+        None => (StatusCode::OK, "ok".to_string()),
+        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
     }
 }
 
@@ -106,6 +125,27 @@ mod tests {
         assert!(r.ready());
         r.set_standing_by(false);
         r.set_synced(true);
+        assert!(r.ready());
+    }
+
+    #[test]
+    fn a_wrong_api_root_is_not_ready_whatever_else_holds() {
+        let r = Readiness::default();
+        r.set_synced(true);
+        let root = Arc::new(crate::cloudscale::RootHealth::new(None));
+        r.watch_api_root(root.clone());
+        assert!(r.ready());
+        let err = crate::cloudscale::ClientError::NotTheApi {
+            method: "GET".into(),
+            url: "http://h/foo/v1/servers".into(),
+            status: 404,
+            why: "on a collection".into(),
+        };
+        root.mark_wrong("http://h/foo/v1/servers", &err.to_string());
+        let why = r.problem().expect("not ready");
+        assert!(why.contains("http://h/foo/v1/servers"), "{why}");
+        assert!(why.contains("CLOUDSCALE_API_URL"), "{why}");
+        root.mark_right();
         assert!(r.ready());
     }
 }

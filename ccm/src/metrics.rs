@@ -47,6 +47,12 @@ struct Inner {
     /// (controller, kind "read"/"write") → API calls made by reconciles
     reconcile_api_calls: BTreeMap<(String, String), u64>,
     leader: bool,
+    /// Nodes whose deletion a guard held in the last sweep that had any, by reason.
+    node_deletions_held: BTreeMap<String, i64>,
+    /// Nodes deleted because their servers were gone.
+    node_deletions: u64,
+    /// The last URL that answered as something else than the API, while the root is wrong.
+    api_root_wrong: Option<String>,
 }
 
 /// The process's metrics. Cheap to share behind an `Arc`.
@@ -110,6 +116,25 @@ impl Metrics {
             .lock()
             .queue_depth
             .insert(controller.to_string(), depth);
+    }
+
+    /// How many Nodes a deletion guard held for `reason` in the last sweep.
+    pub fn node_deletions_held(&self, reason: &str, nodes: i64) {
+        self.inner
+            .lock()
+            .node_deletions_held
+            .insert(reason.to_string(), nodes);
+    }
+
+    /// A Node was deleted (its server gone).
+    pub fn node_deleted(&self) {
+        self.inner.lock().node_deletions += 1;
+    }
+
+    /// The API root is wrong (`Some(url)`: the full URL that did not answer as the API) or
+    /// right again (`None`).
+    pub fn set_api_root_wrong(&self, url: Option<&str>) {
+        self.inner.lock().api_root_wrong = url.map(str::to_string);
     }
 
     pub fn set_leader(&self, leader: bool) {
@@ -200,6 +225,23 @@ impl Metrics {
         out.push_str("# TYPE ccm_queue_depth gauge\n");
         for (c, d) in &m.queue_depth {
             let _ = writeln!(out, "ccm_queue_depth{{controller=\"{}\"}} {d}", label(c));
+        }
+        out.push_str("# HELP ccm_node_deletions_total Nodes deleted because their server no longer exists.\n");
+        out.push_str("# TYPE ccm_node_deletions_total counter\n");
+        let _ = writeln!(out, "ccm_node_deletions_total {}", m.node_deletions);
+        out.push_str("# HELP ccm_node_deletions_held Nodes whose server looks gone that a deletion guard kept in the last sweep, by reason.\n");
+        out.push_str("# TYPE ccm_node_deletions_held gauge\n");
+        for (r, n) in &m.node_deletions_held {
+            let _ = writeln!(
+                out,
+                "ccm_node_deletions_held{{reason=\"{}\"}} {n}",
+                label(r)
+            );
+        }
+        out.push_str("# HELP cloudscale_api_root_wrong 1 while the API root (CLOUDSCALE_API_URL) does not answer as the cloudscale.ch API, labelled with the full URL that did not.\n");
+        out.push_str("# TYPE cloudscale_api_root_wrong gauge\n");
+        if let Some(url) = &m.api_root_wrong {
+            let _ = writeln!(out, "cloudscale_api_root_wrong{{url=\"{}\"}} 1", label(url));
         }
         out.push_str("# HELP ccm_leader Whether this instance holds the leader lease.\n");
         out.push_str("# TYPE ccm_leader gauge\n");

@@ -1,4 +1,4 @@
-//! `cloudscale-cloud-controller-manager plan --service NAMESPACE/NAME [-f proposed.yaml]`:
+//! `cloudscale-cloud-controller-manager plan --service [NAMESPACE/]NAME [-f proposed.yaml]`:
 //! prints the actions and impact class the CCM would apply, writing nothing anywhere.
 
 use crate::app::Environment;
@@ -6,19 +6,16 @@ use crate::cloudscale::{self, Client, ClientConfig};
 use crate::options;
 use crate::secret::TokenSource;
 use crate::service::controller;
-use clap::Parser;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-#[derive(Debug, Clone, Parser)]
-#[command(
-    name = "cloudscale-cloud-controller-manager plan",
-    about = "Preview the load balancer changes for a Service (writes nothing)"
-)]
+/// The arguments of `plan` (a command of [`crate::options::Options`]).
+#[derive(Debug, Clone, clap::Args)]
 pub struct PlanArgs {
-    /// The Service, as NAMESPACE/NAME.
+    /// The Service, as NAMESPACE/NAME, or NAME in the kubeconfig context's namespace
+    /// (`default` if it names none), as kubectl reads it.
     #[arg(long)]
     pub service: String,
     /// A proposed version of the Service (YAML or JSON) instead of the live one.
@@ -39,7 +36,7 @@ pub struct PlanArgs {
 
 #[derive(Debug, thiserror::Error)]
 pub enum PreviewError {
-    #[error("--service must be NAMESPACE/NAME, got \"{0}\"")]
+    #[error("--service must be NAMESPACE/NAME or NAME, got \"{0}\"")]
     ServiceName(String),
     #[error("cannot read {path}: {reason}")]
     File { path: String, reason: String },
@@ -52,16 +49,30 @@ pub enum PreviewError {
 }
 
 /// Runs the preview and returns the text to print.
+/// `--service` as (namespace, name): `NAME` alone is in `default_namespace`.
+pub fn service_name<'a>(
+    arg: &'a str,
+    default_namespace: &'a str,
+) -> Result<(&'a str, &'a str), PreviewError> {
+    let bad = || PreviewError::ServiceName(arg.to_string());
+    match arg.split_once('/') {
+        Some((ns, name)) if !ns.is_empty() && !name.is_empty() && !name.contains('/') => {
+            Ok((ns, name))
+        }
+        Some(_) => Err(bad()),
+        None if !arg.trim().is_empty() => Ok((default_namespace, arg)),
+        None => Err(bad()),
+    }
+}
+
+/// Runs the preview and returns the text to print.
 pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewError> {
-    let (ns, name) = args
-        .service
-        .split_once('/')
-        .filter(|(n, s)| !n.is_empty() && !s.is_empty())
-        .ok_or_else(|| PreviewError::ServiceName(args.service.clone()))?;
+    // The form is checked before anything is read.
+    service_name(&args.service, "default")?;
     let token = TokenSource::from_env_or_file(args.token_file.as_deref(), env.access_token)
         .map_err(|e| PreviewError::Setup(e.to_string()))?;
     cloudscale::install_crypto_provider();
-    let (timeout, _) = options::api_timeout(env.api_timeout);
+    let timeout = options::api_timeout(env.api_timeout).map_err(PreviewError::Setup)?;
     let cloud = Client::new(ClientConfig {
         timeout,
         ..ClientConfig::new(options::api_url(env.api_url), Arc::new(token))
@@ -81,6 +92,8 @@ pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewErro
             .await
             .map_err(|e| PreviewError::Setup(e.to_string()))?,
     };
+    let context_namespace = config.default_namespace.clone();
+    let (ns, name) = service_name(&args.service, &context_namespace)?;
     let kube = kube::Client::try_from(config).map_err(|e| PreviewError::Setup(e.to_string()))?;
     let live: Option<Service> = Api::<Service>::namespaced(kube.clone(), ns)
         .get_opt(name)
@@ -243,6 +256,19 @@ mod tests {
         assert_eq!(proposed.metadata.uid.as_deref(), Some("u1"));
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].contains("spec.ports[1] (alt)"), "{notes:?}");
+    }
+
+    #[test]
+    fn a_service_name_alone_is_in_the_default_namespace() {
+        assert_eq!(
+            service_name("web", "default").ok(),
+            Some(("default", "web"))
+        );
+        assert_eq!(service_name("web", "team-a").ok(), Some(("team-a", "web")));
+        assert_eq!(service_name("ns/web", "team-a").ok(), Some(("ns", "web")));
+        for bad in ["", "/web", "ns/", "a/b/c"] {
+            assert!(service_name(bad, "default").is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -693,6 +693,37 @@ async fn base_url_forms_are_normalised() {
 // 404 and errors
 // -------------------------------------------------------------------------------------------
 
+/// A mistyped API path: fakecloud answers it with 404 in the API's own words, as the real
+/// API does for any unknown path. A missing collection shows the root is wrong: nothing is
+/// "absent" then, not even a single server, and the error names the full URL.
+#[tokio::test]
+async fn a_wrong_api_root_is_never_taken_for_absence() {
+    let fc = start(Config::for_tests()).await;
+    let mut cfg = config(&fc, TOKEN);
+    cfg.base_url = format!("{}/foo", fc.base_url());
+    let c = Client::new(cfg).expect("client");
+    let err = c
+        .list_servers(&Filter::all())
+        .await
+        .expect_err("a wrong root");
+    assert!(err.is_not_the_api(), "{err}");
+    let url = format!("{}/foo/v1/servers", fc.base_url());
+    let text = err.to_string();
+    assert!(
+        text.contains(&url) && text.contains("CLOUDSCALE_API_URL"),
+        "{text}"
+    );
+    assert_eq!(c.root_health().wrong().map(|w| w.url), Some(url));
+    assert!(!text.contains(TOKEN));
+    let root = c.check_root().await.expect_err("the start-up check");
+    assert!(root.is_not_the_api(), "{root}");
+    // A single server's 404 is the API's own body: absent, from the right root only.
+    let right = client(&fc);
+    assert_eq!(right.get_server(&random_uuid()).await.expect("ok"), None);
+    right.check_root().await.expect("the right root");
+    assert!(right.root_health().wrong().is_none());
+}
+
 #[tokio::test]
 async fn not_found_only_for_404_and_failures_are_never_absent() {
     let fc = start(Config::for_tests()).await;

@@ -84,6 +84,15 @@ fn owner() -> Ownership {
     Ownership { tags: tags() }
 }
 
+/// The account as the planner sees it for a Service that shares no floating IP.
+fn account(snapshot: &Snapshot) -> ccm::service::plan::Account {
+    ccm::service::prepare::FipContext {
+        cluster: CLUSTER.into(),
+        ..Default::default()
+    }
+    .account(snapshot)
+}
+
 async fn subnet(c: &Client) -> Uuid {
     let subnets = c.list_subnets(&Filter::all()).await.expect("subnets");
     let s = subnets
@@ -162,7 +171,7 @@ async fn actual_in(
 async fn plan_now(c: &Client, d: &DesiredLb, uuid: Option<Uuid>) -> (Option<ActualLb>, Plan) {
     let snapshot = Snapshot::fetch(c).await.expect("snapshot");
     let actual = actual_in(c, &snapshot, d, uuid).await;
-    let p = plan(d, actual.as_ref(), &snapshot.account(), &owner());
+    let p = plan(d, actual.as_ref(), &account(&snapshot), &owner());
     (actual, p)
 }
 
@@ -899,7 +908,7 @@ async fn execute_and_patch(
     uuid: Option<Uuid>,
 ) -> (bool, Option<Uuid>) {
     let actual = actual_in(c, patched, d, uuid).await;
-    let p = plan(d, actual.as_ref(), &patched.account(), &owner());
+    let p = plan(d, actual.as_ref(), &account(patched), &owner());
     let out = apply::execute(c, d, actual.as_ref().map(|a| a.uuid), &p, &opts(), &tags())
         .await
         .expect("execute");

@@ -148,8 +148,21 @@ async fn harness(nodes: usize) -> Harness {
 
 impl Harness {
     fn start_controllers(&mut self) {
+        let client = self.client.clone();
+        self.start_controllers_with(client);
+    }
+
+    /// Stops the controllers, as a CCM that exits.
+    fn stop_controllers(&mut self) {
+        for s in self.stop.drain(..) {
+            let _ = s.send(());
+        }
+    }
+
+    /// Starts the node controllers on `client`'s account.
+    fn start_controllers_with(&mut self, client: Client) {
         let kube = self.tb.cluster.ccm_client();
-        let dir = Arc::new(self.client.clone());
+        let dir = Arc::new(client);
         let events = Events::new(kube.clone(), Some("test".into()), Default::default());
         let (tx1, rx1) = oneshot::channel::<()>();
         let ctx = Arc::new(NodeContext {
@@ -179,12 +192,14 @@ impl Harness {
         }));
         let (tx2, rx2) = oneshot::channel::<()>();
         let lctx = Arc::new(LifecycleContext {
-            client: kube,
-            directory: dir,
-            events,
-            metrics: self.metrics.clone(),
-            period: Duration::from_millis(100),
             recheck: Duration::from_millis(50),
+            ..LifecycleContext::new(
+                kube,
+                dir,
+                events,
+                self.metrics.clone(),
+                Duration::from_millis(100),
+            )
         });
         tokio::spawn(lifecycle::run(lctx, nodes, async move {
             let _ = rx2.await;
@@ -349,6 +364,207 @@ async fn a_deleted_server_deletes_its_node() {
     assert!(
         node_named(&h, "node-1").await.is_some(),
         "the other node stays"
+    );
+}
+
+/// The lifecycle reconciles counted so far.
+fn lifecycle_checks(metrics: &Metrics) -> u64 {
+    metrics.reconciles(lifecycle::CONTROLLER)
+}
+
+/// Waits until the lifecycle controller has looked at the Nodes `n` more times.
+async fn sweeps(h: &Harness, n: u64) {
+    let base = lifecycle_checks(&h.metrics);
+    eventually("lifecycle sweeps", || async {
+        (lifecycle_checks(&h.metrics) >= base + n).then_some(())
+    })
+    .await;
+}
+
+/// A Warning `NodeDeletionHeld` on `node` whose message contains `text`.
+async fn deletion_held(h: &Harness, node: &str, text: &str) -> Event {
+    eventually("NodeDeletionHeld", || async {
+        h.events_for(node).await.into_iter().find(|e| {
+            e.reason.as_deref() == Some("NodeDeletionHeld")
+                && e.message.as_deref().unwrap_or_default().contains(text)
+        })
+    })
+    .await
+}
+
+/// A mistyped API path behind a proxy that answers in the API's own words: every request
+/// answers 404 `{"detail": ...}`, so a stopped server looks deleted. The server list's 404
+/// shows the root is wrong: the Node stays, readiness would fail, the metric names the URL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_api_root_deletes_no_node_and_names_the_url() {
+    let h = harness(2).await;
+    for name in ["node-1", "node-2"] {
+        eventually(name, || async {
+            node_named(&h, name).await.filter(is_initialized)
+        })
+        .await;
+    }
+    h.server_action("node-2", "stop").await;
+    eventually("node-2 tainted as shut down", || async {
+        node_named(&h, "node-2")
+            .await
+            .filter(|n| taints(n).iter().any(|k| k == SHUTDOWN_TAINT))
+    })
+    .await;
+    h.tb.cloud
+        .faults()
+        .add(FaultRule::new(None, "/v1/**", FaultEffect::status(404)))
+        .expect("fault");
+    let ev = deletion_held(&h, "node-2", "server list").await;
+    assert_eq!(ev.type_.as_deref(), Some("Warning"));
+    sweeps(&h, 20).await;
+    let node = node_named(&h, "node-2")
+        .await
+        .expect("node-2 is never deleted");
+    assert!(
+        taints(&node).iter().any(|k| k == SHUTDOWN_TAINT),
+        "taint kept"
+    );
+    let url = format!("{}/v1/servers", h.tb.cloud.base_url());
+    let wrong = h
+        .client
+        .root_health()
+        .wrong()
+        .expect("the root is known wrong");
+    assert_eq!(wrong.url, url);
+    assert!(
+        wrong.message.contains("CLOUDSCALE_API_URL"),
+        "{}",
+        wrong.message
+    );
+    let text = h.metrics.render();
+    assert!(
+        text.contains(&format!("cloudscale_api_root_wrong{{url=\"{url}\"}} 1")),
+        "{text}"
+    );
+    assert!(
+        text.contains("ccm_node_deletions_held{reason=\"no-server-list\"} 1"),
+        "{text}"
+    );
+    // The API answers again: the root is right, the stopped server's Node stays.
+    h.tb.cloud.faults().clear();
+    eventually("the root right again", || async {
+        h.client.root_health().wrong().is_none().then_some(())
+    })
+    .await;
+    sweeps(&h, 5).await;
+    assert!(node_named(&h, "node-2").await.is_some());
+    assert!(!h.metrics.render().contains("cloudscale_api_root_wrong{"));
+}
+
+/// The CCM restarted with another project's token (an account that holds servers, none of
+/// this cluster's): every NotReady Node's server looks deleted, none is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_projects_account_deletes_no_node() {
+    let mut h = harness(3).await;
+    for name in ["node-1", "node-2", "node-3"] {
+        eventually(name, || async {
+            node_named(&h, name).await.filter(is_initialized)
+        })
+        .await;
+    }
+    h.server_action("node-2", "stop").await;
+    eventually("node-2 tainted as shut down", || async {
+        node_named(&h, "node-2")
+            .await
+            .filter(|n| taints(n).iter().any(|k| k == SHUTDOWN_TAINT))
+    })
+    .await;
+    let other = fakecloud::FakeCloud::start(cloud_config(&["test-token"]))
+        .await
+        .expect("the other project's API");
+    let zone = other.app().config().default_zone.clone();
+    let network = scenarios::testbed::network_seed().expect("network");
+    let spec = scenarios::testbed::server_spec("their-server", "flex-4-2", None, None);
+    other
+        .app()
+        .write(|st, now| {
+            fakecloud::apply_seed(st, now, &zone, &network)?;
+            fakecloud::seed::add_server(st, now, &zone, &spec)
+        })
+        .expect("a server of theirs");
+    let theirs = Client::new(ClientConfig {
+        timeout: Duration::from_millis(500),
+        metrics: Some(h.metrics.clone()),
+        ..ClientConfig::new(
+            other.base_url(),
+            Arc::new(TokenSource::Static(
+                Token::new("test-token").expect("token"),
+            )),
+        )
+    })
+    .expect("client");
+    h.stop_controllers();
+    h.start_controllers_with(theirs);
+    let ev = deletion_held(&h, "node-2", "none of the 3 servers").await;
+    assert!(
+        ev.message
+            .unwrap_or_default()
+            .contains("CLOUDSCALE_ACCESS_TOKEN"),
+        "says what to check"
+    );
+    sweeps(&h, 20).await;
+    assert!(
+        node_named(&h, "node-2").await.is_some(),
+        "node-2 is never deleted"
+    );
+    let text = h.metrics.render();
+    assert!(
+        text.contains("ccm_node_deletions_held{reason=\"foreign-account\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("ccm_node_deletions_total 0"), "{text}");
+}
+
+/// Three of four servers deleted at once: more than the 55 % of the cluster that may look
+/// gone before any Node is deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_than_the_threshold_of_nodes_gone_at_once_deletes_none() {
+    let mut h = harness(4).await;
+    for name in ["node-1", "node-2", "node-3", "node-4"] {
+        eventually(name, || async {
+            node_named(&h, name).await.filter(is_initialized)
+        })
+        .await;
+    }
+    // No CCM runs while the servers go, so that its first sweep finds all three gone.
+    h.stop_controllers();
+    for name in ["node-2", "node-3", "node-4"] {
+        h.server_action(name, "delete").await;
+    }
+    for name in ["node-2", "node-3", "node-4"] {
+        eventually("NotReady", || async {
+            node_named(&h, name).await.filter(|n| {
+                n.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+                    .is_some_and(|c| c.status != "True")
+            })
+        })
+        .await;
+    }
+    h.start_controllers();
+    let ev = deletion_held(&h, "node-2", "3 of 4 Nodes").await;
+    assert!(
+        ev.message
+            .unwrap_or_default()
+            .contains("--node-deletion-threshold"),
+        "names the flag"
+    );
+    sweeps(&h, 20).await;
+    for name in ["node-2", "node-3", "node-4"] {
+        assert!(node_named(&h, name).await.is_some(), "{name} kept");
+    }
+    assert!(
+        h.metrics
+            .render()
+            .contains("ccm_node_deletions_held{reason=\"threshold\"} 3")
     );
 }
 

@@ -201,27 +201,18 @@ async fn an_invalid_annotation_is_reported_and_nothing_is_created() {
     );
 }
 
+/// One floating IP, two new claimants: exactly one gets it (the one created first, then by
+/// name), the other is served without it and told why; neither is left without a load
+/// balancer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_floating_ip_claimed_by_two_services_refuses_both() {
-    // Both claims exist before the CCM starts: a CCM that saw only the first would rightly
-    // go ahead with it (the second is then refused alone), and which it sees first would
-    // depend on timing.
+async fn one_floating_ip_claimed_by_two_new_services_goes_to_exactly_one() {
+    // Both claims exist before the CCM starts: which one it sees first must not matter.
     let mut bed = Bed::start(scenarios::ccm_bed::CcmBedConfig {
         ccm_flags: None,
         ..Default::default()
     })
     .await;
-    let r = bed
-        .http
-        .post(format!("{}/floating-ips", bed.tb.cloud.api_url()))
-        .bearer_auth(bed.tb.cloud.token())
-        .json(&json!({"ip_version": 4}))
-        .send()
-        .await
-        .expect("floating ip");
-    assert_eq!(r.status(), 201);
-    let fip: Value = r.json().await.expect("json");
-    let network = fip["network"].as_str().expect("network").to_string();
+    let (network, address) = bed.create_floating_ip().await;
     let claim = json!({"k8s.cloudscale.ch/loadbalancer-floating-ips": format!("[\"{network}\"]")});
     for name in ["a", "b"] {
         let mut svc = web(claim.clone());
@@ -237,18 +228,22 @@ async fn one_floating_ip_claimed_by_two_services_refuses_both() {
         5,
         scenarios::ccm_bed::FAST_FLAGS,
     ));
-    for (me, other) in [("a", "default/b"), ("b", "default/a")] {
-        let ev = bed.wait_event(me, "FloatingIPConflict", "").await;
-        assert_eq!(ev.type_.as_deref(), Some("Warning"));
-        let message = ev.message.unwrap_or_default();
-        assert!(
-            message.contains(other) && message.contains(&network),
-            "{message}"
-        );
+    // Created in the same second: "default/a" comes first by name.
+    let a = bed.lb_uuid_of("a").await;
+    bed.wait_floating_ip_on(&address, &a).await;
+    let ev = bed.wait_event("b", "FloatingIPConflict", "default/a").await;
+    assert_eq!(ev.type_.as_deref(), Some("Warning"));
+    assert!(ev.message.unwrap_or_default().contains(&address));
+    for name in ["a", "b"] {
+        let served = bed.wait_ingress(name).await;
+        assert_eq!(ingress_ips(&served).len(), 2, "{name} is served");
     }
+    assert_eq!(bed.cloud_list("/load-balancers").await.len(), 2);
     assert!(
-        bed.cloud_list("/load-balancers").await.is_empty(),
-        "neither went ahead"
+        bed.event_messages("a", "FloatingIPConflict")
+            .await
+            .is_empty(),
+        "the one that has it is not refused"
     );
 }
 

@@ -18,6 +18,20 @@ pub enum ClientError {
     #[error("cloudscale API {method} {endpoint}: not found (404)")]
     NotFound { method: String, endpoint: String },
 
+    /// An answer that is not the API's: a 404 on a collection (the API never lacks one),
+    /// a 404 without the API's error body, or a 2xx body that is not JSON. The API root
+    /// (`CLOUDSCALE_API_URL`) is wrong, or something else answers in its place; never
+    /// taken for "absent". `url` is the full URL requested (it holds no secret).
+    #[error(
+        "cloudscale API {method} {url}: answered {status} {why}: this is not the cloudscale.ch API; check CLOUDSCALE_API_URL (the API root, https://api.cloudscale.ch by default)"
+    )]
+    NotTheApi {
+        method: String,
+        url: String,
+        status: u16,
+        why: String,
+    },
+
     /// Any other non-2xx answer (after retries, for retryable statuses). `body` is the flat
     /// error object (`{"detail": ...}` or field name → message).
     #[error("cloudscale API {method} {endpoint}: {status}{}", format_body(.body))]
@@ -83,13 +97,31 @@ impl ClientError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ClientError::NotFound { .. } => Some(404),
-            ClientError::Api { status, .. } => Some(*status),
+            ClientError::Api { status, .. } | ClientError::NotTheApi { status, .. } => {
+                Some(*status)
+            }
             _ => None,
         }
     }
 
     pub fn is_not_found(&self) -> bool {
         matches!(self, ClientError::NotFound { .. })
+    }
+
+    /// The answer came from something that is not the API (a wrong API root).
+    pub fn is_not_the_api(&self) -> bool {
+        matches!(self, ClientError::NotTheApi { .. })
+    }
+
+    /// The API refused the token (401) or its rights (403).
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(
+            self,
+            ClientError::Api {
+                status: 401 | 403,
+                ..
+            }
+        )
     }
 
     /// Worth retrying later: no answer, 5xx or 429.

@@ -17,12 +17,14 @@
 mod error;
 mod resources;
 mod retry;
+mod root;
 mod transport;
 mod types;
 
 pub use error::{ClientError, Result};
 pub use resources::{Idempotency, REQUEST_ID_TAG};
 pub use retry::{RateLimit, RetryPolicy, doubling};
+pub use root::{RootHealth, WrongRoot, is_collection};
 pub use transport::{
     Request as TransportRequest, Reqwest, Response as TransportResponse, Transport, TransportError,
 };
@@ -127,6 +129,8 @@ struct Inner {
     /// Endpoint classes the API asked to wait (429 with `Retry-After`).
     holds: retry::Holds,
     metrics: Option<Arc<Metrics>>,
+    /// Whether the root answers as the API does (see `root.rs`).
+    root: Arc<RootHealth>,
 }
 
 /// The cloudscale.ch API client. Cheap to clone; clones share the connection pool, the rate
@@ -303,6 +307,7 @@ impl Client {
                 retry,
                 limiter: config.rate_limit.map(Limiter::new),
                 holds: retry::Holds::default(),
+                root: Arc::new(RootHealth::new(config.metrics.clone())),
                 metrics: config.metrics,
             }),
             counters: Arc::new(Counters::default()),
@@ -313,6 +318,19 @@ impl Client {
     /// The normalised API root (without `/v1`).
     pub fn base_url(&self) -> &str {
         &self.inner.base
+    }
+
+    /// What the answers so far say of the API root (shared by every clone).
+    pub fn root_health(&self) -> Arc<RootHealth> {
+        self.inner.root.clone()
+    }
+
+    /// Checks that the API root answers as the cloudscale.ch API does: the server list is
+    /// a JSON list. Errors as any request does; [`ClientError::NotTheApi`] for a wrong root.
+    pub async fn check_root(&self) -> Result<()> {
+        self.get_json::<Vec<serde_json::Value>>("/v1/servers")
+            .await
+            .map(|_| ())
     }
 
     /// Requests this client (and the clones sharing its counters) made so far.
@@ -442,6 +460,25 @@ impl Client {
                     .hold(class, probe, wait.min(self.inner.retry.max_retry_after))
             }
             _ => self.inner.holds.release(probe),
+        }
+        match root::judge(method.as_str(), path, status, &bytes) {
+            root::Answer::Ordinary => {}
+            root::Answer::ConfirmsRoot => self.inner.root.mark_right(),
+            root::Answer::NotTheApi(why) => {
+                let url = format!("{}{endpoint}", self.inner.base);
+                let error = ClientError::NotTheApi {
+                    method: method.to_string(),
+                    url: url.clone(),
+                    status,
+                    why,
+                };
+                self.inner.root.mark_wrong(&url, &error.to_string());
+                return Err(Failure {
+                    error,
+                    retry_after: None,
+                    unknown_outcome: false,
+                });
+            }
         }
         if (200..300).contains(&status) {
             return Ok(bytes);

@@ -1,8 +1,11 @@
 //! The node lifecycle controller: a NotReady Node whose server is stopped gets the shutdown
 //! taint (removed once it is Ready again); a Node whose server definitely no longer exists
-//! (404, confirmed by a second look; for a Node without provider ID, no server of its name
-//! in a complete list) is deleted. An API error never leads to a deletion.
+//! (the API's own 404, confirmed by a second look; for a Node without provider ID, no server
+//! of its name in a complete list) is deleted, once the guards of [`super::guard`] let it:
+//! the account is the cluster's, not too many Nodes look gone at once, and the pace allows.
+//! An API error never leads to a deletion or a taint.
 
+use super::guard::{self, Hold, Pace};
 use super::metadata::{SHUTDOWN_TAINT, ServerFacts, ServerMatch, match_by_name};
 use super::provider_id;
 use super::{DirectoryError, ServerDirectory};
@@ -14,6 +17,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +34,34 @@ pub struct LifecycleContext<D> {
     pub period: Duration,
     /// Pause before the second look that confirms a server is gone.
     pub recheck: Duration,
+    /// `--node-deletion-threshold`: the largest share of Nodes that may look gone at once
+    /// for any to be deleted.
+    pub deletion_threshold: f64,
+    /// `--node-deletion-rate`: the pace of deletions.
+    pub pace: parking_lot::Mutex<Pace>,
+}
+
+impl<D> LifecycleContext<D> {
+    /// A context with the upstream-like defaults of the deletion guards (0.1 deletions per
+    /// second, none above 55 % of the Nodes gone).
+    pub fn new(
+        client: kube::Client,
+        directory: Arc<D>,
+        events: Events,
+        metrics: Arc<Metrics>,
+        period: Duration,
+    ) -> LifecycleContext<D> {
+        LifecycleContext {
+            client,
+            directory,
+            events,
+            metrics,
+            period,
+            recheck: Duration::from_secs(2),
+            deletion_threshold: 0.55,
+            pace: parking_lot::Mutex::new(Pace::new(0.1)),
+        }
+    }
 }
 
 /// What to do with one Node (pure decision, see [`decide`]).
@@ -136,10 +168,12 @@ fn server_words(node: &Node) -> String {
     }
 }
 
+/// Looks at one Node: taints and untaints at once; a Node whose server looks gone is
+/// returned, for [`delete_gone`] to judge with the others.
 async fn check_node<D: ServerDirectory>(
     node: &Node,
     ctx: &LifecycleContext<D>,
-) -> Result<(), String> {
+) -> Result<Option<Node>, String> {
     let nodes: Api<Node> = Api::all(ctx.client.clone());
     let name = node.name_any();
     // A Ready Node costs no request: only a NotReady one can be shut down or gone (as in
@@ -153,7 +187,7 @@ async fn check_node<D: ServerDirectory>(
         return Err(format!("server lookup for node {name} failed: {e}"));
     }
     match decide(node, server_view) {
-        Decision::Nothing => Ok(()),
+        Decision::Nothing => Ok(None),
         decision @ (Decision::AddShutdownTaint | Decision::RemoveShutdownTaint) => {
             let add = decision == Decision::AddShutdownTaint;
             set_taint(&nodes, node, add)
@@ -179,59 +213,139 @@ async fn check_node<D: ServerDirectory>(
                     note.into(),
                 )
                 .await;
-            Ok(())
+            Ok(None)
         }
-        Decision::ConfirmGone => {
-            tokio::time::sleep(ctx.recheck).await;
-            // A second, definite "not found" is needed; anything else keeps the Node.
-            match look_up(node, ctx.directory.as_ref()).await {
-                Some(Ok(None)) => {}
-                Some(Err(e)) => return Err(format!("re-check for node {name} failed: {e}")),
-                Some(Ok(Some(_))) | None => return Ok(()),
-            }
-            let server = server_words(node);
-            ctx.events
-                .publish(
-                    &node.object_ref(&()),
-                    false,
-                    "DeletingNode",
-                    "DeleteNode",
-                    format!("Deleting node {name}: {server} no longer exists"),
-                )
-                .await;
-            let params = DeleteParams {
-                // Never delete a Node re-created under the same name meanwhile.
-                preconditions: Some(Preconditions {
-                    uid: node.uid(),
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            match nodes.delete(&name, &params).await {
-                Ok(_) => {
-                    tracing::info!(node = %name, server = %server, "deleted node of a deleted server");
-                    Ok(())
-                }
-                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-                Err(e) => Err(e.to_string()),
-            }
-        }
+        Decision::ConfirmGone => Ok(Some(node.clone())),
     }
 }
 
-/// Looks at every Node of the cache once.
+/// Deletes the Nodes whose servers looked gone in this sweep, as far as the guards let it:
+/// the complete server list answers as the API does and holds the cluster's servers, not
+/// too many look gone, the pace allows; each still gone at a second look.
+async fn delete_gone<D: ServerDirectory>(
+    ctx: &LifecycleContext<D>,
+    all: &[Arc<Node>],
+    gone: Vec<Node>,
+) {
+    let mut held: std::collections::BTreeMap<&'static str, i64> =
+        Hold::LABELS.iter().map(|l| (*l, 0)).collect();
+    let hold = match ctx.directory.list().await {
+        Err(e) => Some(Hold::NoServerList(e.to_string())),
+        Ok(servers) => {
+            let listed: BTreeSet<uuid::Uuid> = servers.iter().map(|s| s.uuid).collect();
+            let cluster: BTreeSet<uuid::Uuid> = all
+                .iter()
+                .filter_map(|n| super::provider_id_of(n))
+                .filter_map(|p| provider_id::parse(p).ok())
+                .collect();
+            guard::judge(
+                &cluster,
+                &listed,
+                gone.len(),
+                all.len(),
+                ctx.deletion_threshold,
+            )
+        }
+    };
+    for node in gone {
+        let name = node.name_any();
+        let hold = match &hold {
+            Some(h) => Some(h.clone()),
+            None => match ctx.pace.lock().take(Instant::now()) {
+                Ok(()) => None,
+                Err(None) => Some(Hold::Disabled),
+                // The next sweep looks again.
+                Err(Some(_)) => continue,
+            },
+        };
+        if let Some(h) = hold {
+            *held.entry(h.label()).or_default() += 1;
+            tracing::warn!(node = %name, reason = h.label(), "node deletion held");
+            ctx.events
+                .publish(
+                    &node.object_ref(&()),
+                    true,
+                    "NodeDeletionHeld",
+                    "DeleteNode",
+                    h.message(&name),
+                )
+                .await;
+            continue;
+        }
+        if let Err(e) = confirm_and_delete(ctx, &node).await {
+            tracing::warn!(node = %name, error = %e, "node deletion failed");
+        }
+    }
+    for (reason, n) in held {
+        ctx.metrics.node_deletions_held(reason, n);
+    }
+}
+
+/// The second look, then the deletion.
+async fn confirm_and_delete<D: ServerDirectory>(
+    ctx: &LifecycleContext<D>,
+    node: &Node,
+) -> Result<(), String> {
+    let nodes: Api<Node> = Api::all(ctx.client.clone());
+    let name = node.name_any();
+    tokio::time::sleep(ctx.recheck).await;
+    // A second, definite "not found" is needed; anything else keeps the Node.
+    match look_up(node, ctx.directory.as_ref()).await {
+        Some(Ok(None)) => {}
+        Some(Err(e)) => return Err(format!("re-check for node {name} failed: {e}")),
+        Some(Ok(Some(_))) | None => return Ok(()),
+    }
+    let server = server_words(node);
+    ctx.events
+        .publish(
+            &node.object_ref(&()),
+            false,
+            "DeletingNode",
+            "DeleteNode",
+            format!("Deleting node {name}: {server} no longer exists"),
+        )
+        .await;
+    let params = DeleteParams {
+        // Never delete a Node re-created under the same name meanwhile.
+        preconditions: Some(Preconditions {
+            uid: node.uid(),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match nodes.delete(&name, &params).await {
+        Ok(_) => {
+            ctx.metrics.node_deleted();
+            tracing::info!(node = %name, server = %server, "deleted node of a deleted server");
+            Ok(())
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Looks at every Node of the cache once./// Looks at every Node of the cache once.
 pub async fn sweep<D: ServerDirectory>(ctx: &LifecycleContext<D>, nodes: &Store<Node>) {
-    for node in runner::sorted(nodes) {
+    let all = runner::sorted(nodes);
+    let mut gone = Vec::new();
+    for node in &all {
         let started = Instant::now();
-        let result = check_node(&node, ctx).await;
+        let result = check_node(node, ctx).await;
         ctx.metrics.reconcile(
             CONTROLLER,
             if result.is_ok() { "ok" } else { "error" },
             started.elapsed(),
         );
-        if let Err(e) = result {
-            tracing::warn!(node = %node.name_any(), error = %e, "node lifecycle check failed");
+        match result {
+            Ok(Some(n)) => gone.push(n),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(node = %node.name_any(), error = %e, "node lifecycle check failed")
+            }
         }
+    }
+    if !gone.is_empty() {
+        delete_gone(ctx, &all, gone).await;
     }
 }
 

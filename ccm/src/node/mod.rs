@@ -3,6 +3,7 @@
 //! whose server is gone).
 
 pub mod controller;
+pub mod guard;
 pub mod lifecycle;
 pub mod metadata;
 pub mod provider_id;

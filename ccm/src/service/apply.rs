@@ -701,7 +701,7 @@ impl Run<'_> {
                     .map_err(failed)?;
                 self.wrote(Some(Edit::MonitorDeleted(uuid.to_string())));
             }
-            Action::AssignFloatingIp { network } => {
+            Action::AssignFloatingIp { network, .. } => {
                 let lb = self.lb(what)?;
                 c.assign_floating_ip_to_load_balancer(&network.addr().to_string(), &lb.to_string())
                     .await

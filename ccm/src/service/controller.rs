@@ -5,6 +5,7 @@
 //! be looked at again after `--load-balancer-poll-interval`.
 
 use super::annotations;
+use super::claims;
 use super::context::{ServiceContext, service_key};
 use super::ensure::{self, Progress};
 use super::error::ServiceError;
@@ -139,6 +140,23 @@ fn error_policy(svc: &Service, error: &ServiceError, ctx: &ServiceContext) -> Du
     delay
 }
 
+/// The Services other than `key` that claim any address of `before` or `now` (pure): when
+/// `key`'s claim changes, a conflict over those addresses may be resolved.
+pub fn sharing(
+    claims: &BTreeMap<Key, Vec<std::net::IpAddr>>,
+    key: &Key,
+    before: &[std::net::IpAddr],
+    now: &[std::net::IpAddr],
+) -> Vec<Key> {
+    claims
+        .iter()
+        .filter(|(k, ips)| {
+            *k != key && ips.iter().any(|ip| before.contains(ip) || now.contains(ip))
+        })
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
 /// The Services whose members a Node change can alter (pure): those for which the Node's
 /// [`map::membership`] differs before (`old`, `None`: it did not exist) and after (`new`,
 /// `None`: deleted). A heartbeat, a condition or an address change alters none.
@@ -181,11 +199,38 @@ pub async fn run(
     *ctx.nodes.write() = Some(nodes.store());
     let queue = Arc::new(Queue::default());
     services.subscribe({
-        let (queue, ctx) = (queue.clone(), ctx.clone());
+        let (queue, ctx, store) = (queue.clone(), ctx.clone(), store.clone());
+        // Each Service's floating IP claim as last seen, to tell the Services that share an
+        // address when a claim comes or goes.
+        let mut claims: BTreeMap<Key, Vec<std::net::IpAddr>> = BTreeMap::new();
         move |change| {
             if let Change::Touched(svc) = change {
                 ctx.touched.lock().insert(service_key(svc));
-                queue.schedule(Key::of(svc.as_ref()), Duration::ZERO);
+                let key = Key::of(svc.as_ref());
+                queue.schedule(key.clone(), Duration::ZERO);
+                let live = store.get(&key.object_ref());
+                let now = live
+                    .as_deref()
+                    .and_then(claims::claim_of)
+                    .map(|c| c.addresses)
+                    .unwrap_or_default();
+                let before = if now.is_empty() {
+                    claims.remove(&key)
+                } else {
+                    claims.insert(key.clone(), now.clone())
+                }
+                .unwrap_or_default();
+                if before != now {
+                    let rivals = sharing(&claims, &key, &before, &now);
+                    if !rivals.is_empty() {
+                        tracing::info!(
+                            service = %key,
+                            requeued = rivals.len(),
+                            "a floating IP claim changed: its other claimants are looked at again"
+                        );
+                    }
+                    queue.schedule_all(rivals);
+                }
             }
         }
     });
@@ -327,6 +372,37 @@ mod tests {
             names(affected_by(&services, Some(&plain), Some(&excluded))),
             selecting
         );
+    }
+
+    #[test]
+    fn a_changed_claim_names_the_other_claimants_of_its_addresses() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().expect("ip");
+        let key = |n: &str| Key {
+            namespace: "default".into(),
+            name: n.into(),
+        };
+        let claims: BTreeMap<Key, Vec<std::net::IpAddr>> = [
+            (key("a"), vec![ip("45.132.236.10")]),
+            (key("b"), vec![ip("45.132.236.10"), ip("45.132.236.11")]),
+            (key("c"), vec![ip("45.132.236.12")]),
+        ]
+        .into();
+        // a drops .10 (or is deleted): b, which wanted it too, is looked at again.
+        assert_eq!(
+            names(sharing(&claims, &key("a"), &[ip("45.132.236.10")], &[])),
+            ["b"]
+        );
+        // c takes .11 as well: b.
+        assert_eq!(
+            names(sharing(
+                &claims,
+                &key("c"),
+                &[ip("45.132.236.12")],
+                &[ip("45.132.236.12"), ip("45.132.236.11")]
+            )),
+            ["b"]
+        );
+        assert!(sharing(&claims, &key("c"), &[], &[ip("45.132.236.99")]).is_empty());
     }
 
     #[test]

@@ -11,8 +11,8 @@ use super::fetch::{Edit, Snapshot};
 use super::map::{self, Mapped};
 use super::model::{ActualLb, DesiredLb};
 use super::ownership::{self, Resolution, Seeker};
-use super::plan::{Impact, Ownership, Plan};
-use super::prepare::{Prepared, Reads, claimants, lookup, plan_for, prepare};
+use super::plan::{Impact, Ownership, Plan, RefusalKind};
+use super::prepare::{Prepared, Reads, account_servers, claimants, lookup, plan_for, prepare};
 use super::wait::{continues, note_waiting, recheck_waiting};
 use crate::cloudscale::{Client as Cloud, LoadBalancer};
 use k8s_openapi::api::core::v1::Service;
@@ -75,6 +75,10 @@ pub async fn cleanup(
     // An unreadable uuid annotation must not block deletion: the name and tag still find it.
     let uuid = annotations::lb_uuid(svc).ok().flatten();
     let others = claimants(&ctx.services(), &uid);
+    // Finding no load balancer in another project's account proves nothing: the finalizer
+    // stays until the account is the cluster's again.
+    let reads = Reads::Cached(ctx);
+    account_servers(&reads, &reads.nodes().await?).await?;
     let snapshot = Snapshot::fetch(&ctx.cloud).await?;
     let seeker = Seeker {
         uid: &uid,
@@ -277,12 +281,16 @@ async fn report_plan(
             .await;
     }
     for r in &p.refusals {
+        let (reason, action) = match r.kind {
+            RefusalKind::Conflict => ("FloatingIPConflict", "PlanLoadBalancer"),
+            RefusalKind::Change | RefusalKind::Missing => ("ChangeRefused", "PlanLoadBalancer"),
+        };
         ctx.events
             .publish(
                 &reference,
                 true,
-                "ChangeRefused",
-                "PlanLoadBalancer",
+                reason,
+                action,
                 format!("{} ({})", r.message, r.annotation),
             )
             .await;
@@ -300,30 +308,6 @@ async fn report_plan(
     }
 }
 
-/// [`prepare`] on the shared reads; a floating IP two Services claim is announced.
-async fn prepare_announced(
-    svc: &Service,
-    cfg: &ServiceConfig,
-    ctx: &ServiceContext,
-) -> Result<Prepared, ServiceError> {
-    match prepare(cfg, &ctx.cluster_name, &Reads::Cached(ctx)).await {
-        Ok(p) => Ok(p),
-        Err(e @ ServiceError::FloatingIpConflict { .. }) => {
-            ctx.events
-                .publish(
-                    &svc.object_ref(&()),
-                    true,
-                    "FloatingIPConflict",
-                    "EnsureLoadBalancer",
-                    e.to_string(),
-                )
-                .await;
-            Err(e)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// Makes the Service's load balancer what it should be, as far as it can go now: the
 /// pipeline of [`prepare`] (shared with the preview), then apply, passes of fetch, plan and
 /// apply again until nothing is left or something waits, then status.
@@ -338,7 +322,8 @@ pub async fn ensure(
     if let Some(progress) = recheck_waiting(svc, ctx).await {
         return Ok(progress);
     }
-    let mut prepared = prepare_announced(svc, cfg, ctx).await?;
+    let reads = Reads::Cached(ctx);
+    let mut prepared = prepare(cfg, &ctx.cluster_name, &reads).await?;
     // The account-wide lists may be shared from a read made up to
     // `--api-read-sharing-window` ago, before a floating IP the Service now names was
     // created (a user creates it, then annotates the Service): read afresh before refusing
@@ -347,10 +332,10 @@ pub async fn ensure(
         .plan
         .refusals
         .iter()
-        .any(|r| r.annotation == super::plan::ANNOTATION_FLOATING_IPS)
+        .any(|r| r.kind == super::plan::RefusalKind::Missing)
     {
         ctx.shared.invalidate();
-        prepared = prepare_announced(svc, cfg, ctx).await?;
+        prepared = prepare(cfg, &ctx.cluster_name, &reads).await?;
     }
     report_mapping(svc, ctx, &prepared.mapped).await;
     report_plan(svc, cfg, ctx, &prepared).await;
@@ -358,6 +343,7 @@ pub async fn ensure(
         mapped,
         owner,
         others,
+        fips,
         lb,
         actual,
         plan,
@@ -368,7 +354,7 @@ pub async fn ensure(
     for pass in 0..MAX_PASSES {
         if pass > 0 {
             let (snapshot, found) = Reads::Cached(ctx).fetch(&lookup).await?;
-            current = plan_for(&found, &snapshot, &desired, &owner)?;
+            current = plan_for(&found, &snapshot, &desired, &owner, &fips)?;
         }
         let (lb, actual, p) = current;
         current = match one_pass(svc, ctx, &desired, &owner, (lb, actual, p), pass).await? {

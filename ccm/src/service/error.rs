@@ -20,10 +20,9 @@ pub enum ServiceError {
         "the load balancer did not converge after {passes} passes; still differing:\n{remaining}"
     )]
     NotConverged { passes: usize, remaining: String },
-    #[error(
-        "floating IP {ip} is also claimed by Service {other} (k8s.cloudscale.ch/loadbalancer-floating-ips): refusing to go on so it does not flap between load balancers; remove it from one of them"
-    )]
-    FloatingIpConflict { ip: String, other: String },
+    /// The API token reaches an account that holds none of the cluster's servers.
+    #[error("{0}")]
+    ForeignAccount(String),
     /// The load balancer the Service names is not its own.
     #[error("{0}")]
     NotOwned(String),

@@ -8,7 +8,6 @@ use super::apply::{ApplyError, api_err, invalid, parse_uuid};
 use super::map::{NodeView, ServerView};
 use super::model::*;
 use super::ownership::{self, Claimant, Resolution, Seeker};
-use super::plan::Account;
 use crate::cloudscale::{self as api, Client, Filter, InterfaceType};
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
@@ -24,7 +23,8 @@ pub fn node_view(n: &Node) -> NodeView {
         labels: n.labels().clone(),
         provider_id: crate::node::provider_id_of(n)
             .and_then(|p| crate::node::provider_id::parse(p).ok()),
-        deleting: n.metadata.deletion_timestamp.is_some(),
+        deleting: n.metadata.deletion_timestamp.is_some()
+            || crate::node::metadata::has_taint(n, super::map::AUTOSCALER_DELETION_TAINT),
     }
 }
 
@@ -103,17 +103,6 @@ impl Snapshot {
         self.pools
             .iter()
             .filter(move |p| p.load_balancer.uuid == lb.uuid)
-    }
-
-    /// What the planner needs of the account beyond one load balancer.
-    pub fn account(&self) -> Account {
-        Account {
-            floating_ips: self
-                .floating_ips
-                .iter()
-                .filter_map(|f| network(&f.network))
-                .collect(),
-        }
     }
 }
 
@@ -317,7 +306,8 @@ pub fn actual_from(
     })
 }
 
-fn network(s: &str) -> Option<ipnet::IpNet> {
+/// A floating IP's `network` (or a bare address) as a network.
+pub fn network(s: &str) -> Option<ipnet::IpNet> {
     s.parse::<ipnet::IpNet>()
         .ok()
         .or_else(|| s.parse::<IpAddr>().ok().map(ipnet::IpNet::from))

@@ -18,13 +18,18 @@ use uuid::Uuid;
 /// Nodes carrying this label (any value) never receive load-balancer traffic.
 pub const EXCLUDE_LABEL: &str = "node.kubernetes.io/exclude-from-external-load-balancers";
 
+/// The taint cluster-autoscaler puts on a Node it is about to delete: Kubernetes' service
+/// controller takes such Nodes out of load balancers first (its `nodeUnTaintedPredicate`),
+/// so that they get no new connections while they drain.
+pub const AUTOSCALER_DELETION_TAINT: &str = "ToBeDeletedByClusterAutoscaler";
+
 /// What mapping needs of a Node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeView {
     pub name: String,
     pub labels: BTreeMap<String, String>,
     pub provider_id: Option<Uuid>,
-    /// Being deleted.
+    /// Being deleted, or tainted [`AUTOSCALER_DELETION_TAINT`] (about to be).
     pub deleting: bool,
 }
 
@@ -177,7 +182,7 @@ fn notes(cfg: &ServiceConfig, out: &mut Vec<Note>) {
 }
 
 /// Whether the Service's load balancer may send traffic to `node` (a member candidate: not
-/// being deleted, not excluded by label, picked by the node selector).
+/// being deleted nor about to be, not excluded by label, picked by the node selector).
 pub fn selects(cfg: &ServiceConfig, node: &NodeView) -> bool {
     !node.deleting
         && !node.labels.contains_key(EXCLUDE_LABEL)

@@ -5,6 +5,7 @@
 
 pub mod annotations;
 pub mod apply;
+pub mod claims;
 pub mod context;
 pub mod controller;
 pub mod ensure;

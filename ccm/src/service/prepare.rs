@@ -7,17 +7,18 @@
 
 use super::annotations;
 use super::annotations::ServiceConfig;
+use super::claims::{self, Claim};
 use super::context::{ServiceContext, service_key};
 use super::error::ServiceError;
 use super::fetch::{self, Found, Lookup, Snapshot, node_view, server_view};
 use super::map::{self, Mapped, NodeView, ServerView};
 use super::model::{ActualLb, DesiredLb};
 use super::ownership::{self, Claimant, Seeker};
-use super::plan::{self, Ownership, Plan};
+use super::plan::{self, Account, Ownership, Plan};
 use crate::cloudscale::{Client as Cloud, Filter, LoadBalancer};
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::ResourceExt;
 use kube::api::{Api, ListParams};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use uuid::Uuid;
 
@@ -47,7 +48,7 @@ impl Reads<'_> {
         }
     }
 
-    async fn nodes(&self) -> Result<Vec<NodeView>, ServiceError> {
+    pub async fn nodes(&self) -> Result<Vec<NodeView>, ServiceError> {
         match self {
             Reads::Cached(ctx) => Ok(ctx.node_views()),
             Reads::Direct { kube, .. } => Ok(Api::<Node>::all((*kube).clone())
@@ -107,45 +108,77 @@ impl Reads<'_> {
     }
 }
 
-/// The floating IPs a Service claims (unparseable entries of other Services are ignored:
-/// they are that Service's error to report).
-fn claimed_floating_ips(svc: &Service) -> Vec<std::net::IpAddr> {
-    let Some(raw) = svc
-        .annotations()
-        .get(annotations::LOADBALANCER_FLOATING_IPS)
-    else {
-        return Vec::new();
-    };
-    serde_json::from_str::<Vec<String>>(raw)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|e| annotations::parse_network(e).ok())
-        .map(|n| n.addr())
-        .collect()
-}
-
 fn is_other_lb_service(other: &Service, uid: &str) -> bool {
     annotations::is_handled(other) && other.metadata.uid.as_deref() != Some(uid)
 }
 
-/// Pure: the first of `mine` that another LoadBalancer Service (not `uid`, no load balancer
-/// class, not being deleted) also claims, with that Service's `namespace/name`. Floating
-/// IPs are compared by address, whatever prefix length each Service wrote.
-pub fn floating_ip_conflict(
-    mine: &[ipnet::IpNet],
-    uid: &str,
-    others: &[Arc<Service>],
-) -> Option<(String, String)> {
-    for other in others {
-        if !is_other_lb_service(other, uid) || other.metadata.deletion_timestamp.is_some() {
-            continue;
+/// What decides the fate of the Service's floating IPs, kept so that every pass of a
+/// reconcile judges them on the snapshot it plans against (see `claims.rs`).
+#[derive(Debug, Clone, Default)]
+pub struct FipContext {
+    pub cluster: String,
+    /// The Service's own claim (`None`: it names no floating IP).
+    pub me: Option<Claim>,
+    /// The other Services that claim any of its addresses.
+    pub rivals: Vec<Claim>,
+    /// `namespace/name` by UID (only when it claims any: for naming previous holders).
+    pub names: BTreeMap<String, String>,
+}
+
+impl FipContext {
+    /// The claim of the parsed Service `cfg` among `services`.
+    pub fn new(cfg: &ServiceConfig, cluster: &str, services: &[Arc<Service>]) -> FipContext {
+        if cfg.floating_ips.is_empty() {
+            return FipContext {
+                cluster: cluster.to_string(),
+                ..FipContext::default()
+            };
         }
-        let theirs = claimed_floating_ips(other);
-        if let Some(ip) = mine.iter().find(|ip| theirs.contains(&ip.addr())) {
-            return Some((ip.to_string(), service_key(other)));
+        // A Service not stored yet (a preview of a new one) is the newest of all.
+        let created = services
+            .iter()
+            .find(|s| s.metadata.uid.as_deref() == Some(cfg.uid.as_str()))
+            .and_then(|s| s.metadata.creation_timestamp.as_ref())
+            .map_or_else(|| "9999-12-31T23:59:59Z".to_string(), |t| t.0.to_string());
+        let me = Claim {
+            service: format!("{}/{}", cfg.namespace, cfg.name),
+            uid: cfg.uid.clone(),
+            created,
+            addresses: cfg.floating_ips.iter().map(|n| n.addr()).collect(),
+        };
+        FipContext {
+            cluster: cluster.to_string(),
+            rivals: claims::rivals(services, &cfg.uid, &me.addresses),
+            names: claims::names_by_uid(services),
+            me: Some(me),
         }
     }
-    None
+
+    /// The account as the planner needs it, from `snapshot`.
+    pub fn account(&self, snapshot: &Snapshot) -> Account {
+        claims::account(
+            &snapshot.floating_ips,
+            &snapshot.load_balancers,
+            &self.cluster,
+            self.me.as_ref(),
+            &self.rivals,
+            &self.names,
+        )
+    }
+}
+
+/// Pure: whether `servers` (the account's) holds none of the servers of the initialized
+/// Nodes: then it is not this cluster's account (another project's token), and nothing may
+/// be created, changed or deleted there in the cluster's name.
+pub fn foreign_account(nodes: &[NodeView], servers: &[ServerView]) -> Option<String> {
+    let cluster: Vec<Uuid> = nodes.iter().filter_map(|n| n.provider_id).collect();
+    if cluster.is_empty() || cluster.iter().any(|u| servers.iter().any(|s| s.uuid == *u)) {
+        return None;
+    }
+    Some(format!(
+        "the account the API token reaches holds none of the {} servers of this cluster's Nodes: nothing is created, changed or deleted there; check that CLOUDSCALE_ACCESS_TOKEN (or --token-file) is a token of this cluster's project",
+        cluster.len()
+    ))
 }
 
 /// The other LoadBalancer Services of the cluster, as far as load balancer claims go.
@@ -193,13 +226,14 @@ pub fn plan_for(
     snapshot: &Snapshot,
     desired: &DesiredLb,
     owner: &Ownership,
+    fips: &FipContext,
 ) -> Result<(Option<LoadBalancer>, Option<ActualLb>, Plan), ServiceError> {
     let (lb, actual) = match found {
         Found::Absent => (None, None),
         Found::Mine { lb, actual } => (Some((**lb).clone()), Some((**actual).clone())),
         Found::Refused(why) => return Err(ServiceError::NotOwned(why.clone())),
     };
-    let p = plan::plan(desired, actual.as_ref(), &snapshot.account(), owner);
+    let p = plan::plan(desired, actual.as_ref(), &fips.account(snapshot), owner);
     Ok((lb, actual, p))
 }
 
@@ -213,6 +247,8 @@ pub struct Prepared {
     pub owner: Ownership,
     /// The cluster's other LoadBalancer Services (their load balancer claims).
     pub others: Vec<Claimant>,
+    /// Who else claims its floating IPs.
+    pub fips: FipContext,
     /// Its load balancer, if it has one, and the planner's view of it.
     pub lb: Option<LoadBalancer>,
     pub actual: Option<ActualLb>,
@@ -232,6 +268,23 @@ pub fn lookup<'a>(cfg: &'a ServiceConfig, cluster: &'a str, others: &'a [Claiman
     }
 }
 
+/// The account's servers, once they show the account is the cluster's (see
+/// [`foreign_account`]; a verdict of "foreign" is read afresh before it is given).
+pub async fn account_servers(
+    reads: &Reads<'_>,
+    nodes: &[NodeView],
+) -> Result<Arc<Vec<ServerView>>, ServiceError> {
+    let servers = reads.servers(false).await?;
+    if foreign_account(nodes, &servers).is_none() {
+        return Ok(servers);
+    }
+    let servers = reads.servers(true).await?;
+    match foreign_account(nodes, &servers) {
+        None => Ok(servers),
+        Some(why) => Err(ServiceError::ForeignAccount(why)),
+    }
+}
+
 /// Reads, checks, maps, finds and plans the parsed Service `cfg`; writes nothing.
 pub async fn prepare(
     cfg: &ServiceConfig,
@@ -239,15 +292,12 @@ pub async fn prepare(
     reads: &Reads<'_>,
 ) -> Result<Prepared, ServiceError> {
     let services = reads.services().await?;
-    // One floating IP, two Services: refuse both (each finds the other) before any write.
-    if let Some((ip, other)) = floating_ip_conflict(&cfg.floating_ips, &cfg.uid, &services) {
-        return Err(ServiceError::FloatingIpConflict { ip, other });
-    }
     if !cfg.allowed_subnets.is_empty() {
         check_subnets(cfg, &reads.subnets().await?)?;
     }
     let nodes = reads.nodes().await?;
-    let mut mapped = map::desired(cfg, &nodes, &reads.servers(false).await?)?;
+    let servers = account_servers(reads, &nodes).await?;
+    let mut mapped = map::desired(cfg, &nodes, &servers)?;
     if !mapped.problems.is_empty() {
         // A Node newer than the shared server list: read it again before calling the Node
         // serverless.
@@ -257,12 +307,14 @@ pub async fn prepare(
         tags: ownership::tags(cluster, &cfg.uid),
     };
     let others = claimants(&services, &cfg.uid);
+    let fips = FipContext::new(cfg, cluster, &services);
     let (snapshot, found) = reads.fetch(&lookup(cfg, cluster, &others)).await?;
-    let (lb, actual, plan) = plan_for(&found, &snapshot, &mapped.desired, &owner)?;
+    let (lb, actual, plan) = plan_for(&found, &snapshot, &mapped.desired, &owner, &fips)?;
     Ok(Prepared {
         mapped,
         owner,
         others,
+        fips,
         lb,
         actual,
         plan,
@@ -275,61 +327,33 @@ mod tests {
     use crate::service::annotations;
     use serde_json::json;
 
-    fn svc(ns: &str, name: &str, uid: &str, fips: &str, ty: &str) -> Arc<Service> {
-        Arc::new(
-            serde_json::from_value(json!({
-                "metadata": {"name": name, "namespace": ns, "uid": uid,
-                             "annotations": {annotations::LOADBALANCER_FLOATING_IPS: fips}},
-                "spec": {"type": ty},
-            }))
-            .expect("service"),
-        )
+    fn node(provider: Option<u128>) -> NodeView {
+        NodeView {
+            name: "n".into(),
+            labels: Default::default(),
+            provider_id: provider.map(Uuid::from_u128),
+            deleting: false,
+        }
+    }
+
+    fn server(uuid: u128) -> ServerView {
+        ServerView {
+            uuid: Uuid::from_u128(uuid),
+            name: "s".into(),
+            zone: "rma1".into(),
+            private: Vec::new(),
+        }
     }
 
     #[test]
-    fn a_floating_ip_claimed_twice_is_a_conflict_naming_the_other_service() {
-        let mine = vec!["45.132.236.10/32".parse().expect("net")];
-        let others = vec![
-            svc(
-                "default",
-                "me",
-                "u1",
-                r#"["45.132.236.10/32"]"#,
-                "LoadBalancer",
-            ),
-            svc(
-                "other",
-                "nodeport",
-                "u2",
-                r#"["45.132.236.10/32"]"#,
-                "NodePort",
-            ),
-            svc("other", "web", "u3", r#"["45.132.236.10"]"#, "LoadBalancer"),
-        ];
-        // Itself and non-LoadBalancer Services do not count; bare IPs are normalised.
-        assert_eq!(
-            floating_ip_conflict(&mine, "u1", &others),
-            Some(("45.132.236.10/32".to_string(), "other/web".to_string()))
-        );
-        assert_eq!(floating_ip_conflict(&mine, "u1", &others[..2]), None);
-        let garbage = vec![svc("x", "y", "u4", "not json", "LoadBalancer")];
-        assert_eq!(floating_ip_conflict(&mine, "u1", &garbage), None);
-    }
-
-    #[test]
-    fn floating_ips_conflict_by_address_whatever_the_prefix_length() {
-        let mine = vec!["2a06:c02:0:100::/64".parse().expect("net")];
-        let others = vec![svc(
-            "other",
-            "v6",
-            "u9",
-            r#"["2a06:c02:0:100::/56"]"#,
-            "LoadBalancer",
-        )];
-        assert_eq!(
-            floating_ip_conflict(&mine, "u1", &others).map(|c| c.1),
-            Some("other/v6".to_string())
-        );
+    fn an_account_without_the_clusters_servers_is_foreign() {
+        let nodes = [node(Some(1)), node(Some(2)), node(None)];
+        let why = foreign_account(&nodes, &[server(7)]).expect("foreign");
+        assert!(why.contains("none of the 2 servers"), "{why}");
+        assert!(foreign_account(&nodes, &[]).is_some());
+        assert_eq!(foreign_account(&nodes, &[server(2), server(7)]), None);
+        // No Node initialized yet: nothing to judge by.
+        assert_eq!(foreign_account(&[node(None)], &[]), None);
     }
 
     #[test]

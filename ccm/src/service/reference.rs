@@ -58,7 +58,7 @@ pub const ANNOTATIONS: [AnnotationDoc; 24] = [
         key: LOADBALANCER_FLOATING_IPS,
         values: "JSON list of floating IP networks (`45.132.236.10/32`)",
         default: "`[]`",
-        change: "assigned: minimal on that address until it propagates; one removed stays assigned; one the account lacks is refused",
+        change: "assigned: minimal on that address until it propagates; one removed stays assigned; refused before any write: one the account lacks, a regional one of another region, one another Service keeps or another cluster's load balancer holds",
     },
     AnnotationDoc {
         key: LOADBALANCER_POOL_ALGORITHM,

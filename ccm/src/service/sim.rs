@@ -309,7 +309,7 @@ impl Sim {
                     p.monitors.retain(|m| m.uuid != *uuid);
                 }
             }
-            Action::AssignFloatingIp { network } => {
+            Action::AssignFloatingIp { network, .. } => {
                 let lb = self.lb()?;
                 if !lb.floating_ips.contains(network) {
                     lb.floating_ips.push(*network);

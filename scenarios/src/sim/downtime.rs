@@ -14,7 +14,9 @@
 //!   failed request of a CCM (cloud: no answer, 429, 5xx; Kubernetes: 409, 410, 5xx) to its
 //!   retry that succeeded (other Services' requests succeed meanwhile while a failed one
 //!   waits out its backoff), from a CCM crash, stop or cut watch to the next load-balancer
-//!   write that succeeded, and the time a delayed request was in flight; plus the time
+//!   write that succeeded, while the CCMs' cloud settings are wrong (another account, a
+//!   wrong API root, a revoked token) and a backoff after, and the time a delayed request
+//!   was in flight; plus the time
 //!   writes waited in the load balancer's queue (fakecloud's load balancers apply one write
 //!   after another, 10 s each, and the class bounds are measured on an idle one): behind
 //!   operations requested before the first pending change ([`backlog`]), or, for the write
@@ -151,7 +153,9 @@ fn bound_of(action: &Action, model: &Model) -> Option<f64> {
         // announces member-recreate (entering it: listener-recreate).
         Action::SetPolicy(..) => MEMBER_RECREATE,
         // On the VIPs: none.
-        Action::ClaimFloatingIp { .. } | Action::DropFloatingIps(_) => 0.0,
+        Action::ClaimFloatingIp { .. }
+        | Action::ClaimFloatingIpsOf { .. }
+        | Action::DropFloatingIps(_) => 0.0,
         _ => return None,
     })
 }
@@ -351,7 +355,11 @@ fn retry_key(r: &Request, any: bool) -> String {
 /// Kubernetes requests on Services and Nodes (the leader-election Lease and Events cannot).
 fn holds_up(r: &Request) -> bool {
     match r.api {
-        "cloud" => r.status == "lost" || r.status == "429" || r.status.starts_with('5'),
+        "cloud" => {
+            matches!(r.status, "lost" | "429" | "401" | "403")
+                || r.status.starts_with('5')
+                || r.path.starts_with("/typo/")
+        }
         _ => {
             (r.path.contains("/services") || r.path.contains("/nodes"))
                 && (matches!(r.status, "409" | "410") || r.status.starts_with('5'))
@@ -368,6 +376,8 @@ fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
     // Per retry key, the failures not retried with success yet.
     let mut failed: BTreeMap<String, Vec<u128>> = BTreeMap::new();
     let mut halted: Vec<u128> = Vec::new();
+    // Since when the cloud settings are wrong.
+    let mut misconfigured: Option<u128> = None;
     let close = |out: &mut Vec<(u128, u128)>, from: u128, at: u128, hold: u128| {
         out.push((from, at.min(from + hold)));
     };
@@ -408,6 +418,16 @@ fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
                 }
             }
             "crash" => halted.push(at),
+            // Wrong cloud settings hold every Service up while they last, and their
+            // failures' backoff after.
+            "misconfig" if rest.starts_with("Some") => {
+                misconfigured.get_or_insert(at);
+            }
+            "misconfig" => {
+                if let Some(from) = misconfigured.take() {
+                    out.push((from, at + FAILURE_HOLD_MS));
+                }
+            }
             "step"
                 if rest.starts_with("StopLeader")
                     || rest.starts_with("CutWatches")
@@ -423,6 +443,9 @@ fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
     }
     for from in halted {
         out.push((from, from + HALT_HOLD_MS));
+    }
+    if let Some(from) = misconfigured {
+        out.push((from, u128::MAX / 2));
     }
     out.sort_unstable();
     out

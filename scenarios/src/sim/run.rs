@@ -262,6 +262,7 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
     tokio::time::sleep(Duration::from_secs(1)).await;
     world.trace.note("faults end");
     world.cloud.faults().clear();
+    world.misconfigure(None);
     for c in &world.ccms {
         c.kube_faults.gone_on_rewatch(0);
         c.crash.disarm();
@@ -347,15 +348,20 @@ const RECHECK: Duration = Duration::from_secs(60);
 /// `--service-sync-max-retry-delay` (default): the longest a failed Service waits.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
 
-/// When a CCM's cloud request last failed (no answer, or an error other than 404), in trace
-/// milliseconds.
+/// When a CCM's cloud request last failed (no answer, or an error other than 404), or its
+/// cloud settings were last changed (under another project's token every request succeeds
+/// and every Service fails), in trace milliseconds.
 fn last_failure(world: &World) -> Option<u128> {
     world.trace.lines().iter().rev().find_map(|l| {
-        let r = Request::parse(l)?;
-        let failed = r.api == "cloud"
-            && r.by_ccm()
-            && (r.status == "lost" || (!r.status.starts_with('2') && r.status != "404"));
-        failed.then_some(r.millis)
+        if let Some(r) = Request::parse(l) {
+            let failed = r.api == "cloud"
+                && r.by_ccm()
+                && (r.status == "lost" || (!r.status.starts_with('2') && r.status != "404"));
+            return failed.then_some(r.millis);
+        }
+        let mut f = l.split(' ');
+        let at = f.next()?.parse().ok()?;
+        (f.next() == Some("misconfig")).then_some(at)
     })
 }
 

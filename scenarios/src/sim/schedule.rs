@@ -2,9 +2,11 @@
 //! into ClusterIP; nodes stopped, started, added, deleted) interleaved with faults (cloud API
 //! errors, dropped connections, lost answers, latency; Kubernetes watch cuts, 410 Gone on
 //! re-watch, 409 and 500 on writes; CCM crashes between API calls and restarts; outside
-//! hands deleting load-balancer parts). [`Schedule::generate`] is pure; [`execute`] plays a
-//! schedule on a [`World`].
+//! hands deleting load-balancer parts; an operator's mistakes with the cloud settings: a wrong
+//! API root, another project's token, a revoked token; one Service claiming another's
+//! floating IPs). [`Schedule::generate`] is pure; [`execute`] plays a schedule on a [`World`].
 
+pub use super::transport::Misconfig;
 use super::world::World;
 use fakecloud::{FaultEffect, FaultRule};
 use k8s_openapi::api::core::v1::Service;
@@ -113,6 +115,14 @@ pub enum Action {
     },
     /// The Service claims no floating IP any more.
     DropFloatingIps(String),
+    /// `service` claims the floating IPs `of` claims (the same annotation value).
+    ClaimFloatingIpsOf {
+        service: String,
+        of: String,
+    },
+    /// The CCMs' cloud settings go wrong until the next [`Action::ClearCloudFaults`] (or the
+    /// end of the faults).
+    Misconfigure(Misconfig),
     /// Outside hands delete the first pool, listener, member or monitor of a Service's
     /// load balancer, or the load balancer itself.
     OutsideDelete(String, &'static str),
@@ -463,15 +473,23 @@ impl Schedule {
                     Action::AddNode(name)
                 }
                 12..=14 => cloud_fault(&mut rng),
-                15 => match rng.below(3) {
+                15 => match rng.below(6) {
                     0 => Action::CutWatches,
                     1 => Action::GoneOnRewatch(1 + rng.below(2)),
-                    _ => Action::FailKubeWrites(*rng.pick(&[409, 500]), 1 + rng.below(3)),
+                    2 => Action::FailKubeWrites(*rng.pick(&[409, 500]), 1 + rng.below(3)),
+                    _ => Action::Misconfigure(*rng.pick(&Misconfig::ALL)),
                 },
                 16..=17 => Action::CrashCcm(1 + rng.below(30)),
                 18 => Action::OutsideDelete(svc, PARTS[rng.below(PARTS.len() as u64) as usize]),
                 19 => Action::ClearCloudFaults,
                 20 => Action::StopLeader,
+                21 if services.len() > 1 && rng.chance(30) => {
+                    let of = rng.pick(&services).clone();
+                    if regions.regional.contains(&of) {
+                        regions.regional.insert(svc.clone());
+                    }
+                    Action::ClaimFloatingIpsOf { service: svc, of }
+                }
                 21 => {
                     // A regional IP cannot follow a load balancer into another region: once
                     // a zone change was asked for (the load balancer may be re-created
@@ -609,6 +627,7 @@ impl Action {
             | Action::ToClusterIp(s)
             | Action::ClaimFloatingIp { service: s, .. }
             | Action::DropFloatingIps(s)
+            | Action::ClaimFloatingIpsOf { service: s, .. }
             | Action::OutsideDelete(s, _)
             | Action::OutsideChange(s, _) => Some(s),
             _ => None,
@@ -746,6 +765,11 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
             }
             Action::ClearCloudFaults => {
                 world.cloud.faults().clear();
+                world.misconfigure(None);
+                Ok(())
+            }
+            Action::Misconfigure(m) => {
+                world.misconfigure(Some(*m));
                 Ok(())
             }
             Action::CutWatches => {
@@ -814,6 +838,23 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
                     }
                     Err(e) => Err(e),
                 }
+            }
+            Action::ClaimFloatingIpsOf { service: name, of } => {
+                effects.touched.push((name.clone(), now));
+                let key = format!("{A}floating-ips");
+                let claim = services
+                    .get_opt(of)
+                    .await
+                    .ok()
+                    .flatten()
+                    .and_then(|s| s.metadata.annotations?.get(&key).cloned());
+                merge(
+                    &services,
+                    &rv,
+                    name,
+                    json!({"metadata": {"annotations": {key: claim}}}),
+                )
+                .await
             }
             Action::DropFloatingIps(name) => {
                 effects.touched.push((name.clone(), now));

@@ -63,12 +63,83 @@ impl CrashSwitch {
     }
 }
 
+/// An operator's mistake in the CCMs' cloud settings, as the simulation plays it without
+/// restarting them (the token is re-read on every request, and a proxy in front of the API
+/// can change under a running CCM).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Misconfig {
+    /// `CLOUDSCALE_API_URL` with a mistyped path: every request goes to `/typo/v1/...`, which
+    /// fakecloud answers, as the real API answers any unknown path, with a 404 in its own
+    /// words.
+    WrongRoot,
+    /// A token of another project: the requests reach another account, with servers of
+    /// its own and none of the cluster's.
+    OtherAccount,
+    /// A revoked token: every request answers 401.
+    RevokedToken,
+}
+
+impl Misconfig {
+    pub const ALL: [Misconfig; 3] = [
+        Misconfig::WrongRoot,
+        Misconfig::OtherAccount,
+        Misconfig::RevokedToken,
+    ];
+}
+
+/// Where the CCMs' cloud requests go: their own account, or what a [`Misconfig`] makes of
+/// it. One switch serves every CCM of a world, restarted ones included.
+#[derive(Default)]
+pub struct AccountSwitch {
+    now: Mutex<Option<Misconfig>>,
+    /// The other project's account.
+    other: Mutex<Option<fakecloud::InProcess>>,
+}
+
+impl AccountSwitch {
+    pub fn set(&self, misconfig: Option<Misconfig>) {
+        *self.now.lock() = misconfig;
+    }
+
+    pub fn get(&self) -> Option<Misconfig> {
+        *self.now.lock()
+    }
+
+    /// The account [`Misconfig::OtherAccount`] reaches.
+    pub fn set_other(&self, other: fakecloud::App) {
+        *self.other.lock() = Some(fakecloud::InProcess::new(other));
+    }
+
+    fn other(&self) -> Option<fakecloud::InProcess> {
+        self.other.lock().clone()
+    }
+}
+
+/// `request` with its path under `/typo`.
+fn under_typo(mut request: ccm::cloudscale::TransportRequest) -> ccm::cloudscale::TransportRequest {
+    let pq = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_default();
+    let mut parts = request.uri().clone().into_parts();
+    if let Ok(v) = format!("/typo{pq}").parse() {
+        parts.path_and_query = Some(v);
+    }
+    if let Ok(uri) = http::Uri::from_parts(parts) {
+        *request.uri_mut() = uri;
+    }
+    request
+}
+
 /// A CCM's way to fakecloud.
 pub struct CloudLink {
     pub cloud: fakecloud::InProcess,
     pub actor: String,
     pub trace: Trace,
     pub crash: Arc<CrashSwitch>,
+    /// Which account its requests reach.
+    pub switch: Arc<AccountSwitch>,
     /// What the checks made after each of its creates found ("never", not only "at the
     /// end": a duplicate the CCM cleans up later still broke the invariant).
     pub found: Arc<Mutex<Vec<super::check::Violation>>>,
@@ -95,10 +166,33 @@ impl Transport for CloudLink {
             // the faults took from the CCM (see `downtime.rs`).
             self.trace.note(format!("crash {}", self.actor));
         }
+        let misconfig = self.switch.get();
+        let (cloud, request, own) = match misconfig {
+            None => (cloud, request, true),
+            Some(Misconfig::WrongRoot) => (cloud, under_typo(request), true),
+            Some(Misconfig::OtherAccount) => match self.switch.other() {
+                Some(other) => (other, request, false),
+                None => (cloud, request, true),
+            },
+            Some(Misconfig::RevokedToken) => (cloud, request, false),
+        };
         Box::pin(async move {
             if crashed {
                 // The process is gone: nothing is sent, nothing answers.
                 return std::future::pending().await;
+            }
+            if misconfig == Some(Misconfig::RevokedToken) {
+                let path = request
+                    .uri()
+                    .path_and_query()
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_default();
+                trace.cloud(&actor, request.method().as_str(), &path, Some(401));
+                return Response::builder()
+                    .status(401)
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .body(br#"{"detail": "Invalid token."}"#.to_vec())
+                    .map_err(|e| TransportError::Lost(e.to_string()));
             }
             let method = request.method().to_string();
             let path = request
@@ -113,7 +207,7 @@ impl Transport for CloudLink {
                     let status = response.status();
                     trace.cloud(&actor, &method, &path, Some(status.as_u16()));
                     trace.slow(&actor, sent);
-                    if method == "POST" && status.is_success() {
+                    if own && method == "POST" && status.is_success() {
                         let mut new = super::check::after_create(cloud.app(), &path);
                         if !new.is_empty() {
                             let mut found = found.lock();
@@ -130,7 +224,7 @@ impl Transport for CloudLink {
                 Err(dropped) => {
                     trace.cloud(&actor, &method, &path, None);
                     trace.slow(&actor, sent);
-                    if method == "POST" {
+                    if own && method == "POST" {
                         // A lost answer may hide an executed create.
                         let mut new = super::check::after_create(cloud.app(), &path);
                         let mut found = found.lock();

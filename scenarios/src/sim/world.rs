@@ -4,7 +4,7 @@
 //! sleeps in real time and time moves only when every task waits.
 
 use super::trace::Trace;
-use super::transport::{CloudLink, CrashSwitch, KubeFaults, KubeLink};
+use super::transport::{AccountSwitch, CloudLink, CrashSwitch, KubeFaults, KubeLink, Misconfig};
 use crate::apiserver::{self, ApiServerConfig};
 use crate::kubelet::{Kubelet, KubeletConfig};
 use crate::proxy;
@@ -142,6 +142,10 @@ pub struct World {
     pub ccms: Vec<SimCcm>,
     /// Violations the checks found while the run went on (see [`super::check::after_create`]).
     pub found: Arc<parking_lot::Mutex<Vec<super::check::Violation>>>,
+    /// Which account the CCMs' cloud requests reach (see [`World::misconfigure`]).
+    pub switch: Arc<AccountSwitch>,
+    /// Another project's account, with servers of its own and none of the cluster's.
+    pub other_account: fakecloud::App,
     kubelets: Vec<Kubelet>,
     proxy: JoinHandle<()>,
     router: axum::Router,
@@ -204,6 +208,9 @@ impl World {
         }
         .client();
         let proxy = tokio::spawn(proxy_view(api.clone(), cloud.clone()));
+        let other_account = other_account(seed, &token)?;
+        let switch = Arc::new(AccountSwitch::default());
+        switch.set_other(other_account.clone());
         let cloud_zero = cloud.now() - chrono::Duration::milliseconds(trace.millis() as i64);
         let mut world = World {
             seed,
@@ -216,6 +223,8 @@ impl World {
             cloud_zero,
             ccms: Vec::new(),
             found: Arc::default(),
+            switch,
+            other_account,
             kubelets: Vec::new(),
             proxy,
             router,
@@ -306,6 +315,7 @@ impl World {
             actor: name.clone(),
             trace: self.trace.clone(),
             crash: crash.clone(),
+            switch: self.switch.clone(),
             found: self.found.clone(),
         };
         let kube = KubeLink {
@@ -371,6 +381,7 @@ impl World {
             actor: actor.to_string(),
             trace: self.trace.clone(),
             crash: Arc::new(CrashSwitch::default()),
+            switch: Arc::new(AccountSwitch::default()),
             found: self.found.clone(),
         };
         ccm::cloudscale::Client::new(ccm::cloudscale::ClientConfig {
@@ -405,6 +416,15 @@ impl World {
     /// Every node name a kubelet registered, in order.
     pub fn node_names(&self) -> Vec<String> {
         self.kubelets.iter().map(|k| k.node.clone()).collect()
+    }
+
+    /// From now on the CCMs' cloud requests go where `misconfig` sends them (`None`: their
+    /// own account again), as after an operator's mistake with the token or the API URL.
+    pub fn misconfigure(&self, misconfig: Option<Misconfig>) {
+        if self.switch.get() != misconfig {
+            self.trace.note(format!("misconfig {misconfig:?}"));
+            self.switch.set(misconfig);
+        }
     }
 
     /// Lets virtual time pass.
@@ -579,6 +599,38 @@ impl World {
             .iter_mut()
             .find(|c| c.name == last && c.is_running())
     }
+}
+
+/// Another project's account: the same token works there (a token is only ever valid for
+/// its own project; this stands for "another project's token"), with two servers and a
+/// network of its own.
+fn other_account(seed: u64, token: &str) -> Result<fakecloud::App, TestbedError> {
+    let other = fakecloud::App::new(fakecloud::Config {
+        clock: fakecloud::ClockMode::Simulated,
+        // Not a sub-seed: those differ from the world's by multiples of the generator's
+        // step, and the two accounts would hand out the same UUIDs a few draws apart.
+        id_seed: Some(super::schedule::Rng::new(seed ^ 0x6f74_6865_725f_6163).draw()),
+        tokens: vec![token.to_string()],
+        public_url: Some(CLOUD_URL.to_string()),
+        ..fakecloud::Config::default()
+    });
+    let network = testbed::network_seed()?;
+    let zone = other.config().default_zone.clone();
+    other
+        .write(|st, now| fakecloud::apply_seed(st, now, &zone, &network))
+        .map_err(|e| TestbedError::Seed(e.to_string()))?;
+    for (i, name) in ["their-1", "their-2"].iter().enumerate() {
+        let spec = testbed::server_spec(
+            name,
+            "flex-4-2",
+            Some(Ipv4Addr::new(10, 0, 0, 200 + i as u8)),
+            None,
+        );
+        other
+            .write(|st, now| fakecloud::seed::add_server(st, now, &zone, &spec))
+            .map_err(|e| TestbedError::Seed(e.to_string()))?;
+    }
+    Ok(other)
 }
 
 /// The kube-proxy view, kept in step with the API server's store on every change (the

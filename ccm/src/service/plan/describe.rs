@@ -84,7 +84,14 @@ pub fn action(a: &Action) -> String {
                 )
             }
         }
-        Action::AssignFloatingIp { network } => format!("assign floating IP {network}"),
+        Action::AssignFloatingIp {
+            network,
+            from: None,
+        } => format!("assign floating IP {network}"),
+        Action::AssignFloatingIp {
+            network,
+            from: Some(holder),
+        } => format!("assign floating IP {network}, taking it from {holder}"),
     }
 }
 

@@ -269,9 +269,50 @@ pub enum Action {
         members: Vec<String>,
         replacing: Vec<Replaced>,
     },
+    /// Points the floating IP at the load balancer; `from`: what it pointed at before.
     AssignFloatingIp {
         network: IpNet,
+        from: Option<Holder>,
     },
+}
+
+/// What a floating IP points at, besides the Service's own load balancer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// A server (its name, or its UUID when the API gave no name).
+    Server { name: String },
+    LoadBalancer {
+        name: String,
+        uuid: Uuid,
+        owner: LbOwner,
+    },
+}
+
+/// Whose a load balancer holding a floating IP is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LbOwner {
+    /// A Service of this cluster (`namespace/name`), which does not claim it any more.
+    Service(String),
+    /// Another cluster's (its `k8s.cloudscale.ch/cluster` tag).
+    OtherCluster(String),
+    /// Made by hand, or tagged for a Service this cluster does not have.
+    Unknown,
+}
+
+impl fmt::Display for Holder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Holder::Server { name } => write!(f, "server {name}"),
+            Holder::LoadBalancer { name, uuid, owner } => {
+                write!(f, "load balancer {name} ({uuid})")?;
+                match owner {
+                    LbOwner::Service(s) => write!(f, " of Service {s}, which no longer claims it"),
+                    LbOwner::OtherCluster(c) => write!(f, " of cluster {c}"),
+                    LbOwner::Unknown => write!(f, ", not made for a Service of this cluster"),
+                }
+            }
+        }
+    }
 }
 
 impl Action {
@@ -328,6 +369,36 @@ pub struct Refusal {
     /// The annotation (or spec field) whose change is refused.
     pub annotation: &'static str,
     pub message: String,
+    pub kind: RefusalKind,
+}
+
+/// Why something is refused, for the Event reason and for whether a fresh read may help.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefusalKind {
+    /// A change the load balancer cannot take (`ChangeRefused`).
+    Change,
+    /// A floating IP the account lacks (`ChangeRefused`; it may have just been created).
+    Missing,
+    /// A floating IP another Service or cluster keeps (`FloatingIPConflict`).
+    Conflict,
+}
+
+impl Refusal {
+    fn change(annotation: &'static str, message: String) -> Refusal {
+        Refusal {
+            annotation,
+            message,
+            kind: RefusalKind::Change,
+        }
+    }
+
+    /// The Warning Event's reason (the reconcile publishes the same, see `ensure.rs`).
+    pub fn reason(&self) -> &'static str {
+        match self.kind {
+            RefusalKind::Change | RefusalKind::Missing => "ChangeRefused",
+            RefusalKind::Conflict => "FloatingIPConflict",
+        }
+    }
 }
 
 /// A warning that blocks nothing (the change it is about still applies).
@@ -394,8 +465,31 @@ pub const ANNOTATION_FLOATING_IPS: &str = "k8s.cloudscale.ch/loadbalancer-floati
 /// What the planner needs to know of the account beyond the load balancer.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Account {
-    /// Every floating IP network in the account.
-    pub floating_ips: Vec<IpNet>,
+    /// Every floating IP in the account.
+    pub floating_ips: Vec<AccountFloatingIp>,
+    /// Addresses another Service of the cluster keeps (see `claims.rs`), with why.
+    pub claimed_elsewhere: std::collections::BTreeMap<std::net::IpAddr, String>,
+}
+
+/// A floating IP of the account.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AccountFloatingIp {
+    pub network: IpNet,
+    /// The region of a regional floating IP (`rma`); `None` for a global one.
+    pub region: Option<String>,
+    /// What it points at now, if anything.
+    pub holder: Option<Holder>,
+}
+
+impl AccountFloatingIp {
+    /// A global floating IP pointing nowhere.
+    pub fn free(network: IpNet) -> AccountFloatingIp {
+        AccountFloatingIp {
+            network,
+            region: None,
+            holder: None,
+        }
+    }
 }
 
 /// The tags a load balancer carries once it is this Service's, and the others it has.
@@ -466,24 +560,24 @@ fn empty_lb(desired: &DesiredLb, owner: &Ownership) -> ActualLb {
 
 fn refusals(desired: &DesiredLb, actual: &ActualLb, out: &mut Vec<Refusal>) {
     if actual.flavor != desired.flavor {
-        out.push(Refusal {
-            annotation: ANNOTATION_FLAVOR,
-            message: format!(
+        out.push(Refusal::change(
+            ANNOTATION_FLAVOR,
+            format!(
                 "the flavor of a load balancer cannot change ({} is running, {} is asked for): put back {} or re-create the Service",
                 actual.flavor, desired.flavor, actual.flavor
             ),
-        });
+        ));
     }
     if let Some(zone) = &desired.zone
         && *zone != actual.zone
     {
-        out.push(Refusal {
-            annotation: ANNOTATION_ZONE,
-            message: format!(
+        out.push(Refusal::change(
+            ANNOTATION_ZONE,
+            format!(
                 "the zone of a load balancer cannot change ({} is running, {zone} is asked for): put back {} or re-create the Service",
                 actual.zone, actual.zone
             ),
-        });
+        ));
     }
     if let Some(vips) = &desired.vips {
         let same = vips.len() == actual.vips.len()
@@ -492,10 +586,10 @@ fn refusals(desired: &DesiredLb, actual: &ActualLb, out: &mut Vec<Refusal>) {
             });
         // An empty list on a load balancer with public VIPs asks for nothing specific.
         if !same && !vips.is_empty() {
-            out.push(Refusal {
-                annotation: ANNOTATION_VIPS,
-                message: "the VIP addresses of a load balancer cannot change: put back the previous value or re-create the Service".into(),
-            });
+            out.push(Refusal::change(
+                ANNOTATION_VIPS,
+                "the VIP addresses of a load balancer cannot change: put back the previous value or re-create the Service".into(),
+            ));
         }
     }
 }
@@ -538,38 +632,99 @@ fn lb_level(desired: &DesiredLb, actual: &ActualLb, owner: &Ownership, steps: &m
     }
 }
 
+/// The region of a zone (`rma1` → `rma`), as the API names regions.
+pub fn region_of(zone: &str) -> &str {
+    zone.trim_end_matches(|c: char| c.is_ascii_digit())
+}
+
 /// Floating IPs are matched to the account's by address: a network written with another
 /// prefix length than the floating IP has still means that floating IP (and a note says
-/// how to write it); one that does not exist is refused.
+/// how to write it). Refused, before any write: one the account lacks, a regional one of
+/// another region than the load balancer's, one another Service of the cluster keeps
+/// ([`Account::claimed_elsewhere`]) and one another cluster's load balancer holds. Any
+/// other is assigned, and the step names what it pointed at before.
 fn floating_ips(desired: &DesiredLb, actual: &ActualLb, account: &Account, plan: &mut Plan) {
+    let zone = if actual.zone.is_empty() {
+        desired.zone.clone().unwrap_or_default()
+    } else {
+        actual.zone.clone()
+    };
     for wanted in &desired.floating_ips {
+        let refuse = |kind, message| Refusal {
+            annotation: ANNOTATION_FLOATING_IPS,
+            message,
+            kind,
+        };
         let Some(real) = account
             .floating_ips
             .iter()
-            .find(|f| f.addr() == wanted.addr())
+            .find(|f| f.network.addr() == wanted.addr())
         else {
-            plan.refusals.push(Refusal {
-                annotation: ANNOTATION_FLOATING_IPS,
-                message: format!(
+            plan.refusals.push(refuse(
+                RefusalKind::Missing,
+                format!(
                     "floating IP {wanted} does not exist in this account: create it first or remove it from the list"
                 ),
-            });
+            ));
             continue;
         };
-        if real.prefix_len() != wanted.prefix_len() {
+        let network = real.network;
+        if network.prefix_len() != wanted.prefix_len() {
             plan.notes.push(Note {
                 field: ANNOTATION_FLOATING_IPS,
                 message: format!(
-                    "{wanted} is the floating IP {real}: it is assigned as {real}; write {real} to silence this warning"
+                    "{wanted} is the floating IP {network}: it is assigned as {network}; write {network} to silence this warning"
                 ),
             });
         }
-        if !actual.floating_ips.iter().any(|f| f.addr() == real.addr()) {
-            plan.steps.push(step(
-                Action::AssignFloatingIp { network: *real },
-                Impact::Minimal,
-            ));
+        if actual
+            .floating_ips
+            .iter()
+            .any(|f| f.addr() == network.addr())
+        {
+            continue;
         }
+        if let Some(region) = &real.region
+            && !zone.is_empty()
+            && region_of(&zone) != region
+        {
+            plan.refusals.push(refuse(
+                RefusalKind::Change,
+                format!(
+                    "floating IP {network} is regional in {region}, the load balancer is in zone {zone} (region {}): it cannot point there; use a floating IP of region {} or a global one",
+                    region_of(&zone),
+                    region_of(&zone)
+                ),
+            ));
+            continue;
+        }
+        if let Some(why) = account.claimed_elsewhere.get(&network.addr()) {
+            plan.refusals
+                .push(refuse(RefusalKind::Conflict, why.clone()));
+            continue;
+        }
+        if let Some(
+            holder @ Holder::LoadBalancer {
+                owner: LbOwner::OtherCluster(_),
+                ..
+            },
+        ) = &real.holder
+        {
+            plan.refusals.push(refuse(
+                RefusalKind::Conflict,
+                format!(
+                    "floating IP {network} points at {holder}: it is not taken from another cluster (both would take it back at every resync); remove it from that cluster's Service, or from this one"
+                ),
+            ));
+            continue;
+        }
+        plan.steps.push(step(
+            Action::AssignFloatingIp {
+                network,
+                from: real.holder.clone(),
+            },
+            Impact::Minimal,
+        ));
     }
 }
 

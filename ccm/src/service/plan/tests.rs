@@ -358,7 +358,8 @@ fn removed_ports_and_foreign_pools_are_deleted_floating_ips_assigned() {
     let fip: IpNet = "45.132.236.10/32".parse().expect("net");
     after.floating_ips = vec![fip];
     let account = Account {
-        floating_ips: vec![fip],
+        floating_ips: vec![AccountFloatingIp::free(fip)],
+        ..Account::default()
     };
     let p = plan(
         &after,
@@ -378,13 +379,16 @@ fn a_floating_ip_written_with_another_prefix_is_assigned_once_with_a_note() {
     };
     let real: IpNet = "2a06:c02:0:100::/56".parse().expect("net");
     let account = Account {
-        floating_ips: vec![real],
+        floating_ips: vec![AccountFloatingIp::free(real)],
+        ..Account::default()
     };
     let mut actual = converged(&d, &owner());
     actual.floating_ips = vec![];
     let p = plan(&d, Some(&actual), &account, &owner());
     assert_eq!(kinds(&p), ["assign-fip"]);
-    assert!(matches!(&p.steps[0].action, Action::AssignFloatingIp { network } if *network == real));
+    assert!(
+        matches!(&p.steps[0].action, Action::AssignFloatingIp { network, from: None } if *network == real)
+    );
     assert!(p.notes[0].message.contains("2a06:c02:0:100::/56"));
     actual.floating_ips = vec![real];
     let p = plan(&d, Some(&actual), &account, &owner());
@@ -403,6 +407,126 @@ fn a_floating_ip_missing_from_the_account_is_refused() {
     );
     assert!(p.steps.is_empty());
     assert_eq!(p.refusals[0].annotation, ANNOTATION_FLOATING_IPS);
+}
+
+fn with_fip(holder: Option<Holder>, region: Option<&str>) -> (DesiredLb, Account) {
+    let fip: IpNet = "45.132.236.14/32".parse().expect("net");
+    let mut d = desired();
+    d.floating_ips = vec![fip];
+    let account = Account {
+        floating_ips: vec![AccountFloatingIp {
+            network: fip,
+            region: region.map(str::to_string),
+            holder,
+        }],
+        ..Account::default()
+    };
+    (d, account)
+}
+
+#[test]
+fn a_floating_ip_taken_from_a_server_or_a_load_balancer_names_it() {
+    let by_hand = Holder::LoadBalancer {
+        name: "foreign-lb".into(),
+        uuid: Uuid::from_u128(5),
+        owner: LbOwner::Unknown,
+    };
+    for (holder, words) in [
+        (
+            Holder::Server {
+                name: "node-1".into(),
+            },
+            "taking it from server node-1",
+        ),
+        (by_hand, "load balancer foreign-lb"),
+        (
+            Holder::LoadBalancer {
+                name: "k8s-service-a".into(),
+                uuid: Uuid::from_u128(6),
+                owner: LbOwner::Service("default/a".into()),
+            },
+            "of Service default/a, which no longer claims it",
+        ),
+    ] {
+        let (d, account) = with_fip(Some(holder), Some("rma"));
+        let p = plan(
+            &d,
+            Some(&converged(&desired(), &owner())),
+            &account,
+            &owner(),
+        );
+        assert_eq!(kinds(&p), ["assign-fip"]);
+        let text = p.describe();
+        assert!(text.contains(words), "{text}");
+        assert_eq!(p.impact(), Impact::Minimal);
+    }
+}
+
+#[test]
+fn a_floating_ip_of_another_cluster_is_never_taken() {
+    let (d, account) = with_fip(
+        Some(Holder::LoadBalancer {
+            name: "theirs".into(),
+            uuid: Uuid::from_u128(5),
+            owner: LbOwner::OtherCluster("prod-2".into()),
+        }),
+        None,
+    );
+    let p = plan(
+        &d,
+        Some(&converged(&desired(), &owner())),
+        &account,
+        &owner(),
+    );
+    assert!(p.steps.is_empty(), "{}", p.describe());
+    assert_eq!(p.refusals[0].reason(), "FloatingIPConflict");
+    assert!(p.refusals[0].message.contains("cluster prod-2"));
+    assert_eq!(p.impact(), Impact::Refused);
+}
+
+#[test]
+fn a_regional_floating_ip_of_another_region_is_refused_before_any_write() {
+    let (d, account) = with_fip(None, Some("lpg"));
+    let actual = converged(&desired(), &owner());
+    assert_eq!(actual.zone, "rma1");
+    let p = plan(&d, Some(&actual), &account, &owner());
+    assert!(p.steps.is_empty(), "{}", p.describe());
+    assert_eq!(
+        p.impact(),
+        Impact::Refused,
+        "announced as refused, not minimal"
+    );
+    let r = &p.refusals[0];
+    assert_eq!(r.reason(), "ChangeRefused");
+    assert!(r.message.contains("regional in lpg"), "{}", r.message);
+    assert!(r.message.contains("zone rma1"), "{}", r.message);
+    // The same region, or a global one: assigned.
+    for region in [Some("rma"), None] {
+        let (d, account) = with_fip(None, region);
+        assert_eq!(
+            kinds(&plan(&d, Some(&actual), &account, &owner())),
+            ["assign-fip"]
+        );
+    }
+}
+
+#[test]
+fn a_floating_ip_another_service_keeps_is_refused_alone() {
+    let (mut d, mut account) = with_fip(None, None);
+    account.claimed_elsewhere.insert(
+        "45.132.236.14".parse().expect("ip"),
+        "also claimed by Service default/s4".into(),
+    );
+    d.pools[0].listener.timeout_client_data_ms = 1234;
+    let p = plan(
+        &d,
+        Some(&converged(&desired(), &owner())),
+        &account,
+        &owner(),
+    );
+    assert_eq!(kinds(&p), ["update-listener"], "everything else applies");
+    assert_eq!(p.refusals.len(), 1);
+    assert_eq!(p.refusals[0].reason(), "FloatingIPConflict");
 }
 
 #[test]

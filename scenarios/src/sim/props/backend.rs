@@ -40,6 +40,9 @@ pub trait Backend {
     /// Seconds of downtime the judgement forgives (rounding on the virtual clock; real
     /// scheduling delay times the scale on a scaled one).
     fn slack(&self) -> f64;
+    /// Sends the CCM's cloud requests where `misconfig` says (`None`: right again);
+    /// `false` where the backend cannot.
+    fn misconfigure(&self, misconfig: Option<crate::sim::transport::Misconfig>) -> bool;
 }
 
 /// The simulation's world.
@@ -88,6 +91,10 @@ impl Backend for Sim<'_> {
     }
     fn slack(&self) -> f64 {
         0.5
+    }
+    fn misconfigure(&self, misconfig: Option<crate::sim::transport::Misconfig>) -> bool {
+        self.0.misconfigure(misconfig);
+        true
     }
 }
 
@@ -195,6 +202,10 @@ impl Backend for Socket {
     fn slack(&self) -> f64 {
         // 20 ms of real scheduling delay at 100×.
         2.0
+    }
+    fn misconfigure(&self, _: Option<crate::sim::transport::Misconfig>) -> bool {
+        // The CCM talks to fakecloud over HTTP here: its settings are its own.
+        false
     }
 }
 

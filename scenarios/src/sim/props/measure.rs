@@ -376,7 +376,10 @@ fn concerns(change: &Change, before: &State, i: usize) -> bool {
     let n = before.ports.len().max(1);
     match change {
         Change::RenamePort(j) | Change::RenumberPort(j, _) | Change::NodePort(j) => j % n == i,
-        Change::AddPort(_) | Change::RemovePort(_) => false,
+        Change::AddPort(_)
+        | Change::RemovePort(_)
+        | Change::RivalClaim(_)
+        | Change::Misconfigured(_) => false,
         _ => true,
     }
 }

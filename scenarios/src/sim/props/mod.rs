@@ -18,6 +18,11 @@
 //!    `quiet`: a further reconcile writes nothing.
 //! 5. `deletion`: deleting the Service (or turning it into ClusterIP) leaves no cloud
 //!    resource of it, and its floating IPs stay in the account, unassigned.
+//!
+//! Changes made by others count as changes of the Service that concern none of its ports:
+//! another Service claiming its floating IPs, and a minute of wrong cloud settings (another
+//! project's token, a wrong API root, a revoked token) are judged by property 2 (0 s on
+//! every port and every floating IP it held), and nothing of it is deleted meanwhile.
 
 pub mod backend;
 pub mod measure;
@@ -108,6 +113,11 @@ pub enum Change {
     FipMove(FipDraw),
     /// The Service claims no floating IP any more.
     FipRemove,
+    /// Another Service (namespace `rival`) names the Service's floating IPs: one that can
+    /// be served (`true`), or one that cannot (an SCTP port). The Service keeps them.
+    RivalClaim(bool),
+    /// The CCM's cloud settings are wrong for a minute, then right again.
+    Misconfigured(crate::sim::transport::Misconfig),
 }
 
 /// How a case ends after its changes.

@@ -28,6 +28,8 @@ pub enum Kind {
     PoolSettings,
     Refused,
     Several,
+    /// Others' doing: another Service's claim, the CCM's cloud settings wrong a while.
+    Others,
     Removal,
 }
 
@@ -164,6 +166,13 @@ pub const ROWS: &[Row] = &[
         reference_on_fakecloud: "-",
     },
     Row {
+        kind: Kind::Others,
+        change: "another Service claims its floating IPs; the CCM's cloud settings wrong a minute",
+        reference_class: "(the reference freezes both claimants; deletes Nodes on a wrong account)",
+        documented: Impact::None,
+        reference_on_fakecloud: "-",
+    },
+    Row {
         kind: Kind::Removal,
         change: "deletion, type away from LoadBalancer",
         reference_class: "(load balancer deleted)",
@@ -237,6 +246,7 @@ pub fn classify(change: &Change) -> (Kind, Impact) {
         Change::FipAdd(_) | Change::FipMove(_) | Change::FipRemove => {
             (Kind::FloatingIp, Impact::Minimal)
         }
+        Change::RivalClaim(_) | Change::Misconfigured(_) => (Kind::Others, Impact::None),
     }
 }
 

@@ -277,11 +277,65 @@ async fn play(b: &mut impl Backend, case: &Case, out: &mut Outcome) -> Result<()
         let report = step(b, &mut state, change, i, &subnet, out).await?;
         out.steps.push(report);
     }
+    // The rivals go before the end, so that the floating IPs are free when the Service is.
+    let api: Api<Service> = Api::namespaced(b.kube(), RIVAL);
+    for name in &state.rivals {
+        let uid = api
+            .get_opt(name)
+            .await
+            .map_err(|e| format!("reading {name}: {e}"))?
+            .and_then(|s| s.metadata.uid);
+        api.delete(name, &DeleteParams::default())
+            .await
+            .map_err(|e| format!("deleting {name}: {e}"))?;
+        if let Some(uid) = uid {
+            measure::settle_gone(b, &Mark::now(b), &uid).await;
+        }
+    }
     finish(b, &state, case.end, &uid, out).await
 }
 
 fn version(s: &Service) -> Option<u64> {
     s.metadata.resource_version.as_deref()?.parse().ok()
+}
+
+/// The namespace of the other Services of [`Change::RivalClaim`].
+const RIVAL: &str = "rival";
+
+/// How long [`Change::Misconfigured`] lasts.
+const MISCONFIGURED: Duration = Duration::from_secs(60);
+
+/// Another Service `name`, in namespace [`RIVAL`], names the Service's floating IPs: one
+/// that can be served (`valid`), or one with an SCTP port, which the CCM refuses.
+async fn rival(b: &impl Backend, name: &str, state: &State, valid: bool) -> Result<(), String> {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(b.kube());
+    if namespaces
+        .get_opt(RIVAL)
+        .await
+        .map_err(|e| e.to_string())?
+        .is_none()
+    {
+        let ns = serde_json::from_value(json!({"metadata": {"name": RIVAL}}))
+            .map_err(|e| e.to_string())?;
+        namespaces
+            .create(&PostParams::default(), &ns)
+            .await
+            .map_err(|e| format!("creating namespace {RIVAL}: {e}"))?;
+    }
+    let api: Api<Service> = Api::namespaced(b.kube(), RIVAL);
+    let claim = serde_json::to_string(&state.fips).map_err(|e| e.to_string())?;
+    let manifest: Service = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": RIVAL,
+                     "annotations": {format!("{A}floating-ips"): claim}},
+        "spec": {"type": "LoadBalancer", "selector": {"app": name},
+                 "ports": [{"name": "x", "port": 7000,
+                            "protocol": if valid { "TCP" } else { "SCTP" }}]},
+    }))
+    .map_err(|e| e.to_string())?;
+    api.create(&PostParams::default(), &manifest)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("creating the rival: {e}"))
 }
 
 /// Plays and judges one change.
@@ -310,7 +364,8 @@ async fn step(
         .map_err(|e| format!("reading the Service: {e}"))?;
     state.pin_node_ports(&live_node_ports(&live));
     let before = state.clone();
-    if !state.apply(change, subnet, i) {
+    let backend_can = !matches!(change, Change::Misconfigured(_)) || b.misconfigure(None);
+    if !backend_can || !state.apply(change, subnet, i) {
         b.trace().note(format!("change {i} skipped: {change:?}"));
         return Ok(report);
     }
@@ -323,6 +378,17 @@ async fn step(
     let mut rv = None;
     let mut node_event = false;
     match change {
+        Change::RivalClaim(valid) => {
+            let name = state.rivals.last().cloned().unwrap_or_default();
+            rival(b, &name, state, *valid).await?;
+            node_event = true;
+        }
+        Change::Misconfigured(m) => {
+            b.misconfigure(Some(*m));
+            b.pass(MISCONFIGURED).await;
+            b.misconfigure(None);
+            node_event = true;
+        }
         Change::NodeJoin(d) => {
             let name = state
                 .nodes

@@ -27,6 +27,9 @@ pub struct State {
     pub refused: BTreeMap<String, String>,
     /// Floating IP networks claimed.
     pub fips: Vec<String>,
+    /// Other Services (in namespace `rival`) that claim floating IPs of this one (the runner
+    /// deletes them before the end).
+    pub rivals: Vec<String>,
     pub nodes: Vec<NodeState>,
 }
 
@@ -43,6 +46,7 @@ impl State {
                 .collect(),
             refused: BTreeMap::new(),
             fips: Vec::new(),
+            rivals: Vec::new(),
             nodes: nodes
                 .iter()
                 .enumerate()
@@ -201,6 +205,11 @@ impl State {
                 self.fips.clear();
                 had
             }
+            Change::RivalClaim(_) => {
+                self.rivals.push(format!("rival-{step}"));
+                !self.fips.is_empty()
+            }
+            Change::Misconfigured(_) => true,
         };
         if !applied || !self.serving() {
             *self = before;

@@ -2,7 +2,7 @@
 //! UDP, shared and distinct node ports; any valid value of the annotations; either traffic
 //! policy; node selector or none; floating IPs regional and global, v4 and v6, or none),
 //! 1-6 nodes (some excluded by labels), and 1-4 changes drawn from every row of the
-//! impact table. Everything shrinks towards fewer ports, nodes, annotations and changes.
+//! impact table, another Service claiming the floating IPs, and wrong cloud settings. Everything shrinks towards fewer ports, nodes, annotations and changes.
 
 use super::{Case, Change, End, FipDraw, NodeDraw, PortDraw, SUBNET, Spec};
 use proptest::prelude::*;
@@ -198,6 +198,8 @@ pub fn change() -> impl Strategy<Value = Change> {
         1 => fip().prop_map(Change::FipAdd),
         1 => fip().prop_map(Change::FipMove),
         1 => Just(Change::FipRemove),
+        1 => any::<bool>().prop_map(Change::RivalClaim),
+        1 => select(crate::sim::transport::Misconfig::ALL.to_vec()).prop_map(Change::Misconfigured),
     ]
 }
 

@@ -2,6 +2,9 @@
 //! seeded fault schedules that keep every invariant (`SIM_SCHEDULES=N` runs more,
 //! `SIM_SEED=S` starts elsewhere or replays one); checks that find what they look for.
 
+mod claims;
+mod guards;
+
 use scenarios::sim::check::{self, Context};
 use scenarios::sim::run;
 use scenarios::sim::schedule::Schedule;

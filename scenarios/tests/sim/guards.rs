@@ -1,0 +1,122 @@
+//! An operator's mistakes never cost a Node: a wrong API root, another project's token or a
+//! revoked token while Nodes are NotReady delete none (the invariant `node-deleted-with-server`
+//! watches every deletion). Nodes cluster-autoscaler is about to delete leave the pools.
+
+use super::claims::{create, lb_of};
+use super::scripted;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams};
+use scenarios::sim::run;
+use scenarios::sim::schedule::{Action, Misconfig, Shape};
+use scenarios::sim::{World, WorldConfig, runtime};
+use serde_json::json;
+use std::time::Duration;
+
+/// Each mistake, made while a node is stopped (NotReady, its server still there) and while a
+/// node's server is really deleted: nothing is deleted or tainted on the mistake's word, the
+/// deleted server's Node goes once the settings are right again, and every Service converges.
+#[test]
+fn wrong_cloud_settings_never_delete_a_node() {
+    for (i, m) in Misconfig::ALL.into_iter().enumerate() {
+        let steps = vec![
+            (5, Action::Create("svc-0".into(), Shape::http())),
+            (60, Action::StopServer("node-2".into())),
+            (90, Action::Misconfigure(m)),
+            (95, Action::StopServer("node-3".into())),
+            (100, Action::AddNode("node-4".into())),
+            (200, Action::ClearCloudFaults),
+            (230, Action::StartServer("node-2".into())),
+        ];
+        let out = run::run(&scripted(2400 + i as u64, steps), true);
+        assert!(out.violations.is_empty(), "{m:?}: {:#?}", out.violations);
+        let trace = out.trace.unwrap_or_default();
+        let deletions: Vec<&String> = trace
+            .iter()
+            .filter(|l| l.contains(" kube ccm-") && l.contains(" DELETE /api/v1/nodes/"))
+            .collect();
+        assert!(deletions.is_empty(), "{m:?}: {deletions:#?}");
+    }
+}
+
+/// The mistake made while a server is deleted for real: the Node stays while the settings
+/// are wrong, and goes once they are right.
+#[test]
+fn a_node_whose_server_is_gone_is_deleted_once_the_settings_are_right_again() {
+    for (i, m) in Misconfig::ALL.into_iter().enumerate() {
+        let steps = vec![
+            (5, Action::Create("svc-0".into(), Shape::http())),
+            (60, Action::Misconfigure(m)),
+            (65, Action::DeleteServer("node-3".into())),
+            (200, Action::ClearCloudFaults),
+        ];
+        let out = run::run(&scripted(2500 + i as u64, steps), true);
+        assert!(out.violations.is_empty(), "{m:?}: {:#?}", out.violations);
+        let trace = out.trace.unwrap_or_default();
+        let deleted_at = trace
+            .iter()
+            .find(|l| l.contains(" kube ccm-") && l.contains(" DELETE /api/v1/nodes/node-3"))
+            .and_then(|l| l.split(' ').next()?.parse::<u128>().ok())
+            .unwrap_or_else(|| panic!("{m:?}: node-3 never deleted"));
+        let cleared = trace
+            .iter()
+            .find(|l| l.contains(" misconfig None"))
+            .and_then(|l| l.split(' ').next()?.parse::<u128>().ok())
+            .expect("the settings put right");
+        assert!(
+            deleted_at > cleared,
+            "{m:?}: deleted at {deleted_at} before {cleared}"
+        );
+    }
+}
+
+/// A Node tainted `ToBeDeletedByClusterAutoscaler` leaves the load balancer's pools (as
+/// Kubernetes' service controller takes it out); the taint's removal brings it back.
+#[test]
+fn nodes_cluster_autoscaler_deletes_leave_the_pools_and_come_back() {
+    let rt = runtime().expect("runtime");
+    rt.block_on(async {
+        let mut world = World::start(WorldConfig::new(41)).await.expect("world");
+        world.revive();
+        create(&world, "default", "web", json!({})).await;
+        world.run_for(Duration::from_secs(150)).await;
+        let lb = lb_of(&world, "default", "web").expect("load balancer");
+        let members = |world: &World| -> usize {
+            world.cloud.read("", |ctx| {
+                let pools: Vec<uuid::Uuid> = ctx
+                    .st
+                    .pools()
+                    .values()
+                    .filter(|p| p.load_balancer == lb)
+                    .map(|p| p.uuid)
+                    .collect();
+                ctx.st
+                    .members()
+                    .values()
+                    .filter(|m| pools.contains(&m.pool))
+                    .count()
+            })
+        };
+        assert_eq!(members(&world), 3);
+        let nodes: Api<Node> = Api::all(world.kube.clone());
+        let taint = |on: bool| {
+            let taints = if on {
+                json!([{"key": "ToBeDeletedByClusterAutoscaler", "value": "1700000000", "effect": "NoSchedule"}])
+            } else {
+                json!([])
+            };
+            json!({"spec": {"taints": taints}})
+        };
+        nodes
+            .patch("node-2", &PatchParams::default(), &Patch::Merge(taint(true)))
+            .await
+            .expect("taint");
+        world.run_for(Duration::from_secs(30)).await;
+        assert_eq!(members(&world), 2, "node-2 left the pool within 30 s");
+        nodes
+            .patch("node-2", &PatchParams::default(), &Patch::Merge(taint(false)))
+            .await
+            .expect("untaint");
+        world.run_for(Duration::from_secs(30)).await;
+        assert_eq!(members(&world), 3, "node-2 is back");
+    });
+}
