@@ -324,7 +324,7 @@ async fn confirm_and_delete<D: ServerDirectory>(
     }
 }
 
-/// Looks at every Node of the cache once./// Looks at every Node of the cache once.
+/// Looks at every Node of the cache once.
 pub async fn sweep<D: ServerDirectory>(ctx: &LifecycleContext<D>, nodes: &Store<Node>) {
     let all = runner::sorted(nodes);
     let mut gone = Vec::new();
@@ -344,7 +344,11 @@ pub async fn sweep<D: ServerDirectory>(ctx: &LifecycleContext<D>, nodes: &Store<
             }
         }
     }
-    if !gone.is_empty() {
+    if gone.is_empty() {
+        for reason in Hold::LABELS {
+            ctx.metrics.node_deletions_held(reason, 0);
+        }
+    } else {
         delete_gone(ctx, &all, gone).await;
     }
 }

@@ -363,6 +363,17 @@ fn seconds(spans: &[(Time, Time)]) -> f64 {
         .sum()
 }
 
+/// Whether a floating IP the Service no longer claims may go to another Service that
+/// claims it (a rival of `RivalClaim`): the documented hand-over, not downtime of this
+/// Service.
+fn handed_over(after: &State, address: IpAddr) -> bool {
+    !after.rivals.is_empty()
+        && !after
+            .fips
+            .iter()
+            .any(|f| f.split('/').next().and_then(|a| a.parse::<IpAddr>().ok()) == Some(address))
+}
+
 /// The state's port for a listener (protocol, number).
 fn port_index(state: &State, protocol: &str, port: u16) -> Option<usize> {
     state
@@ -445,7 +456,9 @@ impl Window {
             }
             let entries = availability(b.cloud(), lb, (start, t1), client);
             for e in &entries {
-                if e.kind == EntryKind::FloatingIp && !self.fips.contains(&e.address) {
+                if e.kind == EntryKind::FloatingIp
+                    && (!self.fips.contains(&e.address) || handed_over(after, e.address))
+                {
                     continue;
                 }
                 let Some(i) = port_index(before, &e.protocol, e.port) else {
