@@ -367,6 +367,28 @@ async fn a_deleted_server_deletes_its_node() {
     );
 }
 
+/// Waits until `node-1` … `node-N` are initialized.
+async fn initialized(h: &Harness, n: usize) {
+    for i in 1..=n {
+        let name = format!("node-{i}");
+        eventually(&name, || async {
+            node_named(h, &name).await.filter(is_initialized)
+        })
+        .await;
+    }
+}
+
+/// Stops `node`'s server and waits for its shutdown taint.
+async fn stopped_and_tainted(h: &Harness, node: &str) {
+    h.server_action(node, "stop").await;
+    eventually("tainted as shut down", || async {
+        node_named(h, node)
+            .await
+            .filter(|n| taints(n).iter().any(|k| k == SHUTDOWN_TAINT))
+    })
+    .await;
+}
+
 /// The lifecycle reconciles counted so far.
 fn lifecycle_checks(metrics: &Metrics) -> u64 {
     metrics.reconciles(lifecycle::CONTROLLER)
@@ -398,19 +420,8 @@ async fn deletion_held(h: &Harness, node: &str, text: &str) -> Event {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_api_root_deletes_no_node_and_names_the_url() {
     let h = harness(2).await;
-    for name in ["node-1", "node-2"] {
-        eventually(name, || async {
-            node_named(&h, name).await.filter(is_initialized)
-        })
-        .await;
-    }
-    h.server_action("node-2", "stop").await;
-    eventually("node-2 tainted as shut down", || async {
-        node_named(&h, "node-2")
-            .await
-            .filter(|n| taints(n).iter().any(|k| k == SHUTDOWN_TAINT))
-    })
-    .await;
+    initialized(&h, 2).await;
+    stopped_and_tainted(&h, "node-2").await;
     h.tb.cloud
         .faults()
         .add(FaultRule::new(None, "/v1/**", FaultEffect::status(404)))
@@ -462,19 +473,8 @@ async fn a_wrong_api_root_deletes_no_node_and_names_the_url() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_projects_account_deletes_no_node() {
     let mut h = harness(3).await;
-    for name in ["node-1", "node-2", "node-3"] {
-        eventually(name, || async {
-            node_named(&h, name).await.filter(is_initialized)
-        })
-        .await;
-    }
-    h.server_action("node-2", "stop").await;
-    eventually("node-2 tainted as shut down", || async {
-        node_named(&h, "node-2")
-            .await
-            .filter(|n| taints(n).iter().any(|k| k == SHUTDOWN_TAINT))
-    })
-    .await;
+    initialized(&h, 3).await;
+    stopped_and_tainted(&h, "node-2").await;
     let other = fakecloud::FakeCloud::start(cloud_config(&["test-token"]))
         .await
         .expect("the other project's API");
@@ -526,12 +526,7 @@ async fn another_projects_account_deletes_no_node() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn more_than_the_threshold_of_nodes_gone_at_once_deletes_none() {
     let mut h = harness(4).await;
-    for name in ["node-1", "node-2", "node-3", "node-4"] {
-        eventually(name, || async {
-            node_named(&h, name).await.filter(is_initialized)
-        })
-        .await;
-    }
+    initialized(&h, 4).await;
     // No CCM runs while the servers go, so that its first sweep finds all three gone.
     h.stop_controllers();
     for name in ["node-2", "node-3", "node-4"] {

@@ -327,14 +327,7 @@ mod tests {
         assert!(rivals(&[good], "u1", &[ip()]).is_empty());
     }
 
-    fn lb(uuid: u128, name: &str, tags: serde_json::Value) -> LoadBalancer {
-        serde_json::from_value(json!({
-            "href": "x", "uuid": Uuid::from_u128(uuid).to_string(), "name": name,
-            "status": "running", "flavor": {"slug": "lb-standard"}, "zone": {"slug": "rma1"},
-            "tags": tags,
-        }))
-        .expect("load balancer")
-    }
+    use crate::service::fixtures::load_balancer as lb;
 
     fn fip(on_lb: Option<u128>, on_server: Option<&str>) -> FloatingIp {
         let mut v = json!({"href": "x", "network": format!("{IP}/32"), "ip_version": 4,

@@ -9,6 +9,21 @@ use super::model::{
 use std::net::IpAddr;
 use uuid::Uuid;
 
+/// A running load balancer as the API lists it: UUID `uuid`, named `name`, tagged `tags`
+/// (a JSON object), in rma1.
+pub fn load_balancer(
+    uuid: u128,
+    name: &str,
+    tags: serde_json::Value,
+) -> crate::cloudscale::LoadBalancer {
+    serde_json::from_value(serde_json::json!({
+        "href": "x", "uuid": Uuid::from_u128(uuid).to_string(), "name": name,
+        "status": "running", "flavor": {"slug": "lb-standard"}, "zone": {"slug": "rma1"},
+        "tags": tags,
+    }))
+    .unwrap_or_else(|e| panic!("a sample load balancer: {e}"))
+}
+
 /// Where the sample's members live: the nodes' subnet and addresses.
 #[derive(Debug, Clone)]
 pub struct Sample {

@@ -202,14 +202,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn lb(uuid: u128, name: &str, tags: serde_json::Value) -> LoadBalancer {
-        serde_json::from_value(json!({
-            "href": "x", "uuid": Uuid::from_u128(uuid).to_string(), "name": name,
-            "status": "running", "flavor": {"slug": "lb-standard"}, "zone": {"slug": "rma1"},
-            "tags": tags,
-        }))
-        .expect("load balancer")
-    }
+    use crate::service::fixtures::load_balancer as lb;
 
     fn claimant(service: &str, uid: &str, lb_name: &str, lb_uuid: Option<u128>) -> Claimant {
         Claimant {
