@@ -402,13 +402,17 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                 )
                 .unwrap_or_default();
                 let name = svc.metadata.name.clone().unwrap_or_default();
-                // The oracle reports every port the load balancer ever listened on: only
-                // the Service's ports count.
+                // The oracle reports every port the load balancer ever listened on, and every
+                // floating IP it ever held: only the Service's ports count, and the floating
+                // IPs it claims (one it let go may go to another Service that claims it).
                 let ports = wanted_ports(svc);
-                for e in entries
-                    .iter()
-                    .filter(|e| e.downtime_s > 0.0 && ports.contains(&(e.protocol.clone(), e.port)))
-                {
+                let claimed = ccm::service::claims::annotated_addresses(svc);
+                for e in entries.iter().filter(|e| {
+                    e.downtime_s > 0.0
+                        && ports.contains(&(e.protocol.clone(), e.port))
+                        && (e.kind != fakecloud::dataplane::EntryKind::FloatingIp
+                            || claimed.contains(&e.address))
+                }) {
                     out.push(violation(
                         "converged-downtime",
                         format!(

@@ -69,6 +69,28 @@ fn a_node_whose_server_is_gone_is_deleted_once_the_settings_are_right_again() {
     }
 }
 
+/// Found by the schedules (seed 1742 of this generator): a Service deleted or turned into
+/// ClusterIP while the token was another project's lost its finalizer, its load balancer
+/// left behind as an orphan (none in that account proved nothing). The cleanup now waits
+/// for an account that holds the cluster's servers.
+#[test]
+fn a_service_removed_under_another_projects_token_keeps_its_finalizer_until_its_load_balancer_is_gone()
+ {
+    for end in [
+        Action::ToClusterIp("svc-0".into()),
+        Action::Delete("svc-0".into()),
+    ] {
+        let steps = vec![
+            (5, Action::Create("svc-0".into(), Shape::http())),
+            (100, Action::Misconfigure(Misconfig::OtherAccount)),
+            (120, end.clone()),
+            (200, Action::ClearCloudFaults),
+        ];
+        let out = run::run(&scripted(1742, steps), false);
+        assert!(out.violations.is_empty(), "{end:?}: {:#?}", out.violations);
+    }
+}
+
 /// A Node tainted `ToBeDeletedByClusterAutoscaler` leaves the load balancer's pools (as
 /// Kubernetes' service controller takes it out); the taint's removal brings it back.
 #[test]
