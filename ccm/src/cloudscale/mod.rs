@@ -19,6 +19,7 @@ mod resources;
 mod retry;
 mod root;
 mod transport;
+mod trouble;
 mod types;
 
 pub use error::{ClientError, Result};
@@ -28,6 +29,7 @@ pub use root::{RootHealth, WrongRoot, is_collection};
 pub use transport::{
     Request as TransportRequest, Reqwest, Response as TransportResponse, Transport, TransportError,
 };
+pub use trouble::Trouble;
 pub use types::*;
 
 use crate::ambient::Ambient;
@@ -131,6 +133,8 @@ struct Inner {
     metrics: Option<Arc<Metrics>>,
     /// Whether the root answers as the API does (see `root.rs`).
     root: Arc<RootHealth>,
+    /// Endpoint classes without answers, and recoveries (see `trouble.rs`).
+    trouble: Trouble,
 }
 
 /// The cloudscale.ch API client. Cheap to clone; clones share the connection pool, the rate
@@ -308,6 +312,7 @@ impl Client {
                 limiter: config.rate_limit.map(Limiter::new),
                 holds: retry::Holds::default(),
                 root: Arc::new(RootHealth::new(config.metrics.clone())),
+                trouble: Trouble::default(),
                 metrics: config.metrics,
             }),
             counters: Arc::new(Counters::default()),
@@ -331,6 +336,12 @@ impl Client {
         self.get_json::<Vec<serde_json::Value>>("/v1/servers")
             .await
             .map(|_| ())
+    }
+
+    /// Changes each time an endpoint class answers again after a long trouble (see
+    /// `trouble.rs`): what backed off meanwhile may be tried at once.
+    pub fn recoveries(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.trouble.recoveries()
     }
 
     /// Requests this client (and the clones sharing its counters) made so far.
@@ -424,6 +435,7 @@ impl Client {
             Ok(r) => r,
             Err(e) => {
                 record("error");
+                self.inner.trouble.failed(class, Instant::now());
                 let unknown_outcome = !matches!(e, TransportError::Connect(_));
                 let error = match e {
                     TransportError::Timeout => ClientError::Timeout {
@@ -453,6 +465,18 @@ impl Client {
             .and_then(|v| parse_retry_after(v, &self.inner.ambient));
         let bytes = resp.into_body();
         record(&status.to_string());
+        let answer = root::judge(method.as_str(), path, status, &bytes);
+        let troubled = status >= 500
+            || matches!(status, 401 | 403 | 429)
+            || matches!(answer, root::Answer::NotTheApi(_));
+        if troubled {
+            self.inner.trouble.failed(class, Instant::now());
+        } else if self.inner.trouble.answered(class, Instant::now()) {
+            tracing::info!(
+                endpoint_class = class,
+                "the cloudscale API answers again after a long trouble"
+            );
+        }
         match (status, retry_after) {
             (429, Some(wait)) => {
                 self.inner
@@ -461,7 +485,7 @@ impl Client {
             }
             _ => self.inner.holds.release(probe),
         }
-        match root::judge(method.as_str(), path, status, &bytes) {
+        match answer {
             root::Answer::Ordinary => {}
             root::Answer::ConfirmsRoot => self.inner.root.mark_right(),
             root::Answer::NotTheApi(why) => {

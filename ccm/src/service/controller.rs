@@ -272,7 +272,31 @@ pub async fn run(
         () = &mut shutdown => return,
         () = async { tokio::join!(services.synced(), nodes.synced()); } => {}
     }
-    runner::run(
+    // After a long API trouble, the Services that failed meanwhile are tried at once rather
+    // than when their grown backoff says (see `cloudscale/trouble.rs`).
+    let mut recoveries = ctx.cloud.recoveries();
+    let retry_failed = {
+        let (queue, ctx) = (queue.clone(), ctx.clone());
+        async move {
+            while recoveries.changed().await.is_ok() {
+                let keys: Vec<Key> = ctx
+                    .failures
+                    .lock()
+                    .keys()
+                    .filter_map(|k| key_of(k))
+                    .collect();
+                if !keys.is_empty() {
+                    tracing::info!(
+                        services = keys.len(),
+                        "the cloudscale API answers again: the Services that failed are tried now"
+                    );
+                }
+                queue.schedule_all(keys);
+            }
+            std::future::pending::<()>().await;
+        }
+    };
+    let work = runner::run(
         queue.clone(),
         usize::from(concurrency),
         shutdown,
@@ -295,8 +319,21 @@ pub async fn run(
                 })
             }
         },
-    )
-    .await;
+    );
+    // The runner ends on shutdown; the recovery watch never does.
+    tokio::select! {
+        () = work => {}
+        () = retry_failed => {}
+    }
+}
+
+/// The queue key of a `namespace/name`.
+fn key_of(key: &str) -> Option<Key> {
+    let (namespace, name) = key.split_once('/')?;
+    Some(Key {
+        namespace: namespace.to_string(),
+        name: name.to_string(),
+    })
 }
 
 /// What the controller would do for `cfg`'s Service, as a preview: see [`ensure::preview`].

@@ -388,7 +388,9 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                     .members()
                     .values()
                     .any(|m| pools.contains(&m.pool) && running.contains(&m.address));
-                if local || !any_member_runs {
+                // None of its selected nodes runs: the documented outage, and a change held
+                // until then may go ahead at any moment (nothing it could keep serving).
+                if local || !any_member_runs || !can_converge(world, svc, st, ctx.now) {
                     continue;
                 }
                 let propagation = world.cloud.config().timing.floating_ip_propagation_s;

@@ -24,6 +24,9 @@
 //!   or fault step or a CCM restart that came after the break; [`queued`]), whichever is
 //!   longer: writes of the pass that broke the port earn nothing, however far apart they
 //!   were sent (make-before-break puts nothing between a break and its restore);
+//! - a Node deleted by outside hands and registered again by its kubelet counts as a change
+//!   of the member-recreate class for every Service that selects it (its members leave with
+//!   the Node and come back checked anew);
 //! - outside hands deleting or changing a part of its load balancer count as a change
 //!   bounded by [`REPAIR`] (the data plane may apply the breakage minutes after the
 //!   request, behind earlier operations: the bound runs from when the port went down).
@@ -258,6 +261,7 @@ fn models(played: &[Played], lines: &[String], first_nodes: &[String]) -> BTreeM
                     running.insert(n.clone());
                     nodes_changed(&mut models, &running, p.at);
                 }
+                Action::ReregisterNode(n) => reregistered(&mut models, &running, n, p.at),
                 _ => {}
             }
             let Some(name) = p.action.service() else {
@@ -296,6 +300,37 @@ fn models(played: &[Played], lines: &[String], first_nodes: &[String]) -> BTreeM
         }
     }
     models
+}
+
+/// A Node deleted and registered again by its kubelet: its members leave the pools with
+/// the Node and come back, checked anew, once it is initialized again: for each Service
+/// that selects it, a change of the member-recreate class (down until the new members are
+/// up, should it be the only node serving the Service at that moment).
+fn reregistered(
+    models: &mut BTreeMap<String, Model>,
+    running: &BTreeSet<String>,
+    node: &str,
+    at: u128,
+) {
+    if !running.contains(node) {
+        return;
+    }
+    for m in models.values_mut().filter(|m| !m.replaced && !m.local) {
+        if m.excluded.as_deref() == Some(node) {
+            continue;
+        }
+        m.events.push(Event {
+            at,
+            rv: None,
+            kind: Kind::Changed {
+                bound: MEMBER_RECREATE,
+                kept: m.ports.clone(),
+                resumes: false,
+            },
+            ports: m.ports.clone(),
+            what: format!("ReregisterNode({node:?})"),
+        });
+    }
 }
 
 /// A node stopped, started, joined or went: a Service left without a running selected

@@ -19,6 +19,10 @@ pub const WARM_UP: Duration = Duration::from_secs(150);
 /// `--service-sync-max-retry-delay` (5 min), a new load balancer takes 60 s to provision and
 /// each write keeps it reconfiguring 10 s: 14 minutes covers the sum with room.
 pub const CONVERGE: Duration = Duration::from_secs(840);
+/// How much longer than [`CONVERGE`] convergence may take while a load balancer still
+/// applies operations queued on it (fakecloud applies one write after another, 10 s each: a
+/// change of 50 writes queued behind another keeps a load balancer busy for many minutes).
+pub const QUEUED: Duration = Duration::from_secs(1800);
 /// After convergence: a converged CCM writes nothing in this window (two resync periods).
 pub const QUIET: Duration = Duration::from_secs(125);
 /// The Service no step touches.
@@ -276,7 +280,8 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
         quiet_writes: Vec::new(),
         quiet: None,
     };
-    let deadline = tokio::time::Instant::now() + CONVERGE;
+    let mut deadline = tokio::time::Instant::now() + CONVERGE;
+    let hard_deadline = deadline + QUEUED;
     let mut marks = vec![world.trace.len()];
     loop {
         let next = (tokio::time::Instant::now() + PROBE).min(deadline);
@@ -301,7 +306,14 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
             && ccm_writes(&world, quiet_since).is_empty()
             && !applying
             && check::check(&world, &probe).len() == world.found.lock().len();
-        if settled || tokio::time::Instant::now() >= deadline {
+        let now = tokio::time::Instant::now();
+        // The CCM cannot be faster than its load balancers apply what it queued on them:
+        // while one still applies, the bound waits (up to QUEUED more).
+        if !settled && now >= deadline && applying && now < hard_deadline {
+            deadline = now + PROBE;
+            continue;
+        }
+        if settled || now >= deadline {
             world.trace.note(format!("settled {settled}"));
             break;
         }

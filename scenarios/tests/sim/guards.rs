@@ -142,3 +142,98 @@ fn nodes_cluster_autoscaler_deletes_leave_the_pools_and_come_back() {
         assert_eq!(members(&world), 3, "node-2 is back");
     });
 }
+
+/// Found by seeds 22996 and 5001805: after three minutes without answers to load-balancer
+/// reads, a Service's backoff had grown to minutes; a listener deleted by hand right after
+/// the API recovered waited that out (328 s down). The CCM now tries the Services that
+/// failed as soon as the API answers again. (Seed 22996's schedule, scripted.)
+#[test]
+fn a_listener_deleted_right_after_a_long_api_outage_is_repaired_promptly() {
+    use scenarios::sim::schedule::Port;
+    let port = |name: &str, port, udp| Port {
+        name: name.into(),
+        port,
+        udp,
+    };
+    let shape = |ports, local, annotations: &[(&str, &str)]| Shape {
+        ports,
+        local,
+        annotations: annotations
+            .iter()
+            .map(|(k, v)| (format!("k8s.cloudscale.ch/loadbalancer-{k}"), v.to_string()))
+            .collect(),
+    };
+    let lost = |path: &'static str, percent| Action::CloudFault {
+        method: Some("GET"),
+        path,
+        effect: fakecloud::FaultEffect::LoseAnswer,
+        percent,
+    };
+    let steps = vec![
+        (
+            5,
+            Action::Create(
+                "svc-0".into(),
+                shape(
+                    vec![
+                        port("p00", 5000, false),
+                        port("p11", 53, true),
+                        port("p32", 8080, false),
+                        port("p33", 9000, false),
+                    ],
+                    false,
+                    &[
+                        (
+                            "health-monitor-http",
+                            r#"{"method": "HEAD", "expected_codes": ["200-204"]}"#,
+                        ),
+                        ("listener-allowed-cidrs", r#"["10.0.0.0/8"]"#),
+                    ],
+                ),
+            ),
+        ),
+        (65, lost("/v1/servers/**", 43)),
+        (89, lost("/v1/load-balancers**", 100)),
+        (
+            124,
+            Action::Annotate(
+                "svc-0".into(),
+                vec![(
+                    "k8s.cloudscale.ch/loadbalancer-health-monitor-down-threshold".into(),
+                    Some("2".into()),
+                )],
+            ),
+        ),
+        (
+            154,
+            Action::Create(
+                "svc-1".into(),
+                shape(
+                    vec![port("p10", 80, false), port("p21", 8080, false)],
+                    true,
+                    &[("health-monitor-delay-s", "4")],
+                ),
+            ),
+        ),
+        (
+            211,
+            Action::Create(
+                "svc-2".into(),
+                shape(
+                    vec![port("p00", 80, false), port("p21", 5000, false)],
+                    false,
+                    &[
+                        ("pool-algorithm", "source_ip"),
+                        ("health-monitor-delay-s", "1"),
+                        ("health-monitor-type", "tls-hello"),
+                    ],
+                ),
+            ),
+        ),
+        (238, Action::AddNode("node-4".into())),
+        (278, Action::ClearCloudFaults),
+        (294, Action::OutsideDelete("svc-0".into(), "listener")),
+    ];
+    let out = run::run(&scripted(22996, steps), false);
+    assert!(out.violations.is_empty(), "{:#?}", out.violations);
+}
