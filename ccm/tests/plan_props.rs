@@ -131,6 +131,7 @@ fn cluster(excluded: &[bool]) -> (Vec<NodeView>, Vec<ServerView>) {
             labels,
             provider_id: Some(uuid),
             deleting: false,
+            ready: true,
         });
         servers.push(ServerView {
             uuid,

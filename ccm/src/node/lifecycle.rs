@@ -74,7 +74,8 @@ pub enum Decision {
     ConfirmGone,
 }
 
-fn ready(node: &Node) -> bool {
+/// Whether the Node's Ready condition is `True`.
+pub fn ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())

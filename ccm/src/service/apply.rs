@@ -264,6 +264,12 @@ async fn members_ready(
     // the old member cannot be serving either, and waiting for it would hold the change
     // for good (found by the simulation: a monitor deleted by hand, then a node stopped).
     let mut unmonitored = Vec::new();
+    // Replaced members a new monitor checks anew (`changing`: their health monitor was
+    // just replaced) are likely to serve again in a moment: switching before their
+    // replacements are up would leave the port without a member up for a whole recheck
+    // (found by the simulation: a monitor type change, then a port renamed). They are
+    // waited for too, unless the new member at the same address is found down.
+    let mut rechecked = Vec::new();
     let mut pools: Vec<Uuid> = replacing.iter().map(|r| r.pool).collect();
     pools.sort();
     pools.dedup();
@@ -274,14 +280,16 @@ async fn members_ready(
             list(p).await?
         };
         for r in replacing.iter().filter(|r| r.pool == p) {
-            if let Some(m) = old
-                .iter()
-                .find(|m| m.uuid == r.member.to_string() && serving(m))
-            {
+            let Some(m) = old.iter().find(|m| m.uuid == r.member.to_string()) else {
+                continue;
+            };
+            if serving(m) {
                 replaced_serving.push(r.address);
                 if matches!(m.monitor_status, Some(MonitorStatus::NoMonitor)) {
                     unmonitored.push(r.address);
                 }
+            } else if m.enabled && matches!(m.monitor_status, Some(MonitorStatus::Changing)) {
+                rechecked.push(r.address);
             }
         }
     }
@@ -296,6 +304,13 @@ async fn members_ready(
                 None
             }
             Some(m) if replaced_serving.contains(&m.address) && !serving(m) => {
+                Some(format!("{n} ({})", status_of(m)))
+            }
+            Some(m)
+                if rechecked.contains(&m.address)
+                    && !serving(m)
+                    && !matches!(m.monitor_status, Some(MonitorStatus::Down)) =>
+            {
                 Some(format!("{n} ({})", status_of(m)))
             }
             Some(_) => None,

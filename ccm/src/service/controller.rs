@@ -368,6 +368,7 @@ mod tests {
                 .collect(),
             provider_id: provider.map(uuid::Uuid::from_u128),
             deleting: false,
+            ready: true,
         }
     }
 

@@ -25,6 +25,7 @@ pub fn node_view(n: &Node) -> NodeView {
             .and_then(|p| crate::node::provider_id::parse(p).ok()),
         deleting: n.metadata.deletion_timestamp.is_some()
             || crate::node::metadata::has_taint(n, super::map::AUTOSCALER_DELETION_TAINT),
+        ready: crate::node::lifecycle::ready(n),
     }
 }
 

@@ -31,6 +31,10 @@ pub struct NodeView {
     pub provider_id: Option<Uuid>,
     /// Being deleted, or tainted [`AUTOSCALER_DELETION_TAINT`] (about to be).
     pub deleting: bool,
+    /// Its Ready condition is `True`. Readiness selects nothing (as upstream: a NotReady
+    /// node keeps its members, the monitors judge them); it only orders new members, so
+    /// that those on nodes that run are created first.
+    pub ready: bool,
 }
 
 /// What mapping needs of a server.
@@ -204,7 +208,7 @@ fn select<'a>(
     servers: &'a [ServerView],
     problems: &mut Vec<NodeProblem>,
 ) -> Vec<&'a ServerView> {
-    let mut selected: Vec<&ServerView> = Vec::new();
+    let mut selected: Vec<(bool, &ServerView)> = Vec::new();
     for node in nodes {
         if !selects(cfg, node) {
             continue;
@@ -225,13 +229,16 @@ fn select<'a>(
             }
         };
         match server {
-            Some(s) => selected.push(s),
+            Some(s) => selected.push((node.ready, s)),
             None => problems.push(NodeProblem::NoServer {
                 node: node.name.clone(),
             }),
         }
     }
-    selected
+    // Ready nodes first (stable): a port whose node port moved is back once one new member
+    // is up, and each member created is one reconfiguration of the load balancer.
+    selected.sort_by_key(|(ready, _)| !ready);
+    selected.into_iter().map(|(_, s)| s).collect()
 }
 
 fn pool(
@@ -386,6 +393,7 @@ mod tests {
                 .into(),
                 provider_id: Some(uuid),
                 deleting: false,
+                ready: true,
             });
             servers.push(ServerView {
                 uuid,

@@ -333,6 +333,7 @@ mod tests {
             labels: Default::default(),
             provider_id: provider.map(Uuid::from_u128),
             deleting: false,
+            ready: true,
         }
     }
 

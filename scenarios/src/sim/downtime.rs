@@ -19,7 +19,7 @@
 //!   was in flight; plus the time
 //!   writes waited in the load balancer's queue (fakecloud's load balancers apply one write
 //!   after another, 10 s each, and the class bounds are measured on an idle one): behind
-//!   operations requested before the first pending change ([`backlog`]), or, for the write
+//!   operations requested before the last change made before the break ([`backlog`]), or, for the write
 //!   that brought the port back, behind writes of other passes (requested after a workload
 //!   or fault step or a CCM restart that came after the break; [`queued`]), whichever is
 //!   longer: writes of the pass that broke the port earn nothing, however far apart they
@@ -32,7 +32,8 @@
 //!   request, behind earlier operations: the bound runs from when the port went down).
 //!
 //! A change is pending until a CCM logs the Service converged (`service converged`, a
-//! debug line the simulation writes to the trace) and [`RECHECK_MS`] more have passed.
+//! debug line the simulation writes to the trace), the load balancer applied what was
+//! requested by then, and [`RECHECK_MS`] more have passed.
 //!
 //! Not judged: a port the change removed or added, floating-IP addresses (propagation is
 //! the cloud's), a Service under `externalTrafficPolicy: Local` until a CCM applied its
@@ -512,14 +513,14 @@ fn overlap(periods: &[(u128, u128)], a: u128, b: u128) -> f64 {
 const RECHECK_MS: u128 = 50_000;
 
 /// The verdict on one down interval `[a, b)` of `port`: the seconds the rule allows, the
-/// event it is charged to, and when the first pending change was made (`None`: nothing
-/// pending); `None` when it is not judged.
+/// event it is charged to, and when the last pending change before `a` was made (`None`:
+/// nothing pending); `None` when it is not judged.
 fn allowed(
     events: &[Event],
     port: &(String, u16),
-    a: u128,
-    b: u128,
+    (a, b): (u128, u128),
     blocked: &[(u128, u128)],
+    ops: &[(u128, u128)],
 ) -> Option<(f64, usize, Option<u128>)> {
     let last = events.iter().rposition(|e| e.at <= a)?;
     if !events[last].ports.contains(port) {
@@ -549,7 +550,7 @@ fn allowed(
             }
             // Settles the changes the CCM saw (a reconcile that read the Service before a
             // change can finish after it), and outside breakage before it.
-            Kind::Converged if e.at + RECHECK_MS <= a => pending.retain(|p| {
+            Kind::Converged if applied_by(ops, e.at) + RECHECK_MS <= a => pending.retain(|p| {
                 let c = &events[*p];
                 match (c.rv, e.rv) {
                     (Some(change), Some(seen)) => change > seen,
@@ -579,15 +580,33 @@ fn allowed(
             _ => return None,
         }
     }
-    Some((
-        bound + overlap(blocked, a, b),
-        last,
-        pending.first().map(|i| events[*i].at),
-    ))
+    // The queue counts from the last change made before the port went down: writes other
+    // changes queued before it (another pending change's included: a monitor replaced
+    // keeps a load balancer busy far longer than its own bound) are work the port's
+    // restore had to wait behind.
+    let since = pending
+        .iter()
+        .rev()
+        .map(|i| events[*i].at)
+        .find(|at| *at <= a)
+        .or_else(|| pending.first().map(|i| events[*i].at));
+    Some((bound + overlap(blocked, a, b), last, since))
+}
+
+/// When the load balancer had applied every operation requested by `at`: a CCM that says a
+/// Service converged has written everything, but a load balancer busy with a queue applies
+/// it later (a monitor replaced minutes after, members checked anew only then).
+fn applied_by(ops: &[(u128, u128)], at: u128) -> u128 {
+    ops.iter()
+        .filter(|(requested, _)| *requested <= at)
+        .map(|(_, effective)| *effective)
+        .max()
+        .unwrap_or(0)
+        .max(at)
 }
 
 /// Seconds within `[a, b)` the load balancer spent applying operations requested before
-/// the first pending change (`since`): the change could not take effect before the work
+/// the change that broke the port (`since`): it could not take effect before the work
 /// queued ahead of it.
 fn backlog(ops: &[(u128, u128)], since: u128, a: u128, b: u128) -> f64 {
     let busy_until = ops
@@ -730,7 +749,8 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
                     if near_node {
                         continue;
                     }
-                    let Some((allowed, i, since)) = allowed(&model.events, &port, a, b, &blocked)
+                    let Some((allowed, i, since)) =
+                        allowed(&model.events, &port, (a, b), &blocked, &ops)
                     else {
                         continue;
                     };
@@ -867,37 +887,48 @@ mod tests {
         ];
         // Before any change: nothing allowed, faults or not.
         assert_eq!(
-            allowed(&events, &port, 500, 900, &[(0, 900)]),
+            allowed(&events, &port, (500, 900), &[(0, 900)], &[]),
             Some((0.0, 0, None))
         );
-        // Both changes pending: their bounds add up, with the time faults took.
+        // Both changes pending: their bounds add up, with the time faults took; the queue
+        // counts from the last change before the break.
         assert_eq!(
-            allowed(&events, &port, 6000, 8000, &[]),
-            Some((45.0, 2, Some(1000)))
+            allowed(&events, &port, (6000, 8000), &[], &[]),
+            Some((45.0, 2, Some(5000)))
         );
         assert_eq!(
-            allowed(&events, &port, 2000, 6000, &[(0, 3000)]),
+            allowed(&events, &port, (2000, 6000), &[(0, 3000)], &[]),
             Some((46.0, 1, Some(1000)))
         );
         // Soon after the converged line a replaced monitor may still re-check; later,
         // nothing is pending.
         assert_eq!(
-            allowed(&events, &port, 65_000, 66_000, &[]),
-            Some((45.0, 3, Some(1000)))
+            allowed(&events, &port, (65_000, 66_000), &[], &[]),
+            Some((45.0, 3, Some(5000)))
         );
         assert_eq!(
-            allowed(&events, &port, 115_000, 116_000, &[]),
+            allowed(&events, &port, (115_000, 116_000), &[], &[]),
+            Some((0.0, 3, None))
+        );
+        // Unless the load balancer applied what was requested by then only later.
+        let busy = [(50_000, 100_000)];
+        assert_eq!(
+            allowed(&events, &port, (115_000, 116_000), &[], &busy),
+            Some((45.0, 3, Some(5000)))
+        );
+        assert_eq!(
+            allowed(&events, &port, (150_000, 151_000), &[], &busy),
             Some((0.0, 3, None))
         );
         // Broken by outside hands at 200 s: repaired within 150 s of going down.
         assert_eq!(
-            allowed(&events, &port, 210_000, 211_000, &[]),
+            allowed(&events, &port, (210_000, 211_000), &[], &[]),
             Some((150.0, 4, Some(200_000)))
         );
         // Unjudged from 400 s, and an interval that runs into it.
-        assert_eq!(allowed(&events, &port, 410_000, 411_000, &[]), None);
-        assert_eq!(allowed(&events, &port, 350_000, 410_000, &[]), None);
+        assert_eq!(allowed(&events, &port, (410_000, 411_000), &[], &[]), None);
+        assert_eq!(allowed(&events, &port, (350_000, 410_000), &[], &[]), None);
         let other = ("udp".to_string(), 53);
-        assert_eq!(allowed(&events, &other, 2000, 4000, &[]), None);
+        assert_eq!(allowed(&events, &other, (2000, 4000), &[], &[]), None);
     }
 }

@@ -77,6 +77,33 @@ fn seeded_fault_schedules_keep_every_invariant() {
     assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
+/// The seeds outside CI's range that once broke an invariant
+/// (`scenarios/sim-regression-seeds.txt`) keep every one.
+#[test]
+fn the_seeds_that_once_failed_keep_every_invariant() {
+    let text = include_str!("../../sim-regression-seeds.txt");
+    let seeds: Vec<u64> = text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            l.parse()
+                .unwrap_or_else(|e| panic!("sim-regression-seeds.txt: {l:?}: {e}"))
+        })
+        .collect();
+    assert!(seeds.len() >= 10, "{seeds:?}");
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let outcomes = scenarios::sim::parallel(seeds.len(), threads, |i| {
+        run::run(&Schedule::generate(seeds[i]), false)
+    });
+    let failed: Vec<String> = outcomes
+        .iter()
+        .filter(|o| !o.violations.is_empty())
+        .map(|o| format!("seed {}: {:#?}", o.seed, o.violations))
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
 /// The checks are not blind: an orphan load balancer of this cluster, a duplicate member and
 /// a changed foreign load balancer are each reported.
 #[test]

@@ -94,7 +94,7 @@ struct Build<'a> {
     /// First of all: pools no port wants that have no listener (they route nothing, so
     /// they go before anything is built next to them).
     clear: Vec<Step>,
-    /// Make phase: pool-level steps, member creations per pool, member renames.
+    /// Make phase: pool-level steps, member creations per pool, renames.
     front: Vec<Step>,
     member_creates: Vec<Vec<Step>>,
     back: Vec<Step>,
@@ -464,8 +464,12 @@ impl Build<'_> {
     /// Brings a reused pool's name, members and monitor in line. Returns the names of the
     /// members it creates and whether the monitor is created or replaced.
     fn sync_pool(&mut self, d: &DesiredPool, a: &ActualPool) -> (Vec<String>, bool) {
+        // A rename changes no traffic: it goes after the member creations, which may be
+        // what brings a port back (a port renamed is given another node port, and
+        // Kubernetes stops serving the old one at once), each write costing a load
+        // balancer reconfiguration.
         if a.name != d.name {
-            self.front.push(make(
+            self.back.push(make(
                 Action::RenamePool {
                     uuid: a.uuid,
                     from: a.name.clone(),
@@ -547,6 +551,19 @@ impl Build<'_> {
                 ));
             }
         }
+        // Members on nodes that serve now (or are being checked anew) first: when the node
+        // port moved, the port is back as soon as one of them is up, and one on a stopped
+        // node never comes up.
+        let serving_at: Vec<std::net::IpAddr> = a
+            .members
+            .iter()
+            .filter(|m| m.serving() || (m.enabled && m.health == MonitorStatus::Changing))
+            .map(|m| m.member.address)
+            .collect();
+        creates.sort_by_key(|s| match &s.action {
+            Action::CreateMember { member, .. } => !serving_at.contains(&member.address),
+            _ => true,
+        });
         self.member_creates.push(creates);
         out
     }

@@ -259,8 +259,9 @@ pub enum Action {
     },
     /// Make-before-break barrier, checked once when reached: it holds when the load
     /// balancer is not `changing` and (1) every new member on a node whose replaced member
-    /// is up is up too, and (2) if any replaced member is up, at least one member of `pool`
-    /// that is not being replaced is up. Members that cannot come up (a node without a
+    /// is up (or being checked anew by a replaced monitor) is up too, unless found down,
+    /// and (2) if any replaced member is up, at least one member of `pool` that is not
+    /// being replaced is up. Members that cannot come up (a node without a
     /// local endpoint under `externalTrafficPolicy: Local`, a stopped node) are not waited
     /// for, because the member they replace is not up either.
     WaitMembersUp {
