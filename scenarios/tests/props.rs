@@ -11,7 +11,7 @@
 //!   must be the one this run's report gives; `UPDATE_IMPACT_TABLE=1` rewrites it.
 
 use scenarios::sim::props::model::{self, Kind, ROWS};
-use scenarios::sim::props::{Case, play, report, strategy};
+use scenarios::sim::props::{Case, Place, play, report, strategy};
 
 const REGRESSIONS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -95,6 +95,57 @@ fn the_generator_draws_every_change_type_and_both_ends() {
         &|c| c.nodes.len() == 6 && c.nodes.iter().any(|n| !n.edge)
     ));
     assert!(any(&|c| c.nodes.len() == 1));
+    // Cases of one, two and three Services, in both namespaces and a second cluster.
+    for n in 0..=2 {
+        assert!(
+            any(&|c| c.neighbours.len() == n),
+            "no case with {n} neighbours"
+        );
+    }
+    for place in [Place::Default, Place::Team, Place::OtherCluster] {
+        assert!(any(&|c| c.neighbours.iter().any(|n| n.place == place)));
+    }
+    assert!(any(&|c| c.neighbours.iter().any(|n| n.fip)));
+    assert!(any(&|c| c.neighbours.iter().any(|n| !n.fip)));
+}
+
+/// Every claim across Services, scripted: a neighbour in the second cluster and one in
+/// namespace `team`, both holding a floating IP; the Service claims the other cluster's,
+/// a copy of that one's manifest (with its UUID annotation) is made here, the Service takes
+/// its load balancer name, a floating IP is handed over in both directions while its holder
+/// still claims it, the other cluster's neighbour is copied and deleted.
+const ACROSS: &str = r#"{"seed":5,
+  "nodes":[{"edge":true,"endpoint":true},{"edge":true,"endpoint":true}],
+  "service":{"ports":[{"name":null,"port":80,"udp":false}],"local":false,"annotations":[],
+             "floating_ips":[{"v6":false,"global":false}]},
+  "neighbours":[{"place":"OtherCluster","fip":true},{"place":"Team","fip":true}],
+  "changes":[{"ClaimOf":0},{"CopyOf":0},{"NameOf":0},
+             {"Hand":{"of":0,"to_web":true,"release_first":false}},
+             {"Hand":{"of":0,"to_web":false,"release_first":true}},
+             {"CopyOf":1},{"DeleteNeighbour":0}],
+  "end":"Keep"}"#;
+
+#[test]
+fn claims_across_services_and_clusters_keep_every_property() {
+    let case: Case = serde_json::from_str(ACROSS).expect("a case");
+    let out = play::run(&case, false);
+    assert!(
+        out.violations.is_empty(),
+        "{:#?}\nreplay: {}",
+        out.violations,
+        case.replay_command()
+    );
+    let skipped: Vec<String> = out
+        .steps
+        .iter()
+        .filter(|s| !s.played)
+        .map(|s| format!("{:?}", s.change))
+        .collect();
+    assert!(
+        skipped.is_empty(),
+        "changes without a neighbour: {skipped:?}"
+    );
+    assert_eq!(out.steps.len(), case.changes.len());
 }
 
 #[test]

@@ -45,6 +45,10 @@ pub struct WorldConfig {
     pub cloud: fakecloud::Config,
     /// CCMs kept running ([`World::revive`]); more than one needs leader election.
     pub replicas: usize,
+    /// The prefix of the nodes' names (`node-` makes `node-1`...).
+    pub node_prefix: String,
+    /// The last octet of the first node's address in `10.0.0.0/24`, less one.
+    pub host_base: u8,
 }
 
 impl WorldConfig {
@@ -70,7 +74,24 @@ impl WorldConfig {
             },
             cloud: fakecloud::Config::default(),
             replicas: 1,
+            node_prefix: "node-".into(),
+            host_base: 10,
         }
+    }
+
+    /// A second cluster on the same cloud account as a world of `seed`: its own API
+    /// server, nodes `b-node-N` (addresses from 10.0.0.101) and CCM with
+    /// `--cluster-name sim-b` (see [`World::start_beside`]).
+    pub fn second_cluster(seed: u64) -> WorldConfig {
+        let mut c = WorldConfig::new(seed ^ 0x0b0b_0b0b);
+        for f in &mut c.ccm_flags {
+            if f == "sim" {
+                *f = "sim-b".into();
+            }
+        }
+        c.node_prefix = "b-node-".into();
+        c.host_base = 100;
+        c
     }
 
     /// `replicas` CCMs under leader election (with the default lease timings).
@@ -172,15 +193,10 @@ fn sub_seed(seed: u64, part: u64) -> u64 {
 impl World {
     /// Builds the world with `config.nodes` nodes and no CCM.
     pub async fn start(config: WorldConfig) -> Result<World, TestbedError> {
-        let epoch: Timestamp = EPOCH
-            .parse()
-            .map_err(|_| TestbedError::Seed("bad epoch".into()))?;
-        let seed = config.seed;
-        let trace = Trace::new();
-        let token = format!("sim-secret-{seed:016x}");
+        let token = format!("sim-secret-{:016x}", config.seed);
         let cloud = fakecloud::App::new(fakecloud::Config {
             clock: fakecloud::ClockMode::Simulated,
-            id_seed: Some(sub_seed(seed, 1)),
+            id_seed: Some(sub_seed(config.seed, 1)),
             tokens: vec![token.clone()],
             public_url: Some(CLOUD_URL.to_string()),
             ..config.cloud.clone()
@@ -190,6 +206,26 @@ impl World {
         cloud
             .write(|st, now| fakecloud::apply_seed(st, now, &zone, &network))
             .map_err(|e| TestbedError::Seed(e.to_string()))?;
+        World::start_on(config, cloud, token).await
+    }
+
+    /// Another cluster (its own API server, kubelets and CCMs; `config` names its nodes
+    /// and cluster apart, see [`WorldConfig::second_cluster`]) on `first`'s cloud account
+    /// and network, on the same runtime and virtual clock.
+    pub async fn start_beside(config: WorldConfig, first: &World) -> Result<World, TestbedError> {
+        World::start_on(config, first.cloud.clone(), first.token.clone()).await
+    }
+
+    async fn start_on(
+        config: WorldConfig,
+        cloud: fakecloud::App,
+        token: String,
+    ) -> Result<World, TestbedError> {
+        let epoch: Timestamp = EPOCH
+            .parse()
+            .map_err(|_| TestbedError::Seed("bad epoch".into()))?;
+        let seed = config.seed;
+        let trace = Trace::new();
         let api = apiserver::Shared::new(ApiServerConfig {
             bookmark_interval: Duration::from_secs(60),
             ambient: Ambient::simulated(epoch, sub_seed(seed, 2)),
@@ -228,13 +264,14 @@ impl World {
             kubelets: Vec::new(),
             proxy,
             router,
+            next_host: config.host_base,
             config,
             epoch,
-            next_host: 10,
             next_ccm: 0,
         };
         for i in 1..=world.config.nodes {
-            world.add_node(&format!("node-{i}")).await?;
+            let name = format!("{}{i}", world.config.node_prefix);
+            world.add_node(&name).await?;
         }
         Ok(world)
     }

@@ -60,7 +60,7 @@ fn applying(cloud: &fakecloud::App) -> bool {
 }
 
 /// Whether the CCM has written nothing for [`QUIET_S`].
-fn quiet(cloud: &fakecloud::App) -> bool {
+pub fn quiet(cloud: &fakecloud::App) -> bool {
     last_ccm_write(cloud).is_none_or(|t| secs_between(t, cloud.now()) >= QUIET_S)
 }
 
@@ -331,7 +331,7 @@ pub struct Judged {
 }
 
 /// Down intervals that touch merged into one.
-fn merged(down: &[DownInterval]) -> Vec<(Time, Time)> {
+pub fn merged(down: &[DownInterval]) -> Vec<(Time, Time)> {
     let mut out: Vec<(Time, Time)> = Vec::new();
     for d in down {
         match out.last_mut() {
@@ -356,7 +356,7 @@ fn intersection(a: &[(Time, Time)], b: &[(Time, Time)]) -> Vec<(Time, Time)> {
     out
 }
 
-fn seconds(spans: &[(Time, Time)]) -> f64 {
+pub fn seconds(spans: &[(Time, Time)]) -> f64 {
     spans
         .iter()
         .map(|(a, b)| (*b - *a).num_milliseconds() as f64 / 1000.0)
@@ -366,8 +366,8 @@ fn seconds(spans: &[(Time, Time)]) -> f64 {
 /// Whether a floating IP the Service no longer claims may go to another Service that
 /// claims it (a rival of `RivalClaim`): the documented hand-over, not downtime of this
 /// Service.
-fn handed_over(after: &State, address: IpAddr) -> bool {
-    !after.rivals.is_empty()
+fn handed_over(after: &State, change: &Change, address: IpAddr) -> bool {
+    (!after.rivals.is_empty() || matches!(change, Change::Hand { to_web: false, .. }))
         && !after
             .fips
             .iter()
@@ -390,7 +390,12 @@ fn concerns(change: &Change, before: &State, i: usize) -> bool {
         Change::AddPort(_)
         | Change::RemovePort(_)
         | Change::RivalClaim(_)
-        | Change::Misconfigured(_) => false,
+        | Change::Misconfigured(_)
+        | Change::ClaimOf(_)
+        | Change::Hand { .. }
+        | Change::NameOf(_)
+        | Change::CopyOf(_)
+        | Change::DeleteNeighbour(_) => false,
         _ => true,
     }
 }
@@ -457,7 +462,7 @@ impl Window {
             let entries = availability(b.cloud(), lb, (start, t1), client);
             for e in &entries {
                 if e.kind == EntryKind::FloatingIp
-                    && (!self.fips.contains(&e.address) || handed_over(after, e.address))
+                    && (!self.fips.contains(&e.address) || handed_over(after, change, e.address))
                 {
                     continue;
                 }
@@ -537,7 +542,7 @@ impl Window {
 }
 
 /// The oracle's answer for new connections from `client` to `lb` within `[from, to)`.
-fn availability(
+pub fn availability(
     cloud: &fakecloud::App,
     lb: Uuid,
     (from, to): (Time, Time),

@@ -23,10 +23,24 @@
 //! another Service claiming its floating IPs, and a minute of wrong cloud settings (another
 //! project's token, a wrong API root, a revoked token) are judged by property 2 (0 s on
 //! every port and every floating IP it held), and nothing of it is deleted meanwhile.
+//!
+//! A case may hold up to two neighbours ([`Neighbour`]): other Services in the same or
+//! another namespace sharing the nodes, or in a second cluster on the same account. Claims
+//! across them are drawn (a floating IP claimed twice or handed over in either order, a
+//! load balancer name taken, a copy carrying another's UUID annotation, a claimant
+//! deleted), and [`neighbours`] checks after every change:
+//! 6. `neighbour-untouched`: a neighbour the change does not concern sees 0 s and its load
+//!    balancer's configuration stays as it was (a refusal touches only what it refuses; no
+//!    Service loses service through another's edit; clusters never change each other's
+//!    resources);
+//! 7. `conflict-resolved`: a floating IP given up by its holder reaches the Service that
+//!    claims it within [`neighbours::HAND_OVER_S`]; a copy gets no load balancer and a
+//!    Warning; a held floating IP stays with its holder.
 
 pub mod backend;
 pub mod measure;
 pub mod model;
+pub mod neighbours;
 pub mod play;
 pub mod report;
 pub mod scratch;
@@ -118,6 +132,46 @@ pub enum Change {
     RivalClaim(bool),
     /// The CCM's cloud settings are wrong for a minute, then right again.
     Misconfigured(crate::sim::transport::Misconfig),
+    /// The Service claims neighbour `i`'s floating IP as well: it is refused that address
+    /// alone, the neighbour keeps it.
+    ClaimOf(usize),
+    /// A floating IP moves between the Service and neighbour `of` (same cluster):
+    /// `to_web` gives the direction; `release_first` whether the giver lets go before the
+    /// taker claims it (else the taker claims it while the giver holds it, then the giver
+    /// lets go).
+    Hand {
+        of: usize,
+        to_web: bool,
+        release_first: bool,
+    },
+    /// The Service's `loadbalancer-name` becomes neighbour `i`'s load balancer name.
+    NameOf(usize),
+    /// A copy of neighbour `i` (its annotations, the CCM-written UUID annotation among
+    /// them) is created beside it: it is refused the load balancer it names.
+    CopyOf(usize),
+    /// Neighbour `i` is deleted.
+    DeleteNeighbour(usize),
+}
+
+/// Where a neighbour lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Place {
+    /// Namespace `default`, beside the Service.
+    Default,
+    /// Namespace `team` of the same cluster.
+    Team,
+    /// A second cluster (its own API server, nodes and CCM with another `--cluster-name`)
+    /// on the same cloud account.
+    OtherCluster,
+}
+
+/// Another LoadBalancer Service of a case: one TCP port, on the same nodes as the Service
+/// (or on its own cluster's), perhaps holding a floating IP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Neighbour {
+    pub place: Place,
+    /// It claims a floating IP (a regional IPv4) of its own from the start.
+    pub fip: bool,
 }
 
 /// How a case ends after its changes.
@@ -135,6 +189,9 @@ pub struct Case {
     pub seed: u64,
     pub nodes: Vec<NodeDraw>,
     pub service: Spec,
+    /// 0-2 other Services (a case without is the one-Service case of before).
+    #[serde(default)]
+    pub neighbours: Vec<Neighbour>,
     pub changes: Vec<Change>,
     pub end: End,
 }

@@ -30,6 +30,9 @@ pub enum Kind {
     Several,
     /// Others' doing: another Service's claim, the CCM's cloud settings wrong a while.
     Others,
+    /// Claims across the Services of a case and a second cluster: another's floating IP
+    /// or load balancer name claimed, a copy of another, another deleted.
+    Neighbours,
     Removal,
 }
 
@@ -173,6 +176,14 @@ pub const ROWS: &[Row] = &[
         reference_on_fakecloud: "-",
     },
     Row {
+        kind: Kind::Neighbours,
+        change: "another Service's floating IP or load balancer name claimed, a copy of another Service, another deleted (same or another namespace, another cluster)",
+        reference_class: "(the reference freezes both claimants of a floating IP; a copy takes over the load balancer)",
+        // A deleted neighbour's floating IP the Service claimed too is assigned to it then.
+        documented: Impact::Minimal,
+        reference_on_fakecloud: "-",
+    },
+    Row {
         kind: Kind::Removal,
         change: "deletion, type away from LoadBalancer",
         reference_class: "(load balancer deleted)",
@@ -243,9 +254,13 @@ pub fn classify(change: &Change) -> (Kind, Impact) {
         | Change::NodeStop(_)
         | Change::NodeStart(_)
         | Change::NodeDelete(_) => (Kind::Nodes, Impact::Minimal),
-        Change::FipAdd(_) | Change::FipMove(_) | Change::FipRemove => {
+        Change::FipAdd(_) | Change::FipMove(_) | Change::FipRemove | Change::Hand { .. } => {
             (Kind::FloatingIp, Impact::Minimal)
         }
+        Change::ClaimOf(_) | Change::NameOf(_) | Change::CopyOf(_) => {
+            (Kind::Neighbours, Impact::None)
+        }
+        Change::DeleteNeighbour(_) => (Kind::Neighbours, Impact::Minimal),
         Change::RivalClaim(_) | Change::Misconfigured(_) => (Kind::Others, Impact::None),
     }
 }

@@ -4,8 +4,9 @@
 use super::backend::{self, Backend, Sim, load_balancer_of};
 use super::measure::{self, Events, Mark, Window};
 use super::model::{self, Kind};
+use super::neighbours::{self, Neighbours};
 use super::state::State;
-use super::{A, Case, Change, End, scratch};
+use super::{A, Case, Change, End, Place, scratch};
 use crate::sim::world::{World, WorldConfig, node_subnet, runtime};
 use ccm::service::plan::Impact;
 use k8s_openapi::api::core::v1::{Node, Service};
@@ -99,8 +100,40 @@ pub fn run(case: &Case, keep_trace: bool) -> Outcome {
             };
             converged.to(&world.trace);
             world.revive();
+            let second = if case
+                .neighbours
+                .iter()
+                .any(|n| n.place == Place::OtherCluster)
+            {
+                let config = WorldConfig {
+                    nodes: 2,
+                    ..WorldConfig::second_cluster(case.seed)
+                };
+                match World::start_beside(config, &world).await {
+                    Ok(mut w) => {
+                        w.revive();
+                        Some(w)
+                    }
+                    Err(e) => {
+                        outcome.violations.push(Violation {
+                            property: "harness",
+                            detail: format!("cannot build the second cluster: {e}"),
+                        });
+                        return None;
+                    }
+                }
+            } else {
+                None
+            };
             let token = world.token.clone();
-            play_on(&mut Sim(&mut world), case, keep_trace, &mut outcome).await;
+            play_with(
+                &mut Sim(&mut world),
+                case,
+                keep_trace,
+                &mut outcome,
+                second.as_ref(),
+            )
+            .await;
             Some(token)
         })
     });
@@ -116,9 +149,21 @@ pub fn run(case: &Case, keep_trace: bool) -> Outcome {
     outcome
 }
 
-/// Plays `case` on backend `b` (already started, its CCM running) into `outcome`.
+/// Plays `case` on backend `b` (already started, its CCM running) into `outcome`; its
+/// neighbours of another cluster are left out.
 pub async fn play_on(b: &mut impl Backend, case: &Case, keep_trace: bool, outcome: &mut Outcome) {
-    if let Err(e) = play(b, case, outcome).await {
+    play_with(b, case, keep_trace, outcome, None).await;
+}
+
+/// [`play_on`] with `second` the other cluster on the same account, if one runs.
+pub async fn play_with(
+    b: &mut impl Backend,
+    case: &Case,
+    keep_trace: bool,
+    outcome: &mut Outcome,
+    second: Option<&World>,
+) {
+    if let Err(e) = play(b, case, outcome, second).await {
         outcome.violations.push(Violation {
             property: "harness",
             detail: e,
@@ -257,7 +302,12 @@ async fn floating_ip(
         .ok_or_else(|| "a floating IP without network".into())
 }
 
-async fn play(b: &mut impl Backend, case: &Case, out: &mut Outcome) -> Result<(), String> {
+async fn play(
+    b: &mut impl Backend,
+    case: &Case,
+    out: &mut Outcome,
+    second: Option<&World>,
+) -> Result<(), String> {
     let subnet = node_subnet(b.cloud())
         .map(|s| s.to_string())
         .unwrap_or_default();
@@ -268,14 +318,23 @@ async fn play(b: &mut impl Backend, case: &Case, out: &mut Outcome) -> Result<()
     for d in &case.service.floating_ips {
         state.fips.push(floating_ip(b, *d, None).await?);
     }
+    let mut nbs = Neighbours::start(b, &case.neighbours, second, &state).await?;
     endpoints(b, &state).await?;
     let from = Mark::now(b);
     let created = write(b, &state, None, true).await?;
     let uid = uid_of(&created);
     measure::settle(b, &from, version(&created), Duration::ZERO).await?;
     for (i, change) in case.changes.iter().enumerate() {
-        let report = step(b, &mut state, change, i, &subnet, out).await?;
+        let report = step(b, &mut state, &mut nbs, change, i, &subnet, out).await?;
         out.steps.push(report);
+    }
+    // The neighbours go before the end too: the Service created from scratch must not
+    // meet their names or floating IPs; then the Service takes what it claimed of theirs.
+    if !nbs.list.is_empty() {
+        out.checks += 1;
+        let deletions = nbs.remove_all(b, &state.fips).await?;
+        out.violations.extend(deletions);
+        measure::settle(b, &Mark::now(b), None, Duration::from_secs(20)).await?;
     }
     // The rivals go before the end, so that the floating IPs are free when the Service is.
     let api: Api<Service> = Api::namespaced(b.kube(), RIVAL);
@@ -339,9 +398,11 @@ async fn rival(b: &impl Backend, name: &str, state: &State, valid: bool) -> Resu
 }
 
 /// Plays and judges one change.
+#[allow(clippy::too_many_arguments)]
 async fn step(
     b: &mut impl Backend,
     state: &mut State,
+    nbs: &mut Neighbours<'_>,
     change: &Change,
     i: usize,
     subnet: &str,
@@ -365,7 +426,7 @@ async fn step(
     state.pin_node_ports(&live_node_ports(&live));
     let before = state.clone();
     let backend_can = !matches!(change, Change::Misconfigured(_)) || b.misconfigure(None);
-    if !backend_can || !state.apply(change, subnet, i) {
+    if !backend_can || !nbs.applies(change, state) || !state.apply(change, subnet, i) {
         b.trace().note(format!("change {i} skipped: {change:?}"));
         return Ok(report);
     }
@@ -373,11 +434,32 @@ async fn step(
     b.trace().note(format!("change {i}: {change:?}"));
     let lb_before = load_balancer_of(b, NAME).await;
     let window = Window::open(b, lb_before).await?;
+    let nb_before = nbs.open(b).await?;
     let events = Events::of(b, NAME).await;
     let from = Mark::now(b);
     let mut rv = None;
     let mut node_event = false;
+    let mut after = After::default();
     match change {
+        Change::Hand {
+            of,
+            to_web,
+            release_first,
+        } => {
+            let (v, hand) = hand(b, state, nbs, &live, (*of, *to_web, *release_first)).await?;
+            rv = v;
+            after.concerned = Some(hand.neighbour);
+            after.hand = Some(hand);
+        }
+        Change::CopyOf(n) => {
+            nbs.copy(b, *n, i).await?;
+            after.copied = true;
+            node_event = true;
+        }
+        Change::DeleteNeighbour(n) => {
+            after.concerned = Some(nbs.delete(b, *n).await?);
+            node_event = true;
+        }
         Change::RivalClaim(valid) => {
             let name = state.rivals.last().cloned().unwrap_or_default();
             rival(b, &name, state, *valid).await?;
@@ -398,6 +480,7 @@ async fn step(
             b.add_node(&name).await?;
             label(b, &name, d.edge).await?;
             endpoints(b, state).await?;
+            nbs.refresh_endpoints(b, state).await?;
             node_event = true;
         }
         Change::NodeRelabel(n)
@@ -418,6 +501,7 @@ async fn step(
                     b.outside(method, &path, None).await?;
                     if matches!(change, Change::NodeDelete(_)) {
                         endpoints(b, state).await?;
+                        nbs.refresh_endpoints(b, state).await?;
                     }
                 }
             }
@@ -433,6 +517,19 @@ async fn step(
                         .find(|n| !n.gone)
                         .and_then(|n| b.server_of(&n.name));
                     state.fips = vec![floating_ip(b, *d, server).await?];
+                }
+                Change::ClaimOf(n) => {
+                    let fip = nbs
+                        .fip_to_claim(*n, state)
+                        .ok_or("no floating IP of a neighbour to claim")?;
+                    state.fips.push(fip.clone());
+                    after.claimed = Some(fip);
+                }
+                Change::NameOf(n) => {
+                    let name = nbs
+                        .lb_name(b, *n)
+                        .ok_or("no load balancer of a neighbour to take the name of")?;
+                    state.annotations.insert("name".into(), name);
                 }
                 _ => {}
             }
@@ -471,6 +568,10 @@ async fn step(
     report.observed = judged.worst;
     out.checks += judged.checks;
     out.violations.extend(judged.violations);
+    let (checks, violations) = nbs.judge(b, &nb_before, change, after.concerned).await?;
+    out.checks += checks;
+    out.violations.extend(violations);
+    out.violations.extend(after.judge(b, nbs, &live).await);
     out.checks += 2;
     if report.predicted > documented && report.predicted != Impact::Outage {
         out.violations.push(Violation {
@@ -503,6 +604,126 @@ async fn step(
         ));
     }
     Ok(report)
+}
+
+/// What a neighbour change leaves to judge once it settled.
+#[derive(Default)]
+struct After {
+    /// The neighbour the change edits or deletes (not judged as untouched).
+    concerned: Option<usize>,
+    /// A neighbour's floating IP the Service claimed too.
+    claimed: Option<String>,
+    hand: Option<Hand>,
+    /// A copy of a neighbour was created.
+    copied: bool,
+}
+
+/// A floating IP handed over: to whom, and when its holder let go.
+struct Hand {
+    fip: String,
+    taker: String,
+    released: fakecloud::clock::Time,
+    neighbour: usize,
+}
+
+impl After {
+    /// Property 7 of the change.
+    async fn judge(
+        &self,
+        b: &impl Backend,
+        nbs: &Neighbours<'_>,
+        live: &Service,
+    ) -> Vec<Violation> {
+        let mut out = Vec::new();
+        if let Some(fip) = &self.claimed {
+            out.extend(neighbours::claim_refused(b, nbs, fip, &uid_of(live)).await);
+        }
+        if let Some(h) = &self.hand {
+            out.extend(neighbours::handed(b, &h.fip, &h.taker, h.released));
+        }
+        if self.copied {
+            out.extend(neighbours::copy_refused(b, nbs).await);
+        }
+        out
+    }
+}
+
+/// Plays [`Change::Hand`] (`of`, `to_web`, `release_first`): the floating IP moves between
+/// the Service and a neighbour in the order drawn. Returns the Service's new
+/// resourceVersion (if written) and what to judge.
+async fn hand(
+    b: &impl Backend,
+    state: &mut State,
+    nbs: &mut Neighbours<'_>,
+    live: &Service,
+    (of, to_web, release_first): (usize, bool, bool),
+) -> Result<(Option<u64>, Hand), String> {
+    // The giver's claim and the taker's are two edits a little apart.
+    const APART: Duration = Duration::from_secs(30);
+    let fip = if to_web {
+        nbs.fip_to_hand(of)
+            .ok_or("no floating IP of a neighbour to hand over")?
+    } else {
+        state
+            .fips
+            .first()
+            .cloned()
+            .ok_or("no floating IP to hand over")?
+    };
+    let web_write = |state: &State| {
+        let state = state.clone();
+        async move {
+            let fresh = services(b)
+                .get(NAME)
+                .await
+                .map_err(|e| format!("reading the Service: {e}"))?;
+            write(b, &state, Some(&fresh), true).await
+        }
+    };
+    let mut rv = None;
+    let released;
+    let neighbour;
+    if to_web {
+        if release_first {
+            released = b.cloud().now();
+            neighbour = nbs.hand(b, of, true, &fip).await?;
+            b.pass(APART).await;
+            state.fips.push(fip.clone());
+            rv = version(&write(b, state, Some(live), true).await?);
+        } else {
+            state.fips.push(fip.clone());
+            rv = version(&write(b, state, Some(live), true).await?);
+            b.pass(APART).await;
+            released = b.cloud().now();
+            neighbour = nbs.hand(b, of, true, &fip).await?;
+        }
+    } else if release_first {
+        state.fips.retain(|f| *f != fip);
+        released = b.cloud().now();
+        rv = version(&write(b, state, Some(live), true).await?);
+        b.pass(APART).await;
+        neighbour = nbs.hand(b, of, false, &fip).await?;
+    } else {
+        neighbour = nbs.hand(b, of, false, &fip).await?;
+        b.pass(APART).await;
+        state.fips.retain(|f| *f != fip);
+        released = b.cloud().now();
+        rv = rv.or(version(&web_write(state).await?));
+    }
+    let taker = if to_web {
+        uid_of(live)
+    } else {
+        nbs.list[neighbour].uid.clone()
+    };
+    Ok((
+        rv,
+        Hand {
+            fip,
+            taker,
+            released,
+            neighbour,
+        },
+    ))
 }
 
 /// Property 3: the refused aspect wrote nothing and was announced.

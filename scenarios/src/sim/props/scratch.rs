@@ -54,15 +54,9 @@ fn belongs(v: &Value, lb: &str) -> bool {
     v["load_balancer"]["uuid"].as_str() == Some(lb)
 }
 
-/// The configuration of load balancer `lb` (of the Service with UID `uid`), normalized;
-/// of its floating IPs only those `claimed` (one a Service stopped claiming stays assigned,
-/// as documented, and is no part of what the Service asks for).
-pub async fn snapshot(
-    b: &impl Backend,
-    lb: Uuid,
-    uid: &str,
-    claimed: &[String],
-) -> Result<Value, String> {
+/// Load balancer `lb` with its pools, members, listeners and health monitors, and the
+/// networks of the floating IPs assigned to it, as fakecloud's API shows them.
+pub async fn parts(b: &impl Backend, lb: Uuid) -> Result<Value, String> {
     let lb_s = lb.to_string();
     let get = |path: String| async move {
         match b.outside("GET", &path, None).await? {
@@ -71,15 +65,7 @@ pub async fn snapshot(
         }
     };
     let lbv = get(format!("/v1/load-balancers/{lb}")).await?;
-    let mut lbv = lbv.into_iter().next().unwrap_or(Value::Null);
-    // VIP addresses differ between two load balancers; their kind does not.
-    if let Some(vips) = lbv["vip_addresses"].as_array_mut() {
-        for v in vips.iter_mut() {
-            if let Some(m) = v.as_object_mut() {
-                m.remove("address");
-            }
-        }
-    }
+    let lbv = lbv.into_iter().next().unwrap_or(Value::Null);
     let pools: Vec<Value> = get("/v1/load-balancers/pools".into())
         .await?
         .into_iter()
@@ -106,16 +92,51 @@ pub async fn snapshot(
         .into_iter()
         .filter(|f| belongs(f, &lb_s))
         .map(|f| f["network"].clone())
-        .filter(|n| n.as_str().is_some_and(|n| claimed.iter().any(|c| c == n)))
         .collect();
     fips.sort_by_key(|v| v.to_string());
-    let norm = |items: Vec<Value>| sorted_by_name(items.iter().map(normalized).collect());
+    Ok(json!({
+        "load_balancer": lbv,
+        "pools": sorted_by_name(pools),
+        "members": sorted_by_name(members),
+        "listeners": sorted_by_name(listeners),
+        "health_monitors": sorted_by_name(monitors),
+        "floating_ips": fips,
+    }))
+}
+
+/// The configuration of load balancer `lb` (of the Service with UID `uid`), normalized;
+/// of its floating IPs only those `claimed` (one a Service stopped claiming stays assigned,
+/// as documented, and is no part of what the Service asks for).
+pub async fn snapshot(
+    b: &impl Backend,
+    lb: Uuid,
+    uid: &str,
+    claimed: &[String],
+) -> Result<Value, String> {
+    let mut all = parts(b, lb).await?;
+    // VIP addresses differ between two load balancers; their kind does not.
+    if let Some(vips) = all["load_balancer"]["vip_addresses"].as_array_mut() {
+        for v in vips.iter_mut() {
+            if let Some(m) = v.as_object_mut() {
+                m.remove("address");
+            }
+        }
+    }
+    let norm =
+        |v: &Value| sorted_by_name(v.as_array().into_iter().flatten().map(normalized).collect());
+    let fips: Vec<Value> = all["floating_ips"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n.as_str().is_some_and(|n| claimed.iter().any(|c| c == n)))
+        .cloned()
+        .collect();
     let all = json!({
-        "load_balancer": normalized(&lbv),
-        "pools": norm(pools),
-        "members": norm(members),
-        "listeners": norm(listeners),
-        "health_monitors": norm(monitors),
+        "load_balancer": normalized(&all["load_balancer"]),
+        "pools": norm(&all["pools"]),
+        "members": norm(&all["members"]),
+        "listeners": norm(&all["listeners"]),
+        "health_monitors": norm(&all["health_monitors"]),
         "floating_ips": fips,
     });
     let text = all.to_string().replace(uid, "<uid>");

@@ -210,6 +210,13 @@ impl State {
                 !self.fips.is_empty()
             }
             Change::Misconfigured(_) => true,
+            // The runner looks whether there is a neighbour to play them with, and fills in
+            // the floating IPs and names they take from it.
+            Change::ClaimOf(_)
+            | Change::Hand { .. }
+            | Change::NameOf(_)
+            | Change::CopyOf(_)
+            | Change::DeleteNeighbour(_) => true,
         };
         if !applied || !self.serving() {
             *self = before;

@@ -2,9 +2,12 @@
 //! UDP, shared and distinct node ports; any valid value of the annotations; either traffic
 //! policy; node selector or none; floating IPs regional and global, v4 and v6, or none),
 //! 1-6 nodes (some excluded by labels), and 1-4 changes drawn from every row of the
-//! impact table, another Service claiming the floating IPs, and wrong cloud settings. Everything shrinks towards fewer ports, nodes, annotations and changes.
+//! impact table, another Service claiming the floating IPs, and wrong cloud settings; half
+//! the cases 1-2 neighbours (in `default`, in `team`, or in a second cluster on the same
+//! account, some holding a floating IP) and claims across them. Everything shrinks towards
+//! fewer ports, nodes, annotations, neighbours and changes.
 
-use super::{Case, Change, End, FipDraw, NodeDraw, PortDraw, SUBNET, Spec};
+use super::{Case, Change, End, FipDraw, Neighbour, NodeDraw, Place, PortDraw, SUBNET, Spec};
 use proptest::prelude::*;
 use proptest::sample::select;
 
@@ -200,6 +203,33 @@ pub fn change() -> impl Strategy<Value = Change> {
         1 => Just(Change::FipRemove),
         1 => any::<bool>().prop_map(Change::RivalClaim),
         1 => select(crate::sim::transport::Misconfig::ALL.to_vec()).prop_map(Change::Misconfigured),
+        1 => (0usize..2).prop_map(Change::ClaimOf),
+        2 => ((0usize..2), any::<bool>(), any::<bool>()).prop_map(|(of, to_web, release_first)| {
+            Change::Hand { of, to_web, release_first }
+        }),
+        1 => (0usize..2).prop_map(Change::NameOf),
+        1 => (0usize..2).prop_map(Change::CopyOf),
+        1 => (0usize..2).prop_map(Change::DeleteNeighbour),
+    ]
+}
+
+fn neighbour() -> impl Strategy<Value = Neighbour> {
+    (
+        prop_oneof![
+            2 => Just(Place::Default),
+            2 => Just(Place::Team),
+            1 => Just(Place::OtherCluster),
+        ],
+        prop::bool::weighted(0.6),
+    )
+        .prop_map(|(place, fip)| Neighbour { place, fip })
+}
+
+/// 0-2 neighbours: half the cases hold none (the one-Service case).
+fn neighbours() -> impl Strategy<Value = Vec<Neighbour>> {
+    prop_oneof![
+        1 => Just(Vec::new()),
+        1 => prop::collection::vec(neighbour(), 1..=2),
     ]
 }
 
@@ -217,13 +247,15 @@ pub fn case() -> impl Strategy<Value = Case> {
         any::<u64>(),
         nodes(),
         spec(),
+        neighbours(),
         prop::collection::vec(change(), 1..=4),
         end(),
     )
-        .prop_map(|(seed, nodes, service, changes, end)| Case {
+        .prop_map(|(seed, nodes, service, neighbours, changes, end)| Case {
             seed,
             nodes,
             service,
+            neighbours,
             changes,
             end,
         })
