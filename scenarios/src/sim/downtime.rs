@@ -398,7 +398,7 @@ fn holds_up(r: &Request) -> bool {
         }
         _ => {
             (r.path.contains("/services") || r.path.contains("/nodes"))
-                && (matches!(r.status, "409" | "410") || r.status.starts_with('5'))
+                && (matches!(r.status, "409" | "410" | "refused") || r.status.starts_with('5'))
         }
     }
 }
@@ -412,8 +412,9 @@ fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
     // Per retry key, the failures not retried with success yet.
     let mut failed: BTreeMap<String, Vec<u128>> = BTreeMap::new();
     let mut halted: Vec<u128> = Vec::new();
-    // Since when the cloud settings are wrong.
+    // Since when the cloud settings are wrong, and since when the API server is cut off.
     let mut misconfigured: Option<u128> = None;
+    let mut kube_down: Option<u128> = None;
     let close = |out: &mut Vec<(u128, u128)>, from: u128, at: u128, hold: u128| {
         out.push((from, at.min(from + hold)));
     };
@@ -464,6 +465,19 @@ fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
                     out.push((from, at + FAILURE_HOLD_MS));
                 }
             }
+            // The API server cut off holds every Service up until the cut ends, and the
+            // failures' backoff after.
+            "step" if rest.starts_with("CutKube") => {
+                kube_down.get_or_insert(at);
+            }
+            "step" | "faults"
+                if (rest.starts_with("ClearCloudFaults") || rest == "end")
+                    && kube_down.is_some() =>
+            {
+                if let Some(from) = kube_down.take() {
+                    out.push((from, at + FAILURE_HOLD_MS));
+                }
+            }
             "step"
                 if rest.starts_with("StopLeader")
                     || rest.starts_with("CutWatches")
@@ -480,7 +494,7 @@ fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
     for from in halted {
         out.push((from, from + HALT_HOLD_MS));
     }
-    if let Some(from) = misconfigured {
+    if let Some(from) = misconfigured.or(kube_down) {
         out.push((from, u128::MAX / 2));
     }
     out.sort_unstable();
@@ -832,6 +846,34 @@ mod tests {
             (700 + 50 + 3000 + 4000) as f64 / 1000.0
         );
         assert_eq!(overlap(&b, 850, 960), 0.06);
+    }
+
+    #[test]
+    fn an_api_server_cut_off_holds_until_it_answers_again_and_a_backoff_after() {
+        let lines: Vec<String> = [
+            "1000 step CutKube",
+            "1500 kube ccm-1 GET /api/v1/services?watch=true refused",
+            "2000 step ClearCloudFaults",
+            "2500 kube ccm-1 GET /api/v1/services 200",
+            // Cut off again until the end of the faults.
+            "9000 step CutKube",
+            "9500 kube ccm-1 PATCH /api/v1/nodes/node-1 refused",
+            "9800 kube ccm-1 PATCH /api/v1/nodes/node-1 200",
+            "12000 faults end",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            blocked(&lines),
+            vec![
+                (1000, 2000 + FAILURE_HOLD_MS),
+                (1500, 2500),
+                (9000, 12000 + FAILURE_HOLD_MS),
+                (9500, 9800),
+            ]
+        );
+        // Still cut off when the trace ends: for good.
+        assert_eq!(blocked(&lines[..2])[0], (1000, u128::MAX / 2));
     }
 
     #[test]

@@ -269,6 +269,7 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
     world.misconfigure(None);
     for c in &world.ccms {
         c.kube_faults.gone_on_rewatch(0);
+        c.kube_faults.set_down(false);
         c.crash.disarm();
     }
     // Converged once the end state holds and the CCMs wrote nothing for a probe interval;

@@ -1,7 +1,9 @@
 //! Seeded schedules: from one seed, a workload (Services created, changed, deleted, turned
 //! into ClusterIP; nodes stopped, started, added, deleted) interleaved with faults (cloud API
 //! errors, dropped connections, lost answers, latency; Kubernetes watch cuts, 410 Gone on
-//! re-watch, 409 and 500 on writes; CCM crashes between API calls and restarts; outside
+//! re-watch, 409 and 500 on writes; the cloud slow (answers taking seconds) or unreachable
+//! while Kubernetes answers, and Kubernetes unreachable while the cloud answers; CCM
+//! crashes between API calls and restarts; outside
 //! hands deleting load-balancer parts; an operator's mistakes with the cloud settings: a wrong
 //! API root, another project's token, a revoked token; one Service claiming another's
 //! floating IPs). [`Schedule::generate`] is pure; [`execute`] plays a schedule on a [`World`].
@@ -99,6 +101,10 @@ pub enum Action {
     },
     ClearCloudFaults,
     CutWatches,
+    /// The CCMs cannot reach the Kubernetes API server (their watches end, every request
+    /// fails to connect) while the cloud answers, until the next
+    /// [`Action::ClearCloudFaults`] (or the end of the faults).
+    CutKube,
     GoneOnRewatch(u64),
     FailKubeWrites(u16, u64),
     /// The CCM crashes right before its n-th next cloud request, and a new one starts.
@@ -366,6 +372,28 @@ fn annotate(rng: &mut Rng, svc: String, regions: &mut Regions) -> Action {
     Action::Annotate(svc, change)
 }
 
+/// A whole API in trouble for a while: the cloud slow (every answer takes 2-15 s, within
+/// the CCM's 20 s timeout) or unreachable while Kubernetes answers, or the reverse.
+fn api_trouble(rng: &mut Rng) -> Action {
+    match rng.below(3) {
+        0 => Action::CloudFault {
+            method: None,
+            path: "/v1/**",
+            effect: FaultEffect::Latency {
+                ms: 2000 + rng.below(13_000),
+            },
+            percent: 100,
+        },
+        1 => Action::CloudFault {
+            method: None,
+            path: "/v1/**",
+            effect: FaultEffect::Drop,
+            percent: 100,
+        },
+        _ => Action::CutKube,
+    }
+}
+
 fn cloud_fault(rng: &mut Rng) -> Action {
     // `**` also matches nothing: `/v1/load-balancers**` covers the load balancers' own
     // collection and everything under it.
@@ -434,7 +462,7 @@ impl Schedule {
         for _ in 0..n {
             at += Duration::from_secs(5 + rng.below(56));
             let svc = rng.pick(&services).clone();
-            let action = match rng.below(31) {
+            let action = match rng.below(33) {
                 0..=1 => {
                     let name = format!("svc-{next_service}");
                     next_service += 1;
@@ -509,6 +537,7 @@ impl Schedule {
                 24..=26 => cloud_fault(&mut rng),
                 27 => Action::StopServer(rng.pick(&nodes).clone()),
                 28 => Action::ReregisterNode(rng.pick(&nodes).clone()),
+                31 => api_trouble(&mut rng),
                 _ => annotate(&mut rng, svc, &mut regions),
             };
             steps.push(Step { at, action });
@@ -766,6 +795,15 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
             Action::ClearCloudFaults => {
                 world.cloud.faults().clear();
                 world.misconfigure(None);
+                for c in &world.ccms {
+                    c.kube_faults.set_down(false);
+                }
+                Ok(())
+            }
+            Action::CutKube => {
+                for c in &world.ccms {
+                    c.kube_faults.set_down(true);
+                }
                 Ok(())
             }
             Action::Misconfigure(m) => {

@@ -60,6 +60,14 @@ impl Trace {
         ));
     }
 
+    /// A Kubernetes request that could not connect (status `refused`).
+    pub fn kube_refused(&self, actor: &str, method: &str, path: &str) {
+        self.push(format!(
+            "{} kube {actor} {method} {path} refused",
+            self.millis()
+        ));
+    }
+
     /// Anything else worth a line (a workload step, a fault, a final record).
     pub fn note(&self, what: impl std::fmt::Display) {
         self.push(format!("{} {what}", self.millis()));

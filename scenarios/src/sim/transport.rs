@@ -15,7 +15,6 @@ use ccm::cloudscale::{Transport, TransportError};
 use futures::future::BoxFuture;
 use http::{Request, Response};
 use parking_lot::Mutex;
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
@@ -247,6 +246,8 @@ pub struct KubeFaults {
     gone: AtomicU64,
     /// The next n writes answer this status (409 or 500).
     writes: Mutex<Option<(u16, u64)>>,
+    /// The API server cannot be reached: every request fails to connect.
+    down: std::sync::atomic::AtomicBool,
 }
 
 impl KubeFaults {
@@ -263,6 +264,18 @@ impl KubeFaults {
 
     pub fn fail_writes(&self, status: u16, n: u64) {
         *self.writes.lock() = Some((status, n));
+    }
+
+    /// Cuts the CCM off the API server (`true`: its open watches end and every request
+    /// fails to connect, as behind a broken network path) or lets it through again.
+    pub fn set_down(&self, down: bool) {
+        if self.down.swap(down, Ordering::SeqCst) != down && down {
+            self.cut_watches();
+        }
+    }
+
+    fn is_down(&self) -> bool {
+        self.down.load(Ordering::SeqCst)
     }
 
     fn cut_signal(&self) -> tokio::sync::watch::Receiver<u64> {
@@ -396,12 +409,17 @@ fn status_answer(code: u16, reason: &str, message: &str) -> Response<Body> {
         .unwrap_or_else(|_| Response::new(Body::empty()))
 }
 
+/// What a client sees when the API server cannot be reached.
+#[derive(Debug, thiserror::Error)]
+#[error("connection refused: the API server cannot be reached (injected)")]
+pub struct Unreachable;
+
 impl tower::Service<Request<kube::client::Body>> for KubeLink {
     type Response = Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response<Body>, Infallible>>;
+    type Error = Unreachable;
+    type Future = BoxFuture<'static, Result<Response<Body>, Unreachable>>;
 
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Unreachable>> {
         Poll::Ready(Ok(()))
     }
 
@@ -419,6 +437,10 @@ impl tower::Service<Request<kube::client::Body>> for KubeLink {
                 .unwrap_or_default();
             let watch = path.contains("watch=true") || path.contains("watch=1");
             let write = !matches!(method.as_str(), "GET" | "HEAD");
+            if link.faults.as_ref().is_some_and(|f| f.is_down()) {
+                link.trace.kube_refused(&link.actor, &method, &path);
+                return Err(Unreachable);
+            }
             if let Some(f) = &link.faults {
                 let injected = if watch && path.contains("resourceVersion=") && f.take_gone() {
                     Some(status_answer(
