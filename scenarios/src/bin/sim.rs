@@ -27,6 +27,10 @@ struct Args {
     /// The first seed.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Derive the first seed from this text (CI passes the commit id): every commit runs a
+    /// block of schedules no run looked at before, far from the fixed seeds.
+    #[arg(long, value_name = "TEXT", conflicts_with = "seed")]
+    seed_from: Option<String>,
     /// Write every schedule's trace to this file (one block per seed).
     #[arg(long)]
     trace: Option<PathBuf>,
@@ -133,8 +137,19 @@ fn main() -> ExitCode {
         None => BTreeMap::new(),
     };
     let keep = args.trace.is_some();
+    let first = match &args.seed_from {
+        Some(text) => {
+            let first = scenarios::sim::seed_base(text);
+            println!(
+                "seeds {first}-{} (derived from {text}; replay one with --schedules 1 --seed SEED)",
+                first + args.schedules.saturating_sub(1)
+            );
+            first
+        }
+        None => args.seed,
+    };
     let started = Instant::now();
-    let outcomes = scenarios::sim::run_many(args.seed, args.schedules, threads, keep);
+    let outcomes = scenarios::sim::run_many(first, args.schedules, threads, keep);
     let wall = started.elapsed();
     let mut digest = Fnv::default();
     let mut failed = 0;
