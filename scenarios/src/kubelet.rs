@@ -202,16 +202,34 @@ fn obj_status(m: &Machine, cfg: &KubeletConfig) -> Value {
     node_object(m, cfg)["status"].clone()
 }
 
+/// Renews the node's Lease: created (server-side apply) the first time, after that only
+/// its renew time is written (a merge patch), as a kubelet updates the Lease it holds
+/// rather than sending it whole; a Lease deleted meanwhile is created again.
 async fn renew_lease(
     leases: &Api<Lease>,
     node: &str,
     cfg: &KubeletConfig,
+    held: &mut bool,
 ) -> Result<(), kube::Error> {
     let now = cfg
         .ambient
         .now()
         .strftime("%Y-%m-%dT%H:%M:%S%.6fZ")
         .to_string();
+    if *held {
+        let renewed = leases
+            .patch(
+                node,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"renewTime": now}})),
+            )
+            .await;
+        match renewed {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 404 => *held = false,
+            Err(e) => return Err(e),
+        }
+    }
     let lease = json!({
         "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
         "metadata": {"name": node, "namespace": NODE_LEASE_NAMESPACE},
@@ -223,8 +241,9 @@ async fn renew_lease(
             &PatchParams::apply(FIELD_MANAGER).force(),
             &Patch::Apply(&lease),
         )
-        .await
-        .map(|_| ())
+        .await?;
+    *held = true;
+    Ok(())
 }
 
 async fn set_ready(
@@ -284,11 +303,12 @@ async fn heartbeat(
     let started = tokio::time::Instant::now();
     let mut reported: Option<String> = Some("True".to_string());
     let mut last_report = started;
+    let mut lease_held = false;
     loop {
         let state = machine(&cloud, server).map(|m| m.status);
         let result = match state.as_deref() {
             Some("running") => {
-                let mut r = renew_lease(&leases, &node, &cfg).await;
+                let mut r = renew_lease(&leases, &node, &cfg, &mut lease_held).await;
                 let (ready, reason, message) = if reported_ready(&cfg, started) {
                     ("True", "KubeletReady", "kubelet is posting ready status")
                 } else {

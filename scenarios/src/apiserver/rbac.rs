@@ -178,6 +178,21 @@ fn role_rules<'s>(store: &'s Store, binding: &Value, namespace: Option<&str>) ->
 /// Whether RBAC grants `request` to `user`: a ClusterRoleBinding's rules apply everywhere, a
 /// RoleBinding's only to resources in its namespace.
 pub fn allows(store: &Store, user: &User, request: &Request) -> bool {
+    let key = format!("{}|{}|{request:?}", user.name, user.groups.join(","));
+    if let Some(known) = store.rbac_decisions.lock().get(&key) {
+        return *known;
+    }
+    let decision = decide(store, user, request);
+    let mut known = store.rbac_decisions.lock();
+    // Requests name objects (Events by the thousand): a bounded memory, not a growing one.
+    if known.len() >= 4096 {
+        known.clear();
+    }
+    known.insert(key, decision);
+    decision
+}
+
+fn decide(store: &Store, user: &User, request: &Request) -> bool {
     let grants = |binding: &Value, ns: Option<&str>| {
         subjects(binding)
             .iter()
@@ -469,6 +484,31 @@ mod tests {
             &admin,
             &resource("delete", "apps", "deployments", None, Some("x"), Some("y"))
         ));
+    }
+
+    #[test]
+    fn a_decision_remembered_is_dropped_when_a_role_changes() {
+        let mut store = sa_store();
+        let user = authenticate(
+            &store,
+            Some(&format!(
+                "Bearer {}",
+                service_account_token("kube-system", "ccm")
+            )),
+        )
+        .expect("user");
+        let list = resource("list", "", "services", None, None, None);
+        assert!(!allows(&store, &user, &list));
+        assert!(!allows(&store, &user, &list), "remembered");
+        store.put(
+            "clusterroles",
+            (String::new(), "ccm".into()),
+            json!({"metadata": {"name": "ccm"}, "rules": [
+                {"apiGroups": [""], "resources": ["services"], "verbs": ["list"]},
+            ]}),
+            ChangeKind::Modified,
+        );
+        assert!(allows(&store, &user, &list), "the new rule counts at once");
     }
 
     #[test]

@@ -47,7 +47,19 @@ pub struct Store {
     history_limit: usize,
     /// Changes at or below this RV are no longer in the history.
     pub compacted_rv: u64,
+    /// Authorization decisions by user and request, dropped whenever a role or binding
+    /// changes (see `rbac::allows`): every request is authorized, and walking every
+    /// binding and its rules each time was a good share of a simulated run.
+    pub rbac_decisions: parking_lot::Mutex<HashMap<String, bool>>,
 }
+
+/// The resources authorization reads.
+const RBAC_STORAGES: [&str; 4] = [
+    "roles",
+    "rolebindings",
+    "clusterroles",
+    "clusterrolebindings",
+];
 
 impl Store {
     pub fn new(history_limit: usize) -> Store {
@@ -57,6 +69,7 @@ impl Store {
             history: VecDeque::new(),
             history_limit: history_limit.max(1),
             compacted_rv: 1,
+            rbac_decisions: parking_lot::Mutex::default(),
         }
     }
 
@@ -120,6 +133,9 @@ impl Store {
         object: Value,
         previous: Option<Value>,
     ) {
+        if RBAC_STORAGES.contains(&storage) {
+            self.rbac_decisions.get_mut().clear();
+        }
         self.history.push_back(Change {
             rv: self.rv,
             storage,
