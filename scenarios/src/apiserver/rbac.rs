@@ -405,6 +405,12 @@ mod tests {
         store
     }
 
+    /// The CCM's ServiceAccount, authenticated by its token.
+    fn ccm_user(store: &Store) -> User {
+        let token = format!("Bearer {}", service_account_token("kube-system", "ccm"));
+        authenticate(store, Some(&token)).expect("user")
+    }
+
     fn sa_store() -> Store {
         store_with(&[
             (
@@ -489,14 +495,7 @@ mod tests {
     #[test]
     fn a_decision_remembered_is_dropped_when_a_role_changes() {
         let mut store = sa_store();
-        let user = authenticate(
-            &store,
-            Some(&format!(
-                "Bearer {}",
-                service_account_token("kube-system", "ccm")
-            )),
-        )
-        .expect("user");
+        let user = ccm_user(&store);
         let list = resource("list", "", "services", None, None, None);
         assert!(!allows(&store, &user, &list));
         assert!(!allows(&store, &user, &list), "remembered");
@@ -514,14 +513,7 @@ mod tests {
     #[test]
     fn verbs_resources_and_subresources_are_granted_exactly() {
         let store = sa_store();
-        let user = authenticate(
-            &store,
-            Some(&format!(
-                "Bearer {}",
-                service_account_token("kube-system", "ccm")
-            )),
-        )
-        .expect("user");
+        let user = ccm_user(&store);
         let ok = |r: Request| allows(&store, &user, &r);
         assert!(ok(resource("list", "", "nodes", None, None, None)));
         assert!(ok(resource("get", "", "nodes", None, None, Some("n1"))));
@@ -550,14 +542,7 @@ mod tests {
     #[test]
     fn a_role_binding_grants_in_its_namespace_and_resource_names_need_a_name() {
         let store = sa_store();
-        let user = authenticate(
-            &store,
-            Some(&format!(
-                "Bearer {}",
-                service_account_token("kube-system", "ccm")
-            )),
-        )
-        .expect("user");
+        let user = ccm_user(&store);
         let ok = |r: Request| allows(&store, &user, &r);
         let lease =
             |verb, ns, name| resource(verb, "coordination.k8s.io", "leases", None, ns, name);
@@ -573,14 +558,7 @@ mod tests {
     fn discovery_is_for_authenticated_users_and_health_for_everyone() {
         let store = sa_store();
         let anonymous = User::anonymous();
-        let user = authenticate(
-            &store,
-            Some(&format!(
-                "Bearer {}",
-                service_account_token("kube-system", "ccm")
-            )),
-        )
-        .expect("user");
+        let user = ccm_user(&store);
         let get = |path| Request::NonResource { verb: "get", path };
         assert!(allows(&store, &anonymous, &get("/version")));
         assert!(!allows(&store, &anonymous, &get("/apis")));

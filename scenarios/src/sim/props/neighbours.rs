@@ -708,7 +708,6 @@ async fn write_slice(
     service: &str,
     nodes: &[String],
 ) -> Result<(), String> {
-    let api: Api<EndpointSlice> = Api::namespaced(kube.clone(), namespace);
     let name = format!("{service}-props");
     let endpoints: Vec<Value> = nodes
         .iter()
@@ -726,13 +725,24 @@ async fn write_slice(
         "endpoints": endpoints,
         "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
     });
+    upsert_slice(kube, namespace, &name, body).await
+}
+
+/// Writes EndpointSlice `name` in `namespace`: created, or merge-patched when it exists.
+pub(super) async fn upsert_slice(
+    kube: &kube::Client,
+    namespace: &str,
+    name: &str,
+    body: Value,
+) -> Result<(), String> {
+    let api: Api<EndpointSlice> = Api::namespaced(kube.clone(), namespace);
     let exists = api
-        .get_opt(&name)
+        .get_opt(name)
         .await
-        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("reading EndpointSlice {namespace}/{name}: {e}"))?
         .is_some();
     let written = if exists {
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(&body))
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&body))
             .await
     } else {
         let slice: EndpointSlice = serde_json::from_value(body).map_err(|e| e.to_string())?;
@@ -740,7 +750,7 @@ async fn write_slice(
     };
     written
         .map(|_| ())
-        .map_err(|e| format!("writing the EndpointSlice of {namespace}/{service}: {e}"))
+        .map_err(|e| format!("writing EndpointSlice {namespace}/{name}: {e}"))
 }
 
 async fn delete_service(

@@ -255,25 +255,7 @@ async fn label(b: &impl Backend, name: &str, edge: bool) -> Result<(), String> {
 
 /// Writes the Service's EndpointSlice as the state has it.
 async fn endpoints(b: &impl Backend, state: &State) -> Result<(), String> {
-    let api: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
-        Api::namespaced(b.kube(), "default");
-    let body = state.endpoint_slice();
-    let exists = api
-        .get_opt("web-props")
-        .await
-        .map_err(|e| format!("reading the EndpointSlice: {e}"))?
-        .is_some();
-    let written = if exists {
-        api.patch("web-props", &PatchParams::default(), &Patch::Merge(&body))
-            .await
-    } else {
-        let slice: k8s_openapi::api::discovery::v1::EndpointSlice =
-            serde_json::from_value(body).map_err(|e| e.to_string())?;
-        api.create(&PostParams::default(), &slice).await
-    };
-    written
-        .map(|_| ())
-        .map_err(|e| format!("writing the EndpointSlice: {e}"))
+    neighbours::upsert_slice(&b.kube(), "default", "web-props", state.endpoint_slice()).await
 }
 
 /// Creates a floating IP (assigned to `server` if given); its network.
