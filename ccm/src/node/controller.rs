@@ -65,6 +65,16 @@ pub struct NodeContext<D> {
     pub initialized_from: parking_lot::Mutex<std::collections::BTreeMap<String, (String, Instant)>>,
 }
 
+impl<D> NodeContext<D> {
+    /// How many entries its per-Node maps hold (for a long run to judge growth;
+    /// `crate::sizes`).
+    pub fn sizes(&self, out: &mut crate::sizes::CacheSizes) {
+        out.node_last_sync += self.last_sync.lock().len();
+        out.node_initialized += self.initialized_from.lock().len();
+        out.event_series += self.events.series();
+    }
+}
+
 /// The server a Node is: by provider ID if it has one, else by exact name.
 async fn find_server<D: ServerDirectory>(node: &Node, dir: &D) -> Result<ServerFacts, NodeError> {
     if let Some(pid) = super::provider_id_of(node) {
