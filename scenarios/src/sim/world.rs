@@ -45,6 +45,9 @@ pub struct WorldConfig {
     pub cloud: fakecloud::Config,
     /// CCMs kept running ([`World::revive`]); more than one needs leader election.
     pub replicas: usize,
+    /// Changes the API server keeps for watches to resume from
+    /// (`ApiServerConfig::history_limit`).
+    pub api_history: usize,
 }
 
 impl WorldConfig {
@@ -70,6 +73,7 @@ impl WorldConfig {
             },
             cloud: fakecloud::Config::default(),
             replicas: 1,
+            api_history: ApiServerConfig::default().history_limit,
         }
     }
 
@@ -96,6 +100,8 @@ pub struct SimCcm {
     pub kube_faults: Arc<KubeFaults>,
     /// Its metrics, once it has started.
     pub metrics: Arc<parking_lot::Mutex<Option<Arc<ccm::metrics::Metrics>>>>,
+    /// The sizes of its caches and bookkeeping, once it has started.
+    pub sizes: Arc<parking_lot::Mutex<Option<Arc<ccm::sizes::Probe>>>>,
 }
 
 impl SimCcm {
@@ -192,6 +198,7 @@ impl World {
             .map_err(|e| TestbedError::Seed(e.to_string()))?;
         let api = apiserver::Shared::new(ApiServerConfig {
             bookmark_interval: Duration::from_secs(60),
+            history_limit: config.api_history,
             ambient: Ambient::simulated(epoch, sub_seed(seed, 2)),
             ..ApiServerConfig::default()
         });
@@ -347,6 +354,7 @@ impl World {
         };
         let (tx, rx) = oneshot::channel::<()>();
         let metrics = Arc::new(parking_lot::Mutex::new(None));
+        let sizes = Arc::new(parking_lot::Mutex::new(None));
         let task = tokio::spawn(app::run_wired(
             opts,
             env,
@@ -355,8 +363,11 @@ impl World {
                 let _ = rx.await;
             },
             {
-                let metrics = metrics.clone();
-                move |r| *metrics.lock() = Some(r.metrics.clone())
+                let (metrics, sizes) = (metrics.clone(), sizes.clone());
+                move |r| {
+                    *metrics.lock() = Some(r.metrics.clone());
+                    *sizes.lock() = Some(r.sizes.clone());
+                }
             },
         ));
         crash.attach(task.abort_handle());
@@ -367,6 +378,7 @@ impl World {
             crash,
             kube_faults,
             metrics,
+            sizes,
         });
         self.ccms.len() - 1
     }
