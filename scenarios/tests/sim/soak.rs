@@ -41,3 +41,40 @@ fn a_short_soak_samples_everything_and_a_growing_series_is_flagged() {
     let flagged: Vec<&str> = v.checks.iter().filter(|c| !c.ok).map(|c| c.name).collect();
     assert!(flagged.contains(&"metric_series"), "{flagged:?}");
 }
+
+/// A node replaced by one of another name (as autoscaling names them) leaves nothing in
+/// the CCM's per-Node maps once its Node is gone: they hold no more entries than Nodes.
+#[test]
+fn a_replaced_node_leaves_nothing_in_the_ccms_node_maps() {
+    use scenarios::sim::{World, WorldConfig, runtime};
+    let rt = runtime().expect("runtime");
+    rt.block_on(async {
+        let mut world = World::start(WorldConfig::new(5)).await.expect("world");
+        world.revive();
+        world.run_for(Duration::from_secs(120)).await;
+        for (old, new) in [("node-1", "node-4"), ("node-2", "node-5")] {
+            let server = world.server_of(old).expect("server");
+            world
+                .outside("DELETE", &format!("/v1/servers/{server}"))
+                .await
+                .expect("deleted");
+            world.add_node(new).await.expect("added");
+            world.run_for(Duration::from_secs(600)).await;
+        }
+        let nodes = world.api.count("nodes");
+        let probe = world.ccms[0].sizes.lock().clone().expect("started");
+        let sizes = probe.sizes();
+        assert_eq!(nodes, 3, "the Nodes of the deleted servers are deleted");
+        assert_eq!(sizes.nodes_cached, 3);
+        assert!(
+            sizes.node_last_sync <= nodes && sizes.node_initialized <= nodes,
+            "last sync of {} Nodes, initialization of {}, with {nodes} Nodes",
+            sizes.node_last_sync,
+            sizes.node_initialized
+        );
+        assert!(
+            sizes.node_initialized >= 2,
+            "node-4 and node-5 were initialized"
+        );
+    });
+}
