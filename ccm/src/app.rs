@@ -93,6 +93,9 @@ pub struct Running {
     pub health_addr: Option<SocketAddr>,
     pub metrics: Arc<Metrics>,
     pub readiness: Arc<Readiness>,
+    /// The sizes of its caches and bookkeeping (filled in once the controllers' contexts
+    /// exist).
+    pub sizes: Arc<crate::sizes::Probe>,
 }
 
 /// What a CCM is built from besides its flags: how it reaches Kubernetes and the cloud,
@@ -176,6 +179,7 @@ pub async fn run_wired(
     } = wiring;
     let metrics = Arc::new(Metrics::new());
     let readiness = Arc::new(Readiness::default());
+    let sizes = crate::sizes::Probe::new();
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {
@@ -202,6 +206,7 @@ pub async fn run_wired(
         health_addr,
         metrics: metrics.clone(),
         readiness: readiness.clone(),
+        sizes: sizes.clone(),
     });
 
     let cloud = Client::new(ClientConfig {
@@ -288,6 +293,19 @@ pub async fn run_wired(
         ensuring: Default::default(),
     });
     let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);
+    {
+        // The lifecycle controller keeps no per-Node maps; its Event recorder is the node
+        // controller's.
+        let (node, service) = (Arc::downgrade(&node_ctx), Arc::downgrade(&service_ctx));
+        sizes.add(move |out| {
+            if let Some(c) = node.upgrade() {
+                c.sizes(out);
+            }
+            if let Some(c) = service.upgrade() {
+                c.sizes(out);
+            }
+        });
+    }
 
     // The controllers, as one future: dropped when leadership ends.
     let leading = {

@@ -58,6 +58,12 @@ impl Events {
         }
     }
 
+    /// How many Event series it remembers (those recorded in the last [`SERIES_TTL`],
+    /// at most, since the last publish).
+    pub fn series(&self) -> usize {
+        self.recorded.lock().len()
+    }
+
     pub async fn publish(
         &self,
         object: &k8s_openapi::api::core::v1::ObjectReference,

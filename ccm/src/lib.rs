@@ -15,6 +15,7 @@ pub mod preview;
 pub mod runner;
 pub mod secret;
 pub mod service;
+pub mod sizes;
 
 /// The component name in Events, the field manager and the default user agent.
 pub const COMPONENT: &str = "cloudscale-cloud-controller-manager";

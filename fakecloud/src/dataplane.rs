@@ -215,6 +215,21 @@ impl Backends {
         }
     }
 
+    /// Forgets every declaration but the last one in force at `t` for each address and
+    /// port (see [`DataPlane::forget_before`]).
+    /// One that only put the default back by then is as good as none (a node port of a
+    /// Service long deleted): it goes too.
+    fn forget_before(&mut self, t: Time) {
+        for by_port in self.by_address.values_mut() {
+            for list in by_port.values_mut() {
+                let n = list.partition_point(|(at, _)| *at <= t);
+                list.drain(..n.saturating_sub(1));
+            }
+            by_port.retain(|_, list| !matches!(list.as_slice(), [(at, None)] if *at <= t));
+        }
+        self.by_address.retain(|_, by_port| !by_port.is_empty());
+    }
+
     /// Every declaration, by address and port, each in time order.
     pub fn iter(&self) -> impl Iterator<Item = BackendDecl> + '_ {
         self.by_address.iter().flat_map(|(address, by_port)| {
@@ -357,6 +372,44 @@ impl DataPlane {
             out.extend(host.log.iter().map(|(t, _)| *t));
         }
         self.backends.change_points(address, ports, out);
+    }
+}
+
+// ---- forgetting -----------------------------------------------------------------------
+
+impl DataPlane {
+    /// Forgets the history before `t` that no question about `t` or later needs, for a
+    /// process that runs for days (`scenarios/src/sim/soak.rs`: a week of churn would
+    /// otherwise keep every configuration every load balancer ever ran, and every health
+    /// question would walk through all of them): load balancers deleted by `t`, and of
+    /// every other record (applied operations, server power records, backend declarations,
+    /// floating IP assignments) all but the last one in force at `t`.
+    ///
+    /// Answers about times before `t` are no longer the recorded ones. A member's checks
+    /// start again from the configuration in force at `t`, so its health may differ for
+    /// up to `up_threshold` × `delay_s` after that (50 s at most); callers forget only what
+    /// lies far further back.
+    pub fn forget_before(&mut self, t: Time) {
+        self.lbs.retain(|_, lb| lb.deleted_at.is_none_or(|d| d > t));
+        for lb in self.lbs.values_mut() {
+            let n = lb.ops.partition_point(|op| op.effective_at <= t);
+            lb.ops.drain(..n.saturating_sub(1));
+        }
+        for host in self.hosts.values_mut() {
+            let n = host.log.partition_point(|(at, _)| *at <= t);
+            host.log.drain(..n.saturating_sub(1));
+        }
+        self.backends.forget_before(t);
+        let mut last: BTreeMap<IpAddr, usize> = BTreeMap::new();
+        for (i, e) in self.floating.iter().enumerate().filter(|(_, e)| e.at <= t) {
+            last.insert(e.address, i);
+        }
+        let mut i = 0;
+        self.floating.retain(|e| {
+            let keep = e.at > t || last.get(&e.address) == Some(&i);
+            i += 1;
+            keep
+        });
     }
 }
 
@@ -834,6 +887,120 @@ mod tests {
         assert_eq!(dumped.as_array().map(Vec::len), Some(5));
         let back: Backends = serde_json::from_value(dumped).expect("restore");
         assert_eq!(back.latest(a, Some(443), at(3.0)), Some(Some(b(true))));
+    }
+
+    #[test]
+    fn forgetting_keeps_every_answer_about_later_times() {
+        let t0 = chrono::DateTime::UNIX_EPOCH;
+        let at = |s: f64| t0 + delta_from_secs(s);
+        let a: IpAddr = "10.0.0.1".parse().expect("ip");
+        let (pool, member) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let monitor = MonitorCfg {
+            uuid: Uuid::from_u128(3),
+            pool,
+            kind: "tcp".into(),
+            delay_s: 2,
+            up_threshold: 3,
+            down_threshold: 2,
+            http: None,
+        };
+        let config = |port: u16| {
+            let m = MemberCfg {
+                uuid: member,
+                pool,
+                address: a,
+                protocol_port: port,
+                monitor_port: None,
+                enabled: true,
+            };
+            LbConfig::new(Vec::new(), vec![m], vec![monitor.clone()])
+        };
+        let op = |t: f64, port: u16| AppliedOp {
+            requested_at: at(t),
+            effective_at: at(t),
+            operation: format!("member port {port}"),
+            config: config(port),
+        };
+        let lb = |deleted: Option<f64>| LbHistory {
+            name: "lb".into(),
+            created_at: at(0.0),
+            ready_at: at(5.0),
+            deleted_at: deleted.map(at),
+            vips: Vec::new(),
+            ops: vec![op(10.0, 80), op(20.0, 81), op(400.0, 82)],
+        };
+        let mut dp = DataPlane::default();
+        for (i, deleted) in [None, Some(250.0), Some(350.0)].into_iter().enumerate() {
+            dp.lbs.insert(Uuid::from_u128(10 + i as u128), lb(deleted));
+        }
+        let host = Uuid::from_u128(20);
+        dp.record_host(host, "node-1", vec![a], at(0.0), &[(at(0.0), true)]);
+        dp.record_host(host, "node-1", vec![a], at(100.0), &[(at(100.0), false)]);
+        dp.record_host(host, "node-1", vec![a], at(200.0), &[(at(200.0), true)]);
+        dp.record_host(host, "node-1", vec![a], at(500.0), &[(at(500.0), false)]);
+        for (t, port, default) in [
+            (1.0, 80, false),
+            (2.0, 80, false),
+            (450.0, 80, false),
+            (3.0, 81, false),
+            (4.0, 82, false),
+            (6.0, 82, true),
+        ] {
+            dp.backends.push(BackendDecl {
+                at: at(t),
+                address: a,
+                port: Some(port),
+                behaviour: (!default).then_some(Behaviour {
+                    http_status: 204,
+                    ..Behaviour::default()
+                }),
+            });
+        }
+        let fip: IpAddr = "192.0.2.1".parse().expect("ip");
+        for (t, lb) in [(5.0, 10), (12.0, 11), (420.0, 10)] {
+            dp.record_floating(fip, Some(Uuid::from_u128(lb)), at(t));
+        }
+        let live = Uuid::from_u128(10);
+        let health = |dp: &DataPlane, t: f64| {
+            let lb = &dp.lbs[&live];
+            health_at(&member_health(dp, lb, member, at(t)), at(t))
+        };
+        let before: Vec<_> = [300.0, 405.0, 420.0, 600.0]
+            .iter()
+            .map(|t| {
+                (
+                    health(&dp, *t),
+                    dp.behaviour(a, 80, at(*t)),
+                    dp.lbs[&live].config_at(at(*t)).cloned(),
+                )
+            })
+            .collect();
+
+        dp.forget_before(at(300.0));
+        assert_eq!(
+            dp.lbs.len(),
+            2,
+            "the load balancer deleted at 250 s is forgotten"
+        );
+        let ops: Vec<_> = dp.lbs[&live].ops.iter().map(|o| o.effective_at).collect();
+        assert_eq!(ops, [at(20.0), at(400.0)]);
+        assert_eq!(dp.hosts[&host].log, [(at(200.0), true), (at(500.0), false)]);
+        // Port 80's last two and 81's one; 82 was back to the default long before.
+        assert_eq!(dp.backends.iter().count(), 3);
+        let floating: Vec<_> = dp.floating.iter().map(|e| e.at).collect();
+        assert_eq!(floating, [at(12.0), at(420.0)]);
+        let after: Vec<_> = [300.0, 405.0, 420.0, 600.0]
+            .iter()
+            .map(|t| {
+                (
+                    health(&dp, *t),
+                    dp.behaviour(a, 80, at(*t)),
+                    dp.lbs[&live].config_at(at(*t)).cloned(),
+                )
+            })
+            .collect();
+        assert_eq!(after, before);
+        assert_eq!(before[2].0, Health::Up);
     }
 
     #[test]

@@ -65,6 +65,24 @@ pub struct NodeContext<D> {
     pub initialized_from: parking_lot::Mutex<std::collections::BTreeMap<String, (String, Instant)>>,
 }
 
+impl<D> NodeContext<D> {
+    /// How many entries its per-Node maps hold (for a long run to judge growth;
+    /// `crate::sizes`).
+    pub fn sizes(&self, out: &mut crate::sizes::CacheSizes) {
+        out.node_last_sync += self.last_sync.lock().len();
+        out.node_initialized += self.initialized_from.lock().len();
+        out.event_series += self.events.series();
+    }
+
+    /// Forgets what it noted of the Nodes `exists` says are gone. Node names come and go
+    /// (autoscaling names each new node anew): kept for good, these maps would grow by
+    /// one entry per node that ever was.
+    pub fn forget_gone(&self, exists: impl Fn(&str) -> bool) {
+        self.last_sync.lock().retain(|name, _| exists(name));
+        self.initialized_from.lock().retain(|name, _| exists(name));
+    }
+}
+
 /// The server a Node is: by provider ID if it has one, else by exact name.
 async fn find_server<D: ServerDirectory>(node: &Node, dir: &D) -> Result<ServerFacts, NodeError> {
     if let Some(pid) = super::provider_id_of(node) {
@@ -260,11 +278,15 @@ pub async fn run<D: ServerDirectory>(
     let store = nodes.store();
     let queue = Arc::new(Queue::default());
     nodes.subscribe({
-        let queue = queue.clone();
-        move |change| {
-            if let Change::Touched(node) = change {
-                queue.schedule(Key::of(node.as_ref()), Duration::ZERO);
-            }
+        let (queue, ctx, store) = (queue.clone(), ctx.clone(), store.clone());
+        move |change| match change {
+            Change::Touched(node) => queue.schedule(Key::of(node.as_ref()), Duration::ZERO),
+            // After a re-list: Nodes deleted while the watch was down sent no event.
+            Change::Synced => ctx.forget_gone(|name| {
+                store
+                    .get(&kube::runtime::reflector::ObjectRef::new(name))
+                    .is_some()
+            }),
         }
     });
     let mut shutdown = std::pin::pin!(shutdown);
@@ -283,7 +305,11 @@ pub async fn run<D: ServerDirectory>(
             i64::try_from(queue.due_now()).unwrap_or(i64::MAX),
         );
         async move {
-            let node = store.get(&key.object_ref())?;
+            let Some(node) = store.get(&key.object_ref()) else {
+                // Deleted: what was noted of it goes too.
+                ctx.forget_gone(|name| name != key.name);
+                return None;
+            };
             Some(reconcile(&node, &ctx).await)
         }
     })

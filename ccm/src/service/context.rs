@@ -90,6 +90,19 @@ impl ServiceContext {
             .unwrap_or_default()
     }
 
+    /// How many entries its caches and per-Service maps hold (for a long run to judge
+    /// growth; `crate::sizes`).
+    pub fn sizes(&self, out: &mut crate::sizes::CacheSizes) {
+        out.services_cached += self.services.read().as_ref().map_or(0, |s| s.state().len());
+        out.nodes_cached += self.nodes.read().as_ref().map_or(0, |s| s.state().len());
+        out.failures += self.failures.lock().len();
+        out.waiting += self.waiting.lock().len();
+        out.touched += self.touched.lock().len();
+        out.ensuring += self.ensuring.lock().len();
+        out.shared_edits += self.shared.edits_kept();
+        out.event_series += self.events.series();
+    }
+
     /// Every Node in the shared cache, as the mapping sees them, by name.
     pub fn node_views(&self) -> Vec<NodeView> {
         self.nodes

@@ -320,8 +320,11 @@ pub async fn run(
             }
         },
     );
-    // The runner ends on shutdown; the recovery watch never does.
+    // The runner ends on shutdown; the recovery watch never does. Biased, as every select
+    // on the CCM's paths: tokio's random branch order would make a simulated run differ
+    // from its replay (`scenarios/README.md`, "Seams").
     tokio::select! {
+        biased;
         () = work => {}
         () = retry_failed => {}
     }

@@ -78,6 +78,11 @@ impl SharedReads {
         }
     }
 
+    /// How many edits are kept for snapshots fetched before them.
+    pub fn edits_kept(&self) -> usize {
+        self.log.lock().entries.len()
+    }
+
     /// Forgets everything read so far (after a write no [`Edit`] describes).
     pub fn invalidate(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);

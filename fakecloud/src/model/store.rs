@@ -393,6 +393,12 @@ impl State {
         &self.dataplane
     }
 
+    /// Forgets the data-plane history before `t` (see
+    /// [`crate::dataplane::DataPlane::forget_before`]).
+    pub fn forget_history_before(&mut self, t: Time) {
+        self.dataplane.forget_before(t);
+    }
+
     /// Backend behaviour declarations (`/_fake/backends`): how addresses answer, which is
     /// not a load-balancer change.
     pub fn backends_mut(&mut self) -> &mut crate::dataplane::Backends {

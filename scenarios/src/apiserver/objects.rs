@@ -105,6 +105,21 @@ impl Shared {
             .collect()
     }
 
+    /// How many objects of one type are stored.
+    pub fn count(&self, storage: &str) -> usize {
+        self.0.store.read().list(storage, None).count()
+    }
+
+    /// How many changes the watch history holds (at most `ApiServerConfig::history_limit`).
+    pub fn history_len(&self) -> usize {
+        self.0.store.read().history_len()
+    }
+
+    /// How many requests were recorded (since the start or the last clear).
+    pub fn request_count(&self) -> usize {
+        self.0.requests.lock().len()
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.0.requests.lock().clone()

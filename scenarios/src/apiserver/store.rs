@@ -172,6 +172,11 @@ impl Store {
         Some(last)
     }
 
+    /// How many changes the history holds.
+    pub fn history_len(&self) -> usize {
+        self.history.len()
+    }
+
     /// Changes after `rv`, or `None` if some of them were compacted away.
     pub fn changes_after(&self, rv: u64) -> Option<impl Iterator<Item = &Change>> {
         if rv < self.compacted_rv {

@@ -79,6 +79,32 @@ enum Command {
         #[arg(long)]
         shrink: bool,
     },
+    /// N virtual days of churn in one world (Services created, edited, deleted; nodes
+    /// stopped, started, replaced; faults now and then) around a steady population, sampled
+    /// every H virtual hours: process memory, the CCM's cache sizes and metric series, live
+    /// objects and what the harness keeps; prints the samples and whether they stay flat
+    /// (exit code 1 if not). See scenarios/README.md, "Soak".
+    Soak {
+        #[arg(long, default_value_t = 7.0)]
+        days: f64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// About this many Services at any time.
+        #[arg(long, default_value_t = 20)]
+        services: usize,
+        /// About this many nodes at any time.
+        #[arg(long, default_value_t = 5)]
+        nodes: usize,
+        #[arg(long, default_value_t = 6.0)]
+        sample_hours: f64,
+        /// Also write every sample, every column, as CSV here.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Keep the whole trace and write it here (memory grows with it: for short soaks,
+        /// to see where two runs of one seed part).
+        #[arg(long)]
+        trace: Option<PathBuf>,
+    },
     /// Plays one case of the property-based suite (its JSON, as a failure prints it) and
     /// prints its steps, violations and trace.
     Case { json: String },
@@ -120,6 +146,18 @@ fn main() -> ExitCode {
             return props_report(cases, seed, out, shrink, args.threads);
         }
         Some(Command::Case { json }) => return case(&json),
+        Some(Command::Soak {
+            days,
+            seed,
+            services,
+            nodes,
+            sample_hours,
+            out,
+            trace,
+        }) => {
+            let population = (services, nodes);
+            return soak(days, seed, population, sample_hours, out, trace);
+        }
         _ => {}
     }
     let threads = args
@@ -340,6 +378,100 @@ fn props_report(
         None => print!("{text}"),
     }
     if summary.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Counts the live heap bytes of the sim binary for `sim soak` (one relaxed atomic add per
+/// allocation: nothing measurable next to the simulation's own work).
+struct CountingAlloc;
+
+static HEAP_LIVE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged; the counter only
+// follows the sizes.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: the caller's guarantees for `alloc` hold for `System.alloc`.
+        let p = unsafe { std::alloc::System.alloc(layout) };
+        if !p.is_null() {
+            HEAP_LIVE.fetch_add(layout.size() as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from `alloc` or `realloc` above with this layout.
+        unsafe { std::alloc::System.dealloc(ptr, layout) };
+        HEAP_LIVE.fetch_sub(layout.size() as u64, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller's guarantees for `realloc` hold for `System.realloc`.
+        let p = unsafe { std::alloc::System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            HEAP_LIVE.fetch_sub(layout.size() as u64, std::sync::atomic::Ordering::Relaxed);
+            HEAP_LIVE.fetch_add(new_size as u64, std::sync::atomic::Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+fn heap_live() -> u64 {
+    HEAP_LIVE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn soak(
+    days: f64,
+    seed: u64,
+    (services, nodes): (usize, usize),
+    sample_hours: f64,
+    out: Option<PathBuf>,
+    trace: Option<PathBuf>,
+) -> ExitCode {
+    use scenarios::sim::soak::{self, SoakConfig};
+    use std::time::Duration;
+    let (Ok(duration), Ok(sample_every)) = (
+        Duration::try_from_secs_f64(days * 86_400.0),
+        Duration::try_from_secs_f64(sample_hours * 3600.0),
+    ) else {
+        eprintln!("sim soak: --days and --sample-hours must be positive numbers");
+        return ExitCode::FAILURE;
+    };
+    let config = SoakConfig {
+        services,
+        nodes,
+        sample_every,
+        heap: Some(heap_live),
+        whole_trace: trace.is_some(),
+        ..SoakConfig::new(seed, duration)
+    };
+    let report = match soak::soak(&config) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("sim soak: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    print!("{}", report.text());
+    if let Some(path) = out
+        && let Err(e) = std::fs::write(&path, soak::csv(&report.samples))
+    {
+        eprintln!("sim soak: cannot write {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    if let (Some(path), Some(lines)) = (&trace, &report.trace)
+        && let Err(e) = std::fs::write(path, lines.join("\n") + "\n")
+    {
+        eprintln!("sim soak: cannot write {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    if report.verdict.flat() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -10,6 +10,7 @@ pub mod downtime;
 pub mod props;
 pub mod run;
 pub mod schedule;
+pub mod soak;
 pub mod trace;
 pub mod transport;
 pub mod world;

@@ -170,12 +170,13 @@ const A: &str = "k8s.cloudscale.ch/loadbalancer-";
 /// [`execute`] fills it in from the world).
 pub const SUBNET: &str = "{subnet}";
 /// What outside hands delete.
-const PARTS: [&str; 5] = ["pool", "listener", "member", "monitor", "load balancer"];
+pub const PARTS: [&str; 5] = ["pool", "listener", "member", "monitor", "load balancer"];
 /// What outside hands change.
-const CHANGES: [&str; 3] = ["listener port", "monitor delay", "load balancer name"];
+pub const CHANGES: [&str; 3] = ["listener port", "monitor delay", "load balancer name"];
 const PORTS: &[u16] = &[80, 443, 53, 8080, 8443, 5000, 9000];
 
-fn ports(rng: &mut Rng) -> Vec<Port> {
+/// 1 to 4 distinct ports.
+pub fn ports(rng: &mut Rng) -> Vec<Port> {
     let n = 1 + rng.below(4) as usize;
     let mut out: Vec<Port> = Vec::new();
     while out.len() < n {
@@ -199,7 +200,7 @@ fn ports(rng: &mut Rng) -> Vec<Port> {
 
 /// A port edit of `current` as users make them: a port renamed, renumbered (its name kept,
 /// so Kubernetes keeps its node port), added or removed, or the whole list replaced.
-fn port_edit(rng: &mut Rng, current: &[Port]) -> Vec<Port> {
+pub fn port_edit(rng: &mut Rng, current: &[Port]) -> Vec<Port> {
     let mut out = current.to_vec();
     let i = rng.below(out.len().max(1) as u64) as usize;
     match rng.below(5) {
@@ -303,7 +304,8 @@ fn annotation(rng: &mut Rng) -> (String, Option<String>) {
     (format!("{A}{key}"), value)
 }
 
-fn shape(rng: &mut Rng) -> Shape {
+/// A LoadBalancer Service of any shape the generator draws.
+pub fn shape(rng: &mut Rng) -> Shape {
     let mut annotations = Vec::new();
     if rng.chance(40) {
         annotations.push((
@@ -343,7 +345,8 @@ fn shape(rng: &mut Rng) -> Shape {
     }
 }
 
-fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
+/// One or two annotations set or removed.
+pub fn annotation_change(rng: &mut Rng) -> Vec<(String, Option<String>)> {
     let n = 1 + rng.below(2);
     (0..n).map(|_| annotation(rng)).collect()
 }
@@ -394,7 +397,8 @@ fn api_trouble(rng: &mut Rng) -> Action {
     }
 }
 
-fn cloud_fault(rng: &mut Rng) -> Action {
+/// A cloud fault on all requests or a class of them, with a probability or as an outage.
+pub fn cloud_fault(rng: &mut Rng) -> Action {
     // `**` also matches nothing: `/v1/load-balancers**` covers the load balancers' own
     // collection and everything under it.
     let (method, path) = *rng.pick(&[

@@ -3,13 +3,26 @@
 //! applied and every Event. Two runs of one seed give the same lines, so the same digest.
 
 use parking_lot::Mutex;
+use std::collections::VecDeque;
 use std::sync::Arc;
 use tokio::time::Instant;
 
 #[derive(Debug)]
 struct Inner {
     start: Instant,
-    lines: Mutex<Vec<String>>,
+    lines: Mutex<Lines>,
+}
+
+/// The lines kept, and what stands for all of them: their count and their digest, kept as
+/// they come so that a trace keeping only its last lines still has the whole run's digest.
+#[derive(Debug)]
+struct Lines {
+    kept: VecDeque<String>,
+    /// Lines recorded since the start, the dropped ones included.
+    total: usize,
+    digest: Fnv,
+    /// Keep only this many of the last lines (`None`: all).
+    keep: Option<usize>,
 }
 
 /// Shared by every component of one run.
@@ -21,8 +34,24 @@ impl Trace {
     pub fn new() -> Trace {
         Trace(Arc::new(Inner {
             start: Instant::now(),
-            lines: Mutex::new(Vec::new()),
+            lines: Mutex::new(Lines {
+                kept: VecDeque::new(),
+                total: 0,
+                digest: Fnv::default(),
+                keep: None,
+            }),
         }))
+    }
+
+    /// From now on keeps only the last `n` lines (and the count and digest of all). A soak
+    /// of days records millions of requests (`sim/soak.rs`): kept whole, the trace alone
+    /// would grow without bound and hide the growth the soak looks for.
+    pub fn keep_last(&self, n: usize) {
+        let mut lines = self.0.lines.lock();
+        lines.keep = Some(n);
+        while lines.kept.len() > n {
+            lines.kept.pop_front();
+        }
     }
 
     /// Virtual milliseconds since the start of the run.
@@ -31,7 +60,14 @@ impl Trace {
     }
 
     fn push(&self, line: String) {
-        self.0.lines.lock().push(line);
+        let mut lines = self.0.lines.lock();
+        lines.digest.write(line.as_bytes());
+        lines.digest.write(b"\n");
+        lines.total += 1;
+        if lines.keep.is_some_and(|n| lines.kept.len() >= n) {
+            lines.kept.pop_front();
+        }
+        lines.kept.push_back(line);
     }
 
     /// A cloud request and its status (`None`: no answer, the connection was lost).
@@ -73,21 +109,30 @@ impl Trace {
         self.push(format!("{} {what}", self.millis()));
     }
 
+    /// The lines kept (all of them unless [`Trace::keep_last`]).
     pub fn lines(&self) -> Vec<String> {
-        self.0.lines.lock().clone()
+        self.0.lines.lock().kept.iter().cloned().collect()
     }
 
+    /// Lines recorded since the start (the dropped ones included): the index the next line
+    /// gets.
     pub fn len(&self) -> usize {
-        self.0.lines.lock().len()
+        self.0.lines.lock().total
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    /// FNV-1a (64 bit) over the lines, each ended by a newline: the same on every machine.
+    /// How many lines are kept.
+    pub fn kept(&self) -> usize {
+        self.0.lines.lock().kept.len()
+    }
+
+    /// FNV-1a (64 bit) over all the lines recorded, each ended by a newline: the same on
+    /// every machine.
     pub fn digest(&self) -> u64 {
-        digest_lines(self.0.lines.lock().iter().map(String::as_str))
+        self.0.lines.lock().digest.0
     }
 }
 
@@ -171,4 +216,29 @@ pub fn first_difference(
         let (x, y) = (a.get(i), b.get(i));
         (x != y).then(|| (i, x.cloned(), y.cloned()))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trace_keeping_its_last_lines_has_the_whole_runs_count_and_digest() {
+        let rt = crate::sim::runtime().expect("runtime");
+        rt.block_on(async {
+            let (whole, last) = (Trace::new(), Trace::new());
+            last.keep_last(2);
+            for i in 0..5 {
+                whole.note(format!("step {i}"));
+                last.note(format!("step {i}"));
+            }
+            assert_eq!(
+                whole.digest(),
+                digest_lines(whole.lines().iter().map(String::as_str))
+            );
+            assert_eq!(last.digest(), whole.digest());
+            assert_eq!((last.len(), last.kept()), (5, 2));
+            assert_eq!(last.lines(), whole.lines()[3..]);
+        });
+    }
 }

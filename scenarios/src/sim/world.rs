@@ -49,6 +49,9 @@ pub struct WorldConfig {
     pub node_prefix: String,
     /// The last octet of the first node's address in `10.0.0.0/24`, less one.
     pub host_base: u8,
+    /// Changes the API server keeps for watches to resume from
+    /// (`ApiServerConfig::history_limit`).
+    pub api_history: usize,
 }
 
 impl WorldConfig {
@@ -76,6 +79,7 @@ impl WorldConfig {
             replicas: 1,
             node_prefix: "node-".into(),
             host_base: 10,
+            api_history: ApiServerConfig::default().history_limit,
         }
     }
 
@@ -117,6 +121,8 @@ pub struct SimCcm {
     pub kube_faults: Arc<KubeFaults>,
     /// Its metrics, once it has started.
     pub metrics: Arc<parking_lot::Mutex<Option<Arc<ccm::metrics::Metrics>>>>,
+    /// The sizes of its caches and bookkeeping, once it has started.
+    pub sizes: Arc<parking_lot::Mutex<Option<Arc<ccm::sizes::Probe>>>>,
 }
 
 impl SimCcm {
@@ -228,6 +234,7 @@ impl World {
         let trace = Trace::new();
         let api = apiserver::Shared::new(ApiServerConfig {
             bookmark_interval: Duration::from_secs(60),
+            history_limit: config.api_history,
             ambient: Ambient::simulated(epoch, sub_seed(seed, 2)),
             ..ApiServerConfig::default()
         });
@@ -384,6 +391,7 @@ impl World {
         };
         let (tx, rx) = oneshot::channel::<()>();
         let metrics = Arc::new(parking_lot::Mutex::new(None));
+        let sizes = Arc::new(parking_lot::Mutex::new(None));
         let task = tokio::spawn(app::run_wired(
             opts,
             env,
@@ -392,8 +400,11 @@ impl World {
                 let _ = rx.await;
             },
             {
-                let metrics = metrics.clone();
-                move |r| *metrics.lock() = Some(r.metrics.clone())
+                let (metrics, sizes) = (metrics.clone(), sizes.clone());
+                move |r| {
+                    *metrics.lock() = Some(r.metrics.clone());
+                    *sizes.lock() = Some(r.sizes.clone());
+                }
             },
         ));
         crash.attach(task.abort_handle());
@@ -404,6 +415,7 @@ impl World {
             crash,
             kube_faults,
             metrics,
+            sizes,
         });
         self.ccms.len() - 1
     }

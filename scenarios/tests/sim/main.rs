@@ -4,6 +4,7 @@
 
 mod claims;
 mod guards;
+mod soak;
 
 use scenarios::sim::check::{self, Context};
 use scenarios::sim::run;
