@@ -310,14 +310,6 @@ async fn play(
         let report = step(b, &mut state, &mut nbs, change, i, &subnet, out).await?;
         out.steps.push(report);
     }
-    // The neighbours go before the end too: the Service created from scratch must not
-    // meet their names or floating IPs; then the Service takes what it claimed of theirs.
-    if !nbs.list.is_empty() {
-        out.checks += 1;
-        let deletions = nbs.remove_all(b, &state.fips).await?;
-        out.violations.extend(deletions);
-        measure::settle(b, &Mark::now(b), None, Duration::from_secs(20)).await?;
-    }
     // The rivals go before the end, so that the floating IPs are free when the Service is.
     let api: Api<Service> = Api::namespaced(b.kube(), RIVAL);
     for name in &state.rivals {
@@ -332,6 +324,15 @@ async fn play(
         if let Some(uid) = uid {
             measure::settle_gone(b, &Mark::now(b), &uid).await;
         }
+    }
+    // The neighbours go before the end too, after the rivals (a rival may claim what a
+    // neighbour holds, and would take it): the Service created from scratch must meet
+    // neither their names nor their floating IPs; the Service takes what it claimed of theirs.
+    if !nbs.list.is_empty() {
+        out.checks += 1;
+        let deletions = nbs.remove_all(b, &state.fips).await?;
+        out.violations.extend(deletions);
+        measure::settle(b, &Mark::now(b), None, Duration::from_secs(20)).await?;
     }
     finish(b, &state, case.end, &uid, out).await
 }
