@@ -74,6 +74,8 @@ pub struct Live {
     pub services: usize,
     pub lb_services: usize,
     pub nodes: usize,
+    /// Nodes whose server no longer exists (the CCM deletes them within minutes).
+    pub nodes_without_server: usize,
     /// Load balancers in the cluster's cloud account.
     pub load_balancers: usize,
 }
@@ -240,6 +242,14 @@ pub const QUANTITIES: &[Quantity] = &[
         live.load_balancers,
         Some(|s| s.live.lb_services as f64 + IN_FLIGHT)
     ),
+    // A Node outlives its server only while the CCM confirms it gone (one at a time).
+    Quantity {
+        name: "nodes_without_server",
+        value: |s| Some(s.live.nodes_without_server as f64),
+        factor: 1.0,
+        slack: 1.0,
+        bound: Some(|_| 1.0),
+    },
     Quantity {
         name: "harness",
         value: |s| Some(harness_total(&s.harness) as f64),
@@ -359,7 +369,7 @@ pub fn verdict(samples: &[Sample], window: Duration) -> Verdict {
 pub fn table(samples: &[Sample]) -> String {
     let mut out = String::from(
         "  hours  rss MiB  heap MiB  series | svc-cache node-cache failures waiting touched \
-         ensuring edits node-maps ev-series | Services (LB)  Nodes  LBs | trace cloud-log \
+         ensuring edits node-maps ev-series | Services (LB)  Nodes gone  LBs | trace cloud-log \
          api-reqs events leases history lb-ops backends hosts\n",
     );
     for s in samples {
@@ -371,7 +381,7 @@ pub fn table(samples: &[Sample]) -> String {
         let _ = writeln!(
             out,
             "{:>7.1} {:>8.1} {:>9} {:>7} | {:>9} {:>10} {:>8} {:>7} {:>7} {:>8} {:>5} {:>9} \
-             {:>9} | {:>8} ({:>2}) {:>6} {:>4} | {:>5} {:>9} {:>8} {:>6} {:>6} {:>7} {:>6} {:>8} {:>5}",
+             {:>9} | {:>8} ({:>2}) {:>6} {:>4} {:>4} | {:>5} {:>9} {:>8} {:>6} {:>6} {:>7} {:>6} {:>8} {:>5}",
             s.at.as_secs_f64() / 3600.0,
             s.rss as f64 / MIB,
             heap,
@@ -388,6 +398,7 @@ pub fn table(samples: &[Sample]) -> String {
             s.live.services,
             s.live.lb_services,
             s.live.nodes,
+            s.live.nodes_without_server,
             s.live.load_balancers,
             h.trace_kept,
             h.cloud_log,
@@ -449,7 +460,7 @@ pub fn csv(samples: &[Sample]) -> String {
         let _ = write!(out, ",{name}");
     }
     out.push_str(
-        ",services,lb_services,nodes,load_balancers,trace_kept,cloud_log,api_requests,\
+        ",services,lb_services,nodes,nodes_without_server,load_balancers,trace_kept,cloud_log,api_requests,\
          events,leases,watch_history,lb_ops,backends,host_records\n",
     );
     for s in samples {
@@ -467,10 +478,11 @@ pub fn csv(samples: &[Sample]) -> String {
         let (l, h) = (&s.live, &s.harness);
         let _ = writeln!(
             out,
-            ",{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             l.services,
             l.lb_services,
             l.nodes,
+            l.nodes_without_server,
             l.load_balancers,
             h.trace_kept,
             h.cloud_log,
@@ -743,6 +755,8 @@ pub struct Report {
     pub digest: u64,
     /// The whole trace, if [`SoakConfig::whole_trace`].
     pub trace: Option<Vec<String>>,
+    /// The Nodes whose server was gone at the end, described.
+    pub nodes_left: Vec<String>,
     pub wall: Duration,
 }
 
@@ -771,6 +785,9 @@ impl Report {
         out.push_str(&table(&self.samples));
         out.push('\n');
         out.push_str(&verdict_text(&self.verdict));
+        for n in &self.nodes_left {
+            let _ = writeln!(out, "Node without a server at the end: {n}");
+        }
         let _ = writeln!(
             out,
             "wall time {:.1} s, {:.0} simulated s per real s",
@@ -794,6 +811,7 @@ pub fn soak(config: &SoakConfig) -> Result<Report, String> {
         steps: driven.steps,
         digest: driven.digest,
         trace: driven.trace,
+        nodes_left: driven.nodes_left,
         wall: started.elapsed(),
     })
 }
@@ -810,6 +828,7 @@ struct Driven {
     steps: u64,
     digest: u64,
     trace: Option<Vec<String>>,
+    nodes_left: Vec<String>,
 }
 
 /// The soak on the world's clock.
@@ -840,6 +859,9 @@ async fn drive(config: &SoakConfig) -> Result<Driven, String> {
         let now = start.elapsed();
         let mut actions = churn.due(now);
         if now >= next_step {
+            // Outside hands' server requests fail under the cloud's faults too: the churn
+            // draws from the nodes as they are, not as it asked them to be.
+            churn.nodes = nodes_now(&world);
             actions.extend(churn.step(now));
             next_step = now + Duration::from_secs(60 + churn.rng.below(540));
         }
@@ -874,7 +896,20 @@ async fn drive(config: &SoakConfig) -> Result<Driven, String> {
         steps,
         digest: world.trace.digest(),
         trace,
+        nodes_left: nodes_without_server(&world),
     })
+}
+
+/// The nodes whose server exists, and whether it is stopped (not running).
+fn nodes_now(world: &World) -> BTreeMap<String, bool> {
+    world
+        .node_names()
+        .into_iter()
+        .filter_map(|name| {
+            let machine = crate::kubelet::machine(&world.cloud, world.server_of(&name)?)?;
+            Some((name, machine.status != "running"))
+        })
+        .collect()
 }
 
 /// One sample of the world at `now`.
@@ -906,6 +941,7 @@ fn sample(world: &World, config: &SoakConfig, now: Duration) -> Sample {
             services: services.len(),
             lb_services,
             nodes: world.api.count("nodes"),
+            nodes_without_server: nodes_without_server(world).len(),
             load_balancers,
         },
         harness: Harness {
@@ -920,6 +956,46 @@ fn sample(world: &World, config: &SoakConfig, now: Duration) -> Sample {
             host_records,
         },
     }
+}
+
+/// The Nodes whose server no longer exists, each with what it shows (Ready condition,
+/// provider ID, taints), for a person to tell why the CCM kept it.
+pub fn nodes_without_server(world: &World) -> Vec<String> {
+    let nodes: Vec<Node> = world.api.objects("nodes");
+    nodes
+        .iter()
+        .filter_map(|n| {
+            let name = n.metadata.name.as_deref()?;
+            let server = world.server_of(name);
+            let exists = server.is_some_and(|uuid| {
+                world
+                    .cloud
+                    .read("", |ctx| ctx.st.servers().contains_key(&uuid))
+            });
+            (!exists).then(|| describe_node(n, name))
+        })
+        .collect()
+}
+
+fn describe_node(n: &Node, name: &str) -> String {
+    let ready = n
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .map_or("none", |c| c.status.as_str());
+    let spec = n.spec.as_ref();
+    let provider = spec
+        .and_then(|s| s.provider_id.as_deref())
+        .unwrap_or("none");
+    let taints: Vec<&str> = spec
+        .and_then(|s| s.taints.as_ref())
+        .map(|t| t.iter().map(|t| t.key.as_str()).collect())
+        .unwrap_or_default();
+    format!(
+        "{name}: Ready {ready}, provider ID {provider}, taints [{}]",
+        taints.join(", ")
+    )
 }
 
 /// Hourly housekeeping of what a real cluster would not keep either: Events older than an
@@ -997,6 +1073,7 @@ mod tests {
                     services: 20,
                     lb_services: 18,
                     nodes: 5,
+                    nodes_without_server: 0,
                     load_balancers: 18,
                 },
                 harness: Harness {
@@ -1058,6 +1135,15 @@ mod tests {
         let mut samples = steady(72);
         samples[60].live.load_balancers = 25;
         assert_eq!(failing(&verdict(&samples, DAY)), ["load_balancers"]);
+    }
+
+    #[test]
+    fn nodes_kept_without_their_servers_are_not_flat() {
+        let mut samples = steady(72);
+        for s in samples.iter_mut().skip(50) {
+            s.live.nodes_without_server = 2;
+        }
+        assert_eq!(failing(&verdict(&samples, DAY)), ["nodes_without_server"]);
     }
 
     #[test]
