@@ -137,11 +137,27 @@ fn annotation_bound(key: &str, m: &Model) -> f64 {
         // The replaced monitor checks the members anew: delay × up threshold (a new HTTP
         // version replaces an HTTP check too).
         "health-monitor-type" | "health-monitor-http" => (m.delay_s * m.up_threshold) as f64,
+        // In place, unless a monitor replacement is still pending: the new monitor is then
+        // made with these settings and checks its members at them (found by the sweep:
+        // a type change held by an outage, applied with the up threshold of a later edit).
+        "health-monitor-delay-s" | "health-monitor-up-threshold" if replacement_pending(m) => {
+            (m.delay_s * m.up_threshold) as f64
+        }
         // In place (monitor, listener and load balancer settings), members added before
         // others are removed (node selector), refused (zone), or status only: none or
         // minimal, 0 s measured.
         _ => 0.0,
     }
+}
+
+/// Whether a change that replaces the monitor (its type, its HTTP options) came after the
+/// Service's last convergence.
+fn replacement_pending(m: &Model) -> bool {
+    m.events
+        .iter()
+        .rev()
+        .take_while(|e| !matches!(e.kind, Kind::Converged))
+        .any(|e| e.what.contains("health-monitor-type") || e.what.contains("health-monitor-http"))
 }
 
 /// The bound of a step's change of one Service (seconds; `None`: not a change of its ports).
@@ -846,6 +862,39 @@ mod tests {
             (700 + 50 + 3000 + 4000) as f64 / 1000.0
         );
         assert_eq!(overlap(&b, 850, 960), 0.06);
+    }
+
+    #[test]
+    fn a_monitor_setting_behind_a_pending_replacement_allows_the_new_recheck() {
+        let key = format!("{A}health-monitor-up-threshold");
+        let mut m = Model {
+            delay_s: 1,
+            up_threshold: 7,
+            ..Model::default()
+        };
+        assert_eq!(annotation_bound(&key, &m), 0.0, "in place");
+        let event = |kind: Kind, what: &str| Event {
+            at: 1,
+            rv: Some(5),
+            kind,
+            ports: BTreeSet::new(),
+            what: what.into(),
+        };
+        m.events.push(event(
+            Kind::Changed {
+                bound: 2.0,
+                kept: BTreeSet::new(),
+                resumes: false,
+            },
+            r#"Annotate("svc-0", [("k8s.cloudscale.ch/loadbalancer-health-monitor-type", Some("tls-hello"))])"#,
+        ));
+        assert_eq!(
+            annotation_bound(&key, &m),
+            7.0,
+            "the new monitor checks at 7 × 1 s"
+        );
+        m.events.push(event(Kind::Converged, "converged"));
+        assert_eq!(annotation_bound(&key, &m), 0.0, "the replacement is done");
     }
 
     #[test]
