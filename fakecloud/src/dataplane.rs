@@ -965,16 +965,20 @@ mod tests {
             let lb = &dp.lbs[&live];
             health_at(&member_health(dp, lb, member, at(t)), at(t))
         };
-        let before: Vec<_> = [300.0, 405.0, 420.0, 600.0]
-            .iter()
-            .map(|t| {
-                (
-                    health(&dp, *t),
-                    dp.behaviour(a, 80, at(*t)),
-                    dp.lbs[&live].config_at(at(*t)).cloned(),
-                )
-            })
-            .collect();
+        // What the data plane answers at times after the cut-off.
+        let answers = |dp: &DataPlane| -> Vec<_> {
+            [300.0, 405.0, 420.0, 600.0]
+                .iter()
+                .map(|t| {
+                    (
+                        health(dp, *t),
+                        dp.behaviour(a, 80, at(*t)),
+                        dp.lbs[&live].config_at(at(*t)).cloned(),
+                    )
+                })
+                .collect()
+        };
+        let before = answers(&dp);
 
         dp.forget_before(at(300.0));
         assert_eq!(
@@ -989,16 +993,7 @@ mod tests {
         assert_eq!(dp.backends.iter().count(), 3);
         let floating: Vec<_> = dp.floating.iter().map(|e| e.at).collect();
         assert_eq!(floating, [at(12.0), at(420.0)]);
-        let after: Vec<_> = [300.0, 405.0, 420.0, 600.0]
-            .iter()
-            .map(|t| {
-                (
-                    health(&dp, *t),
-                    dp.behaviour(a, 80, at(*t)),
-                    dp.lbs[&live].config_at(at(*t)).cloned(),
-                )
-            })
-            .collect();
+        let after = answers(&dp);
         assert_eq!(after, before);
         assert_eq!(before[2].0, Health::Up);
     }
