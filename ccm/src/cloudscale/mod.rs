@@ -557,10 +557,31 @@ impl Client {
                         "cloudscale API request failed, retrying"
                     );
                     tokio::time::sleep(delay).await;
+                    // A PATCH whose answer was lost may have been applied: read the resource
+                    // before sending it again. Every write on a load balancer or anything
+                    // under it queues one more reconfiguration (the load balancer reports
+                    // `changing` until its queue is done), so a PATCH sent twice delays every
+                    // write queued behind it, such as a listener waiting for its port.
+                    if method == Method::PATCH
+                        && f.unknown_outcome
+                        && let Some(body) = body
+                        && self.shows(path, body).await
+                    {
+                        return Ok((Vec::new(), n));
+                    }
                     n += 1;
                 }
                 Err(f) => return Err((f.error, n)),
             }
+        }
+    }
+
+    /// Whether the resource at `path` already shows every field a PATCH `body` sets (a read
+    /// that fails says no: the PATCH is sent again).
+    async fn shows(&self, path: &str, body: &[u8]) -> bool {
+        match self.attempt(&Method::GET, path, None).await {
+            Ok(now) => shows_patch(body, &now),
+            Err(_) => false,
         }
     }
 
@@ -670,6 +691,19 @@ impl Client {
     }
 }
 
+/// Whether a resource as read (`now`, the API's JSON) shows every field a PATCH `body` sets,
+/// with the value it sets. A field the API renders otherwise than it is written (a pool's
+/// UUID read back as an object) does not match: the PATCH is then sent again, which is safe.
+fn shows_patch(body: &[u8], now: &[u8]) -> bool {
+    let (Ok(serde_json::Value::Object(fields)), Ok(now)) = (
+        serde_json::from_slice::<serde_json::Value>(body),
+        serde_json::from_slice::<serde_json::Value>(now),
+    ) else {
+        return false;
+    };
+    !fields.is_empty() && fields.iter().all(|(k, v)| now.get(k) == Some(v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -735,6 +769,94 @@ mod tests {
         // The first eight went out together before the API said to wait; after that one
         // request per 30 s (at 30, 60 and 90 s) tried again.
         assert!(during <= 8 + 3, "{during} requests during the storm");
+    }
+
+    /// Applies every PATCH to one JSON resource, but loses the answer to the first
+    /// `lose` of them; answers GETs with the resource. Counts the PATCHes.
+    #[derive(Debug)]
+    struct LosesAnswers {
+        resource: parking_lot::Mutex<serde_json::Value>,
+        lose: u32,
+        patches: std::sync::atomic::AtomicU32,
+    }
+
+    impl Transport for LosesAnswers {
+        fn send(
+            &self,
+            request: transport::Request,
+        ) -> futures::future::BoxFuture<
+            'static,
+            std::result::Result<transport::Response, TransportError>,
+        > {
+            let answer = if request.method() == Method::PATCH {
+                let n = self.patches.fetch_add(1, Ordering::SeqCst) + 1;
+                let body: serde_json::Value =
+                    serde_json::from_slice(request.body()).unwrap_or_default();
+                let mut resource = self.resource.lock();
+                if let (Some(r), Some(b)) = (resource.as_object_mut(), body.as_object()) {
+                    r.extend(b.clone());
+                }
+                if n <= self.lose {
+                    Err(TransportError::Lost("connection reset".into()))
+                } else {
+                    Ok(Vec::new())
+                }
+            } else {
+                Ok(serde_json::to_vec(&*self.resource.lock()).unwrap_or_default())
+            };
+            Box::pin(async move {
+                let body = answer?;
+                http::Response::builder()
+                    .status(if body.is_empty() { 204 } else { 200 })
+                    .body(body)
+                    .map_err(|e| TransportError::Lost(e.to_string()))
+            })
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_patch_whose_answer_was_lost_is_not_sent_again_once_the_resource_shows_it() {
+        let cloud = Arc::new(LosesAnswers {
+            resource: parking_lot::Mutex::new(
+                serde_json::json!({"uuid": "l", "name": "tcp/8080", "protocol_port": 8080}),
+            ),
+            lose: 3,
+            patches: Default::default(),
+        });
+        let token = Arc::new(crate::secret::TokenSource::Static(
+            crate::secret::Token::new("t").expect("token"),
+        ));
+        let client = Client::new(ClientConfig {
+            transport: Some(cloud.clone()),
+            ..ClientConfig::new("http://api", token)
+        })
+        .expect("client");
+        let body = serde_json::json!({"name": "tcp/53", "protocol_port": 53});
+        client
+            .patch("listener", "l", "/v1/load-balancers/listeners/l", &body)
+            .await
+            .expect("the PATCH was applied");
+        // One PATCH: its answer was lost, and the read that followed showed it applied.
+        assert_eq!(cloud.patches.load(Ordering::SeqCst), 1);
+        assert_eq!(cloud.resource.lock()["protocol_port"], 53);
+    }
+
+    #[test]
+    fn a_resource_shows_a_patch_when_every_field_it_sets_reads_back_the_same() {
+        let now = br#"{"name": "tcp/53", "protocol_port": 53, "pool": {"uuid": "p"}}"#;
+        assert!(shows_patch(
+            br#"{"name": "tcp/53", "protocol_port": 53}"#,
+            now
+        ));
+        assert!(!shows_patch(
+            br#"{"name": "tcp/53", "protocol_port": 80}"#,
+            now
+        ));
+        assert!(!shows_patch(br#"{"timeout_client_data_ms": 5000}"#, now));
+        // Written as a UUID, read back as an object: sent again rather than guessed.
+        assert!(!shows_patch(br#"{"pool": "p"}"#, now));
+        assert!(!shows_patch(b"{}", now));
+        assert!(!shows_patch(b"not json", now));
     }
 
     #[test]
