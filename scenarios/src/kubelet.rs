@@ -34,6 +34,10 @@ pub struct KubeletConfig {
     /// `nodeLeaseDurationSeconds / 4`: 10 s for its default lease).
     pub heartbeat: Duration,
     pub lease_duration_s: i32,
+    /// Whether the Lease is renewed every heartbeat (a real kubelet's way) or only written
+    /// once. The simulation writes it once: nothing there reads node Leases (the CCM reads
+    /// Node conditions), and their renewals were a fifth of its API requests.
+    pub renew_lease: bool,
     /// How often an unchanged Node status is posted anyway, with new heartbeat times in
     /// its conditions (the kubelet's `nodeStatusReportFrequency`, 5 minutes by default; a
     /// change is posted at once). `None`: only changes are posted.
@@ -58,6 +62,7 @@ impl Default for KubeletConfig {
         KubeletConfig {
             heartbeat: Duration::from_secs(2),
             lease_duration_s: 40,
+            renew_lease: true,
             status_report: Some(Duration::from_secs(300)),
             flaps: None,
             kubelet_version: "v1.32.0".to_string(),
@@ -308,7 +313,11 @@ async fn heartbeat(
         let state = machine(&cloud, server).map(|m| m.status);
         let result = match state.as_deref() {
             Some("running") => {
-                let mut r = renew_lease(&leases, &node, &cfg, &mut lease_held).await;
+                let mut r = if cfg.renew_lease || !lease_held {
+                    renew_lease(&leases, &node, &cfg, &mut lease_held).await
+                } else {
+                    Ok(())
+                };
                 let (ready, reason, message) = if reported_ready(&cfg, started) {
                     ("True", "KubeletReady", "kubelet is posting ready status")
                 } else {

@@ -833,11 +833,13 @@ struct Driven {
 
 /// The soak on the world's clock.
 async fn drive(config: &SoakConfig) -> Result<Driven, String> {
-    let world_config = WorldConfig {
+    let mut world_config = WorldConfig {
         nodes: config.nodes,
         api_history: API_HISTORY,
         ..WorldConfig::new(config.seed)
     };
+    // Days of Lease renewals are part of what the API server's memory must survive.
+    world_config.kubelet.renew_lease = true;
     let mut world = World::start(world_config)
         .await
         .map_err(|e| e.to_string())?;

@@ -70,9 +70,11 @@ impl WorldConfig {
             ]
             .map(String::from)
             .to_vec(),
-            // A real kubelet's timings: Lease renewed every 10 s, status every 5 minutes.
+            // A real kubelet's timings: the server looked at every 10 s, status every 5
+            // minutes; the Lease written once (see `KubeletConfig::renew_lease`).
             kubelet: KubeletConfig {
                 heartbeat: Duration::from_secs(10),
+                renew_lease: false,
                 ..KubeletConfig::default()
             },
             cloud: fakecloud::Config::default(),
