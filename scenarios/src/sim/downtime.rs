@@ -235,6 +235,23 @@ fn step_kind(action: &Action, m: &mut Model, running: &BTreeSet<String>) -> Opti
     let serves = running.iter().any(|n| Some(n) != m.excluded.as_ref());
     Some(match action {
         Action::Delete(_) | Action::ToClusterIp(_) => Kind::Unjudged,
+        // Made while no selected node runs (`m.served` is the state before this step):
+        // nothing is judged until one runs again ([`nodes_changed`]), but the change is
+        // still pending then: its plan waited for members up and applies after, with this
+        // change's downtime (found by the sweep: an algorithm change made during an
+        // outage re-created the listeners once a node ran again).
+        Action::Annotate(..) | Action::SetPorts(..)
+            if !serves && !m.served && !m.replaced && !m.local =>
+        {
+            match bound {
+                Some(bound) => Kind::Changed {
+                    bound,
+                    kept: before.intersection(&m.ports).cloned().collect(),
+                    resumes: false,
+                },
+                None => Kind::Unjudged,
+            }
+        }
         _ if m.replaced || !serves => Kind::Unjudged,
         // A Local Service serves nothing here (no pods run): whatever it does to the ports
         // is not judged until a CCM has applied it, even after a switch back to Cluster
@@ -394,9 +411,10 @@ const FAILURE_HOLD_MS: u128 = 330_000;
 const HALT_HOLD_MS: u128 = 120_000;
 
 /// Where a failed request is retried (`any`: by any method): a POST whose answer was lost
-/// is looked up first (a GET of its collection), which ends the hold when it finds the
-/// resource made (else the lookup or the repeated POST holds on); any other failure holds
-/// until the request succeeds again as such.
+/// is looked up first (a GET of its collection) and a PATCH read back (a GET of the
+/// resource), which ends the hold when it finds the change made (else the read or the
+/// repeated request holds on); any other failure holds until the request succeeds again
+/// as such.
 fn retry_key(r: &Request, any: bool) -> String {
     let path = r.path.split('?').next().unwrap_or(r.path);
     let method = if any { "*" } else { r.method };
@@ -440,7 +458,12 @@ fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
                 continue;
             }
             if holds_up(&r) {
-                let key = retry_key(&r, r.method == "POST" && r.status == "lost");
+                // A POST whose answer was lost is looked up, a PATCH read back (a GET of
+                // its collection, of the resource): any method ends the hold.
+                let key = retry_key(
+                    &r,
+                    matches!(r.method, "POST" | "PATCH") && r.status == "lost",
+                );
                 failed.entry(key).or_default().push(r.millis);
             } else if r.status.starts_with('2') {
                 for key in [retry_key(&r, false), retry_key(&r, true)] {
@@ -895,6 +918,56 @@ mod tests {
         );
         m.events.push(event(Kind::Converged, "converged"));
         assert_eq!(annotation_bound(&key, &m), 0.0, "the replacement is done");
+    }
+
+    #[test]
+    fn a_change_made_while_no_selected_node_runs_is_pending_once_one_runs_again() {
+        let running: BTreeSet<String> = ["node-1".to_string()].into();
+        let algorithm = Action::Annotate(
+            "svc-0".into(),
+            vec![(
+                format!("{A}pool-algorithm"),
+                Some("least_connections".into()),
+            )],
+        );
+        let mut m = Model {
+            ports: [("tcp".to_string(), 80)].into(),
+            served: true,
+            ..Model::default()
+        };
+        // While a node serves it, a change is judged at once.
+        assert!(matches!(
+            step_kind(&algorithm, &mut m, &running),
+            Some(Kind::Changed { bound, resumes: false, .. }) if bound == LISTENER_RECREATE
+        ));
+        // No selected node runs: the change is kept for when one runs again, not dropped.
+        m.served = false;
+        let none = BTreeSet::new();
+        assert!(matches!(
+            step_kind(&algorithm, &mut m, &none),
+            Some(Kind::Changed { bound, resumes: false, .. }) if bound == LISTENER_RECREATE
+        ));
+        // A change that itself leaves no running node selected is the documented outage.
+        m.served = true;
+        let exclude = Action::Annotate(
+            "svc-0".into(),
+            vec![(
+                format!("{A}node-selector"),
+                Some("kubernetes.io/hostname!=node-1".into()),
+            )],
+        );
+        assert_eq!(step_kind(&exclude, &mut m, &running), Some(Kind::Unjudged));
+    }
+
+    #[test]
+    fn a_lost_patch_is_held_until_a_read_of_it_or_a_retry_succeeds() {
+        let lines: Vec<String> = [
+            "1000 cloud ccm-1 PATCH /v1/load-balancers/listeners/l lost",
+            "2000 cloud ccm-1 GET /v1/load-balancers/listeners/l 200",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(blocked(&lines), vec![(1000, 2000)]);
     }
 
     #[test]
