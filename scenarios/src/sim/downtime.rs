@@ -821,8 +821,8 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
                         out.push(Violation {
                             invariant,
                             detail: format!(
-                                "{name} {}:{}/{} down {took:.1} s ({}, {:.1} s allowed) \
-                                 after {} at {} ms",
+                                "{name} {}:{}/{} down {took:.1} s from {a} to {b} ms ({}, \
+                                 {:.1} s allowed) after {} at {} ms",
                                 entry.address,
                                 entry.port,
                                 entry.protocol,
