@@ -140,7 +140,9 @@ fn annotation_bound(key: &str, m: &Model) -> f64 {
         // In place, unless a monitor replacement is still pending: the new monitor is then
         // made with these settings and checks its members at them (found by the sweep:
         // a type change held by an outage, applied with the up threshold of a later edit).
-        "health-monitor-delay-s" | "health-monitor-up-threshold" if replacement_pending(m) => {
+        "health-monitor-delay-s" | "health-monitor-up-threshold"
+            if pending_change(m, MONITOR_REPLACED) =>
+        {
             (m.delay_s * m.up_threshold) as f64
         }
         // In place (monitor, listener and load balancer settings), members added before
@@ -150,19 +152,30 @@ fn annotation_bound(key: &str, m: &Model) -> f64 {
     }
 }
 
-/// Whether a change that replaces the monitor (its type, its HTTP options) came after the
-/// Service's last convergence.
-fn replacement_pending(m: &Model) -> bool {
+/// Whether a change of one of these annotations came after the Service's last convergence
+/// (one that replaces the monitor: its type, its HTTP options; or the pools: their
+/// algorithm, their protocol).
+fn pending_change(m: &Model, annotations: [&str; 2]) -> bool {
     m.events
         .iter()
         .rev()
         .take_while(|e| !matches!(e.kind, Kind::Converged))
-        .any(|e| e.what.contains("health-monitor-type") || e.what.contains("health-monitor-http"))
+        .any(|e| annotations.iter().any(|a| e.what.contains(a)))
 }
+
+const MONITOR_REPLACED: [&str; 2] = ["health-monitor-type", "health-monitor-http"];
+const POOLS_REPLACED: [&str; 2] = ["pool-algorithm", "pool-protocol"];
 
 /// The bound of a step's change of one Service (seconds; `None`: not a change of its ports).
 fn bound_of(action: &Action, model: &Model) -> Option<f64> {
     Some(match action {
+        // A kept port given another node port while its pool is being replaced: the first
+        // new member goes into the new pool, and the listener, already without a backend
+        // Kubernetes serves, is deleted and made again on it: its deletion is part of the
+        // outage too (found by the sweep: pool, monitor, member, delete, create, 50 s).
+        Action::SetPorts(..) if pending_change(model, POOLS_REPLACED) => {
+            MEMBER_RECREATE + LISTENER_RECREATE
+        }
         Action::Annotate(_, changes) => changes
             .iter()
             .map(|(k, _)| annotation_bound(k, model))
@@ -957,6 +970,38 @@ mod tests {
             )],
         );
         assert_eq!(step_kind(&exclude, &mut m, &running), Some(Kind::Unjudged));
+    }
+
+    #[test]
+    fn a_node_port_change_behind_a_pending_pool_replacement_allows_the_listener_re_creation() {
+        let ports = Action::SetPorts("svc-0".into(), Vec::new());
+        let mut m = Model::default();
+        assert_eq!(bound_of(&ports, &m), Some(MEMBER_RECREATE));
+        let event = |kind: Kind, what: &str| Event {
+            at: 1,
+            rv: Some(5),
+            kind,
+            ports: BTreeSet::new(),
+            what: what.into(),
+        };
+        m.events.push(event(
+            Kind::Changed {
+                bound: LISTENER_RECREATE,
+                kept: BTreeSet::new(),
+                resumes: false,
+            },
+            r#"Annotate("svc-0", [("k8s.cloudscale.ch/loadbalancer-pool-protocol", Some("proxy"))])"#,
+        ));
+        assert_eq!(
+            bound_of(&ports, &m),
+            Some(MEMBER_RECREATE + LISTENER_RECREATE)
+        );
+        m.events.push(event(Kind::Converged, "converged"));
+        assert_eq!(
+            bound_of(&ports, &m),
+            Some(MEMBER_RECREATE),
+            "replaced by now"
+        );
     }
 
     #[test]

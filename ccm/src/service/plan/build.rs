@@ -104,6 +104,11 @@ struct Build<'a> {
     barrier_of_key: HashMap<ListenerKey, usize>,
     /// Node ports of the desired TCP pools checked by `tcp` (see [`keeps_tcp_check`]).
     tcp_checked: Vec<u16>,
+    /// Ports (by desired index) Kubernetes already moved off the node port their
+    /// listener's pool serves, and their listener keys: nothing is left to protect there,
+    /// so their new pool's make phase and their switch go before other ports' make phase.
+    urgent: Vec<usize>,
+    urgent_keys: Vec<ListenerKey>,
 }
 
 /// Appends the pool-level steps of the plan to `steps`.
@@ -117,11 +122,40 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
         b.listener(i);
     }
     b.retire_pools();
+    // A port Kubernetes already broke is restored first, one after the other: its pool,
+    // monitor, first member and listener, then its other members, then the rest (even the
+    // removal of pools that route nothing): each write is one reconfiguration of the load
+    // balancer, so every write put before them prolongs its outage, and one member up
+    // serves the port.
+    let of = |i: usize| {
+        move |step: &Step| match &step.action {
+            Action::CreatePool { new, .. } => *new == i,
+            Action::CreateMonitor { pool, .. } | Action::CreateMember { pool, .. } => {
+                *pool == PoolRef::New(i)
+            }
+            _ => false,
+        }
+    };
+    let (switch_first, switch) = schedule::order_urgent_first(b.ops, &b.urgent_keys);
+    let (mut front, mut members) = (b.front, b.member_creates);
+    for (&i, first) in b.urgent.iter().zip(switch_first) {
+        let own: Vec<Step>;
+        (own, front) = front.into_iter().partition(of(i));
+        steps.extend(own);
+        let own: Vec<Vec<Step>>;
+        (own, members) = members
+            .into_iter()
+            .partition(|m| m.first().is_some_and(of(i)));
+        let mut own = own.into_iter().flatten();
+        steps.extend(own.next());
+        steps.extend(first);
+        steps.extend(own);
+    }
     steps.extend(b.clear);
-    steps.extend(b.front);
-    steps.extend(interleave(b.member_creates));
+    steps.extend(front);
+    steps.extend(interleave(members));
     steps.extend(b.back);
-    steps.extend(schedule::order(b.ops));
+    steps.extend(switch);
 }
 
 impl<'a> Build<'a> {
@@ -158,6 +192,8 @@ impl<'a> Build<'a> {
                 .filter(|d| d.family() == Family::Tcp && d.monitor.kind == HealthMonitorType::Tcp)
                 .map(|d| d.node_port)
                 .collect(),
+            urgent: Vec::new(),
+            urgent_keys: Vec::new(),
         }
     }
 
@@ -199,7 +235,7 @@ impl<'a> Build<'a> {
     fn switch_barriers(&mut self) {
         let actual = self.actual;
         let mut unmonitor: Vec<Step> = Vec::new();
-        for t in &self.targets {
+        for (i, t) in self.targets.iter().enumerate() {
             let key = t.desired.listener.key();
             let Some((Some(j), _)) = self.holders.get(&key) else {
                 continue;
@@ -218,6 +254,8 @@ impl<'a> Build<'a> {
                 .iter()
                 .any(|m| m.member.protocol_port == t.desired.node_port)
             {
+                self.urgent.push(i);
+                self.urgent_keys.push(key);
                 continue;
             }
             unmonitor_if_unchecked(source, t.desired, &mut unmonitor);

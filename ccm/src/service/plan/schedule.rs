@@ -198,10 +198,61 @@ fn find(parent: &mut [usize], x: usize) -> usize {
     r
 }
 
-/// Orders `ops` (dependencies first; among ready ops by rank, then as given) and turns
-/// them into steps with their barrier groups.
-pub(super) fn order(mut ops: Vec<Op>) -> Vec<Step> {
+/// Orders `ops` (dependencies first; among ready ops by rank, then as given), turns them
+/// into steps with their barrier groups, and splits them: for each port of `urgent` in
+/// turn, the steps that give it its listener (and what they follow) when none of them waits
+/// for a barrier; then the rest, in order. A port's part depends on nothing after it, so
+/// it can run right after its own make phase, before other ports'.
+pub(super) fn order_urgent_first(
+    ops: Vec<Op>,
+    urgent: &[ListenerKey],
+) -> (Vec<Vec<Step>>, Vec<Step>) {
+    let (steps, marks) = order_marked(ops, urgent);
+    let mut first: Vec<Vec<Step>> = vec![Vec::new(); urgent.len()];
+    let mut rest = Vec::new();
+    for (step, mark) in steps.into_iter().zip(marks) {
+        match mark {
+            Some(k) => first[k].push(step),
+            None => rest.push(step),
+        }
+    }
+    (first, rest)
+}
+
+/// For each op, the first port of `urgent` whose listener it gives or precedes, where
+/// nothing the port's listener op follows is a barrier (a switch that waits for members is
+/// no shortcut).
+fn urgent_closure(ops: &[Op], urgent: &[ListenerKey]) -> Vec<Option<usize>> {
+    let mut marked = vec![None; ops.len()];
+    for (k, key) in urgent.iter().enumerate() {
+        for (seed, op) in ops.iter().enumerate() {
+            if op.occupies.as_ref() != Some(key) {
+                continue;
+            }
+            let mut closure = vec![seed];
+            let mut i = 0;
+            while let Some(&at) = closure.get(i) {
+                for &d in &ops[at].after {
+                    if !closure.contains(&d) {
+                        closure.push(d);
+                    }
+                }
+                i += 1;
+            }
+            if closure.iter().all(|&c| !ops[c].action.is_barrier()) {
+                for c in closure {
+                    marked[c].get_or_insert(k);
+                }
+            }
+        }
+    }
+    marked
+}
+
+/// The steps in order, each marked when it belongs to [`urgent_closure`].
+fn order_marked(mut ops: Vec<Op>, urgent: &[ListenerKey]) -> (Vec<Step>, Vec<Option<usize>>) {
     link(&mut ops);
+    let marked = urgent_closure(&ops, urgent);
     let n = ops.len();
     let mut waiting: Vec<usize> = ops.iter().map(|o| o.after.len()).collect();
     let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
@@ -263,6 +314,7 @@ pub(super) fn order(mut ops: Vec<Op>) -> Vec<Step> {
         group[i] = g;
     }
     let mut steps = Vec::with_capacity(n);
+    let mut first = Vec::with_capacity(n);
     let mut slots: Vec<Option<Op>> = ops.into_iter().map(Some).collect();
     for i in order {
         let g = group[i].map(|g| find(&mut parent, g) as u32);
@@ -273,7 +325,8 @@ pub(super) fn order(mut ops: Vec<Op>) -> Vec<Step> {
                 port: op.port,
                 group: g,
             });
+            first.push(marked[i]);
         }
     }
-    steps
+    (steps, first)
 }

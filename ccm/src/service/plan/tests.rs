@@ -826,3 +826,67 @@ fn a_port_whose_node_port_went_elsewhere_switches_without_waiting_for_a_busy_loa
     let p = plan_of(&algorithm, Some(&busy));
     assert!(kinds(&p).contains(&"wait"), "{}", p.describe());
 }
+
+/// A port Kubernetes moved to another node port while its pool is replaced (here its
+/// algorithm changed) has nothing left to protect: its new pool, first member and listener
+/// go before the make phase of a port added at the same time, each write being one more
+/// reconfiguration it would wait behind.
+#[test]
+fn a_port_kubernetes_already_broke_is_restored_before_new_ports_are_built() {
+    let before = DesiredLb {
+        pools: vec![tcp("web", 5000, 30000)],
+        ..desired()
+    };
+    let mut after = two_ports(tcp("web", 5000, 30003), tcp("api", 8443, 30004));
+    after.pools[0].algorithm = PoolAlgorithm::LeastConnections;
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    let position = |port: &str, kind: &str| {
+        p.steps
+            .iter()
+            .position(|s| s.port.as_deref() == Some(port) && s.action.kind() == kind)
+            .unwrap_or_else(|| panic!("no {kind} for {port}:\n{}", p.describe()))
+    };
+    let restored = position("tcp/web", "create-listener");
+    assert!(
+        restored < position("tcp/api", "create-pool"),
+        "web is restored first:\n{}",
+        p.describe()
+    );
+    // Its pool, monitor and first member and the old listener's removal come before it,
+    // nothing else; its second member right after.
+    assert_eq!(
+        kinds(&p)[..=restored + 1],
+        [
+            "create-pool",
+            "create-monitor",
+            "create-member",
+            "delete-listener",
+            "create-listener",
+            "create-member"
+        ],
+        "{}",
+        p.describe()
+    );
+    assert!(!kinds(&p).contains(&"wait"), "{}", p.describe());
+}
+
+/// The same for a port whose listener moves to a pool that already serves its new node
+/// port: the move goes before a new port's pool is built.
+#[test]
+fn a_listener_move_that_restores_a_broken_port_goes_before_new_ports_are_built() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("api", 8080, 30001));
+    let after = two_ports(tcp("web", 80, 30001), tcp("new", 9090, 30002));
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    let moved = p
+        .steps
+        .iter()
+        .position(|s| s.action.kind() == "update-listener")
+        .unwrap_or_else(|| panic!("no move:\n{}", p.describe()));
+    let built = p
+        .steps
+        .iter()
+        .position(|s| s.action.kind() == "create-pool")
+        .unwrap_or_else(|| panic!("no new pool:\n{}", p.describe()));
+    assert!(moved < built, "{}", p.describe());
+    assert!(!kinds(&p).contains(&"wait"), "{}", p.describe());
+}
