@@ -17,6 +17,15 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// How long a deleted Node still stands for the Services that select no other Node. A
+/// kubelet restarted after its Node was deleted registers it again (uninitialized, found by
+/// name) within moments; emptying the pools meanwhile queues member deletions on the load
+/// balancer, which applies one write after another, and the members' return waits behind
+/// them: every port down for both (the `ReregisterNode` step of `scenarios/src/sim/`). A
+/// Node that stays gone loses its members when the grace ends; one whose server is gone
+/// loses them at once (nothing of it serves).
+pub const RETURN_GRACE: Duration = Duration::from_secs(30);
+
 /// A change in progress that waits (see [`super::ensure::Progress::Pending`]).
 #[derive(Debug, Clone)]
 pub struct Waiting {
@@ -77,6 +86,9 @@ pub struct ServiceContext {
     /// `EnsuredLoadBalancer` (namespace/name): the pair frames each change for a user
     /// watching `kubectl describe`, however many reconciles it takes.
     pub ensuring: parking_lot::Mutex<std::collections::BTreeSet<String>>,
+    /// Nodes deleted within [`RETURN_GRACE`] and not registered again, by name: their last
+    /// view and when they went.
+    pub returning: parking_lot::Mutex<BTreeMap<String, (NodeView, Instant)>>,
 }
 
 impl ServiceContext {
@@ -110,6 +122,31 @@ impl ServiceContext {
             .as_ref()
             .map(|s| runner::sorted(s).iter().map(|n| node_view(n)).collect())
             .unwrap_or_default()
+    }
+
+    /// Records that the Node `view` was deleted now (forgetting those whose grace ended).
+    pub fn node_gone(&self, view: NodeView) {
+        let mut returning = self.returning.lock();
+        let now = Instant::now();
+        returning.retain(|_, (_, at)| now < *at + RETURN_GRACE);
+        returning.insert(view.name.clone(), (view, now));
+    }
+
+    /// The Node `name` exists (again).
+    pub fn node_present(&self, name: &str) {
+        self.returning.lock().remove(name);
+    }
+
+    /// The Nodes deleted less than [`RETURN_GRACE`] ago, by name, each with when its grace
+    /// ends.
+    pub fn returning_nodes(&self) -> Vec<(NodeView, Instant)> {
+        let now = Instant::now();
+        let mut returning = self.returning.lock();
+        returning.retain(|_, (_, at)| now < *at + RETURN_GRACE);
+        returning
+            .values()
+            .map(|(v, at)| (v.clone(), *at + RETURN_GRACE))
+            .collect()
     }
 }
 

@@ -71,7 +71,7 @@ async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, 
     }
     let key = service_key(&svc);
     match result? {
-        Progress::Done => {
+        Progress::Done(kept_until) => {
             // At debug level: one line per Service per resync. The simulation reads it to
             // know when the changes made before it are applied (scenarios' `downtime.rs`).
             tracing::debug!(
@@ -81,7 +81,9 @@ async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, 
             );
             ctx.failures.lock().remove(&key);
             ctx.waiting.lock().remove(&key);
-            Ok(ctx.resync.after(Instant::now()))
+            let now = Instant::now();
+            let resync = ctx.resync.after(now);
+            Ok(kept_until.map_or(resync, |u| resync.min(u.saturating_duration_since(now))))
         }
         Progress::Pending => {
             ctx.failures.lock().remove(&key);
@@ -106,7 +108,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<Progress
         if ours {
             ensure::cleanup(svc, ctx, false).await?;
         }
-        return Ok(Progress::Done);
+        return Ok(Progress::Done(None));
     }
     match annotations::parse_service(svc) {
         // No longer a load balancer (or another class): clean up what we made.
@@ -114,7 +116,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<Progress
             if ours {
                 ensure::cleanup(svc, ctx, true).await?;
             }
-            Ok(Progress::Done)
+            Ok(Progress::Done(None))
         }
         Ok(Some(cfg)) => ensure::ensure(svc, &cfg, ctx).await,
         Err(errors) => Err(ServiceError::Config(errors.to_string())),
@@ -254,9 +256,15 @@ pub async fn run(
                     .get(&reflector::ObjectRef::new(&name))
                     .map(|n| node_view(&n));
                 let before = match &now {
-                    Some(v) => seen.insert(name, v.clone()),
+                    Some(v) => {
+                        ctx.node_present(&name);
+                        seen.insert(name, v.clone())
+                    }
                     None => seen.remove(&name),
                 };
+                if let (None, Some(gone)) = (&now, &before) {
+                    ctx.node_gone(gone.clone());
+                }
                 let all = runner::sorted(&store);
                 let affected = affected_by(&all, before.as_ref(), now.as_ref());
                 ctx.touched

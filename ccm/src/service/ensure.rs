@@ -28,8 +28,9 @@ const MAX_PASSES: usize = 3;
 /// Where a reconcile left the Service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Progress {
-    /// Converged, status written.
-    Done,
+    /// Converged, status written; `Some`: members of a deleted Node were kept, look again
+    /// then (`prepare::Prepared::kept_until`).
+    Done(Option<tokio::time::Instant>),
     /// Waiting for the load balancer or for new members: look again shortly.
     Pending,
 }
@@ -347,6 +348,7 @@ pub async fn ensure(
         lb,
         actual,
         plan,
+        kept_until,
     } = prepared;
     let desired = mapped.desired;
     let lookup = lookup(cfg, &ctx.cluster_name, &others);
@@ -360,7 +362,7 @@ pub async fn ensure(
         current = match one_pass(svc, ctx, &desired, &owner, (lb, actual, p), pass).await? {
             Pass::Done(lb) => {
                 finish(svc, cfg, ctx, &api, &lb).await?;
-                return Ok(Progress::Done);
+                return Ok(Progress::Done(kept_until));
             }
             Pass::Pending => return Ok(Progress::Pending),
             Pass::Applied(p) => (None, None, p),

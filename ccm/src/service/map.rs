@@ -350,6 +350,43 @@ pub fn desired(
     })
 }
 
+/// The mapping to apply when the live Nodes select none for the Service: the Nodes deleted
+/// moments ago (`returning`, each with the end of its grace; `service/context.rs`,
+/// `RETURN_GRACE`) that it selects and whose servers still exist stand in for them, so that
+/// a Node its restarted kubelet registers again finds its members where they were. Returns
+/// `mapped` unchanged and `None` otherwise, else the stand-in mapping (the live mapping's
+/// problems and notes kept) and the earliest end of the stand-ins' grace.
+pub fn with_returning<T: Copy + Ord>(
+    cfg: &ServiceConfig,
+    mapped: Mapped,
+    returning: &[(NodeView, T)],
+    servers: &[ServerView],
+) -> (Mapped, Option<T>) {
+    if !mapped.no_nodes {
+        return (mapped, None);
+    }
+    let views: Vec<NodeView> = returning.iter().map(|(v, _)| v.clone()).collect();
+    // A stand-in that cannot be mapped (its server gone, zones that disagree) stands for
+    // nothing: the Service is left as the live Nodes say.
+    let stand_in = match desired(cfg, &views, servers) {
+        Ok(m) if !m.no_nodes => m,
+        _ => return (mapped, None),
+    };
+    let until = returning
+        .iter()
+        .filter(|(v, _)| selects(cfg, v))
+        .map(|(_, t)| *t)
+        .min();
+    (
+        Mapped {
+            desired: stand_in.desired,
+            no_nodes: false,
+            ..mapped
+        },
+        until,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,6 +519,38 @@ mod tests {
             }]
         );
         assert_eq!(m.desired.pools[0].members.len(), 2);
+    }
+
+    #[test]
+    fn a_node_deleted_moments_ago_keeps_the_members_of_a_service_it_alone_served() {
+        let (nodes, servers) = cluster();
+        // The selector picks node-3 alone; its Node was deleted, its server runs.
+        let cfg = config(
+            json!({"k8s.cloudscale.ch/loadbalancer-node-selector": "role=db"}),
+            json!({}),
+        );
+        let live = desired(&cfg, &nodes[..2], &servers).expect("mapped");
+        assert!(live.no_nodes);
+        let returning = [(nodes[2].clone(), 30u32), (nodes[0].clone(), 10)];
+        let (m, until) = with_returning(&cfg, live.clone(), &returning, &servers);
+        let names: Vec<&str> = m.desired.pools[0]
+            .members
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect();
+        assert_eq!(names, ["10.0.0.13:30080"]);
+        assert!(!m.no_nodes);
+        // Only the grace of a Node the Service selects counts.
+        assert_eq!(until, Some(30));
+        // Its server gone too: nothing stands in, the pools empty as before.
+        let (m, until) = with_returning(&cfg, live, &returning, &servers[..2]);
+        assert!(m.no_nodes && m.desired.pools[0].members.is_empty());
+        assert_eq!(until, None);
+        // Another Node still selected: the deleted one's members go at once.
+        let all = config(json!({}), json!({}));
+        let live = desired(&all, &nodes[..2], &servers).expect("mapped");
+        let (m, until) = with_returning(&all, live.clone(), &returning, &servers);
+        assert_eq!((m, until), (live, None));
     }
 
     #[test]

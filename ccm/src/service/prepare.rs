@@ -20,6 +20,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, ListParams};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 /// Where the pipeline reads the cluster and the account.
@@ -58,6 +59,15 @@ impl Reads<'_> {
                 .iter()
                 .map(node_view)
                 .collect()),
+        }
+    }
+
+    /// Nodes deleted moments ago that may register again, each with the end of its grace
+    /// (the controller's memory; a preview, which has none, sees them gone).
+    fn returning(&self) -> Vec<(NodeView, Instant)> {
+        match self {
+            Reads::Cached(ctx) => ctx.returning_nodes(),
+            Reads::Direct { .. } => Vec::new(),
         }
     }
 
@@ -253,6 +263,9 @@ pub struct Prepared {
     pub lb: Option<LoadBalancer>,
     pub actual: Option<ActualLb>,
     pub plan: Plan,
+    /// When the members of a deleted Node, kept because the Service selects no other, are
+    /// to be looked at again (`map::with_returning`).
+    pub kept_until: Option<Instant>,
 }
 
 /// Who looks for the Service's load balancer.
@@ -297,11 +310,20 @@ pub async fn prepare(
     }
     let nodes = reads.nodes().await?;
     let servers = account_servers(reads, &nodes).await?;
+    let mut servers = servers;
     let mut mapped = map::desired(cfg, &nodes, &servers)?;
     if !mapped.problems.is_empty() {
         // A Node newer than the shared server list: read it again before calling the Node
         // serverless.
-        mapped = map::desired(cfg, &nodes, &reads.servers(true).await?)?;
+        servers = reads.servers(true).await?;
+        mapped = map::desired(cfg, &nodes, &servers)?;
+    }
+    let (mapped, kept_until) = map::with_returning(cfg, mapped, &reads.returning(), &servers);
+    if kept_until.is_some() {
+        tracing::info!(
+            service = %format!("{}/{}", cfg.namespace, cfg.name),
+            "no Node selected: the members of one deleted moments ago stay while it may register again"
+        );
     }
     let owner = Ownership {
         tags: ownership::tags(cluster, &cfg.uid),
@@ -318,6 +340,7 @@ pub async fn prepare(
         lb,
         actual,
         plan,
+        kept_until,
     })
 }
 

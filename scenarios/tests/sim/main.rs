@@ -279,6 +279,55 @@ fn a_node_whose_server_is_deleted_before_it_was_initialized_is_deleted() {
     assert!(out.violations.is_empty(), "{:#?}", out.violations);
 }
 
+/// Found by seeds 9009150 and 829287969782: the Node of the one node a Service still
+/// selected was deleted and its kubelet registered it again at once. The CCM emptied every
+/// pool first; the load balancer applied those member deletions one after another, and the
+/// members' return waited behind them: every port down 58-78 s (30-46 s allowed). A Node
+/// deleted moments ago now still stands for a Service that selects no other
+/// (`ccm/src/service/map.rs`, `with_returning`).
+#[test]
+fn a_node_registered_again_keeps_the_members_of_a_service_it_alone_serves() {
+    use scenarios::sim::schedule::{Action, Port, Shape};
+    let port = |name: &str, port: u16, udp: bool| Port {
+        name: name.into(),
+        port,
+        udp,
+    };
+    let shape = Shape {
+        ports: vec![
+            port("p0", 9000, false),
+            port("p1", 443, false),
+            port("p2", 53, true),
+            port("p3", 5000, false),
+        ],
+        local: false,
+        annotations: vec![(
+            "k8s.cloudscale.ch/loadbalancer-node-selector".into(),
+            "kubernetes.io/hostname!=node-2".into(),
+        )],
+    };
+    // Monitor settings changed in place just before: the load balancer is busy for two
+    // minutes, so the member deletions apply long after the Node went (as in both seeds).
+    let monitor = ["delay-s", "up-threshold", "down-threshold"]
+        .iter()
+        .zip(["5", "3", "4"])
+        .map(|(k, v)| {
+            (
+                format!("k8s.cloudscale.ch/loadbalancer-health-monitor-{k}"),
+                Some(v.to_string()),
+            )
+        })
+        .collect();
+    let steps = vec![
+        (5, Action::Create("svc-0".into(), shape)),
+        (200, Action::DeleteServer("node-1".into())),
+        (400, Action::Annotate("svc-0".into(), monitor)),
+        (402, Action::ReregisterNode("node-3".into())),
+    ];
+    let out = run::run(&scripted(9009150, steps), false);
+    assert!(out.violations.is_empty(), "{:#?}", out.violations);
+}
+
 /// Kubelets that post their status every 10 s (new heartbeat times) cost the service
 /// controller nothing: converged Services are reconciled only by their resync, and Ready
 /// Nodes cost the lifecycle controller no cloud request (only the node controller's address
