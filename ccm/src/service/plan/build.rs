@@ -138,6 +138,17 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
     };
     let (switch_first, switch) = schedule::order_urgent_first(b.ops, &b.urgent_keys);
     let (mut front, mut members) = (b.front, b.member_creates);
+    // A pool that routes nothing goes first when it bears a name an urgent new pool takes
+    // (two pools of one name would be ambiguous to the next reader).
+    let taken = |step: &Step| match &step.action {
+        Action::DeletePool { name, .. } => front.iter().any(|f| {
+            matches!(&f.action, Action::CreatePool { new, name: n, .. }
+                if n == name && b.urgent.contains(new))
+        }),
+        _ => false,
+    };
+    let (clear_first, clear): (Vec<Step>, Vec<Step>) = b.clear.into_iter().partition(taken);
+    steps.extend(clear_first);
     for (&i, first) in b.urgent.iter().zip(switch_first) {
         let own: Vec<Step>;
         (own, front) = front.into_iter().partition(of(i));
@@ -151,7 +162,7 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
         steps.extend(first);
         steps.extend(own);
     }
-    steps.extend(b.clear);
+    steps.extend(clear);
     steps.extend(front);
     steps.extend(interleave(members));
     steps.extend(b.back);
