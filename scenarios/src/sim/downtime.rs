@@ -857,6 +857,17 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
 mod tests {
     use super::*;
 
+    /// A Service event at 1 ms for the tests of pending changes.
+    fn event(kind: Kind, what: &str) -> Event {
+        Event {
+            at: 1,
+            rv: Some(5),
+            kind,
+            ports: BTreeSet::new(),
+            what: what.into(),
+        }
+    }
+
     #[test]
     fn blocked_time_runs_from_a_failure_to_its_retry_and_from_a_crash_to_the_next_write() {
         let lines: Vec<String> = [
@@ -909,13 +920,6 @@ mod tests {
             ..Model::default()
         };
         assert_eq!(annotation_bound(&key, &m), 0.0, "in place");
-        let event = |kind: Kind, what: &str| Event {
-            at: 1,
-            rv: Some(5),
-            kind,
-            ports: BTreeSet::new(),
-            what: what.into(),
-        };
         m.events.push(event(
             Kind::Changed {
                 bound: 2.0,
@@ -977,13 +981,6 @@ mod tests {
         let ports = Action::SetPorts("svc-0".into(), Vec::new());
         let mut m = Model::default();
         assert_eq!(bound_of(&ports, &m), Some(MEMBER_RECREATE));
-        let event = |kind: Kind, what: &str| Event {
-            at: 1,
-            rv: Some(5),
-            kind,
-            ports: BTreeSet::new(),
-            what: what.into(),
-        };
         m.events.push(event(
             Kind::Changed {
                 bound: LISTENER_RECREATE,
