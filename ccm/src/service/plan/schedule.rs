@@ -221,8 +221,11 @@ pub(super) fn order_urgent_first(
 
 /// For each op, the first port of `urgent` whose listener it gives or precedes, where
 /// nothing the port's listener op follows is a barrier (a switch that waits for members is
-/// no shortcut).
+/// no shortcut) or frees another port a listener is made for (a listener moved from it:
+/// that port's own listener comes right after, once its pool is built, so its gap stays one
+/// reconfiguration).
 fn urgent_closure(ops: &[Op], urgent: &[ListenerKey]) -> Vec<Option<usize>> {
+    let taken: Vec<&ListenerKey> = ops.iter().filter_map(|o| o.occupies.as_ref()).collect();
     let mut marked = vec![None; ops.len()];
     for (k, key) in urgent.iter().enumerate() {
         for (seed, op) in ops.iter().enumerate() {
@@ -239,7 +242,14 @@ fn urgent_closure(ops: &[Op], urgent: &[ListenerKey]) -> Vec<Option<usize>> {
                 }
                 i += 1;
             }
-            if closure.iter().all(|&c| !ops[c].action.is_barrier()) {
+            let shortcut = closure.iter().all(|&c| {
+                !ops[c].action.is_barrier()
+                    && ops[c]
+                        .leaves
+                        .iter()
+                        .all(|l| l == key || !taken.contains(&l))
+            });
+            if shortcut {
                 for c in closure {
                     marked[c].get_or_insert(k);
                 }

@@ -890,3 +890,28 @@ fn a_listener_move_that_restores_a_broken_port_goes_before_new_ports_are_built()
     assert!(moved < built, "{}", p.describe());
     assert!(!kinds(&p).contains(&"wait"), "{}", p.describe());
 }
+
+/// But a move that frees a port another listener is made for stays in the switch phase:
+/// that port's new pool is built first, and its listener follows the move at once.
+#[test]
+fn a_move_that_frees_a_wanted_port_waits_for_that_ports_new_pool() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("tls", 8443, 30001));
+    let after = two_ports(tcp("web", 8443, 30000), tcp("new", 80, 30002));
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    let kinds = kinds(&p);
+    let moved = kinds
+        .iter()
+        .position(|k| *k == "update-listener")
+        .unwrap_or_else(|| panic!("no move:\n{}", p.describe()));
+    assert!(
+        kinds[..moved].contains(&"create-member"),
+        "{}",
+        p.describe()
+    );
+    assert_eq!(
+        kinds.get(moved + 1),
+        Some(&"create-listener"),
+        "{}",
+        p.describe()
+    );
+}
