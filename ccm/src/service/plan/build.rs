@@ -105,10 +105,9 @@ struct Build<'a> {
     /// Node ports of the desired TCP pools checked by `tcp` (see [`keeps_tcp_check`]).
     tcp_checked: Vec<u16>,
     /// Ports (by desired index) Kubernetes already moved off the node port their
-    /// listener's pool serves, and their listener keys: nothing is left to protect there,
-    /// so their new pool's make phase and their switch go before other ports' make phase.
+    /// listener's pool serves: nothing is left to protect there, so their new pool's make
+    /// phase and their switch go before other ports' make phase.
     urgent: Vec<usize>,
-    urgent_keys: Vec<ListenerKey>,
 }
 
 /// Appends the pool-level steps of the plan to `steps`.
@@ -136,7 +135,12 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
             _ => false,
         }
     };
-    let (switch_first, switch) = schedule::order_urgent_first(b.ops, &b.urgent_keys);
+    let urgent_keys: Vec<ListenerKey> = b
+        .urgent
+        .iter()
+        .map(|&i| b.targets[i].desired.listener.key())
+        .collect();
+    let (switch_first, switch) = schedule::order_urgent_first(b.ops, &urgent_keys);
     let (mut front, mut members) = (b.front, b.member_creates);
     // A pool that routes nothing goes first when it bears a name an urgent new pool takes
     // (two pools of one name would be ambiguous to the next reader).
@@ -204,7 +208,6 @@ impl<'a> Build<'a> {
                 .map(|d| d.node_port)
                 .collect(),
             urgent: Vec::new(),
-            urgent_keys: Vec::new(),
         }
     }
 
@@ -266,7 +269,6 @@ impl<'a> Build<'a> {
                 .any(|m| m.member.protocol_port == t.desired.node_port)
             {
                 self.urgent.push(i);
-                self.urgent_keys.push(key);
                 continue;
             }
             unmonitor_if_unchecked(source, t.desired, &mut unmonitor);

@@ -225,7 +225,7 @@ pub(super) fn order_urgent_first(
 /// that port's own listener comes right after, once its pool is built, so its gap stays one
 /// reconfiguration).
 fn urgent_closure(ops: &[Op], urgent: &[ListenerKey]) -> Vec<Option<usize>> {
-    let taken: Vec<&ListenerKey> = ops.iter().filter_map(|o| o.occupies.as_ref()).collect();
+    let wanted: Vec<&ListenerKey> = ops.iter().filter_map(|o| o.occupies.as_ref()).collect();
     let mut marked = vec![None; ops.len()];
     for (k, key) in urgent.iter().enumerate() {
         for (seed, op) in ops.iter().enumerate() {
@@ -247,7 +247,7 @@ fn urgent_closure(ops: &[Op], urgent: &[ListenerKey]) -> Vec<Option<usize>> {
                     && ops[c]
                         .leaves
                         .iter()
-                        .all(|l| l == key || !taken.contains(&l))
+                        .all(|l| l == key || !wanted.contains(&l))
             });
             if shortcut {
                 for c in closure {

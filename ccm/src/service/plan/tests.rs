@@ -42,6 +42,14 @@ fn kinds(p: &Plan) -> Vec<&'static str> {
     p.steps.iter().map(|s| s.action.kind()).collect()
 }
 
+/// Where the first step of `kind` (for `port`, if given) stands in the plan.
+fn first(p: &Plan, kind: &str, port: Option<&str>) -> usize {
+    p.steps
+        .iter()
+        .position(|s| s.action.kind() == kind && port.is_none_or(|n| s.port.as_deref() == Some(n)))
+        .unwrap_or_else(|| panic!("no {kind}:\n{}", p.describe()))
+}
+
 /// Applies the plan in the API model (strict member rule), checks that no step routes a
 /// port to another port's backend, and that planning again finds nothing to do.
 fn apply(before: &ActualLb, after: &DesiredLb, rule: MemberRule) -> (Plan, ActualLb) {
@@ -840,15 +848,9 @@ fn a_port_kubernetes_already_broke_is_restored_before_new_ports_are_built() {
     let mut after = two_ports(tcp("web", 5000, 30003), tcp("api", 8443, 30004));
     after.pools[0].algorithm = PoolAlgorithm::LeastConnections;
     let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
-    let position = |port: &str, kind: &str| {
-        p.steps
-            .iter()
-            .position(|s| s.port.as_deref() == Some(port) && s.action.kind() == kind)
-            .unwrap_or_else(|| panic!("no {kind} for {port}:\n{}", p.describe()))
-    };
-    let restored = position("tcp/web", "create-listener");
+    let restored = first(&p, "create-listener", Some("tcp/web"));
     assert!(
-        restored < position("tcp/api", "create-pool"),
+        restored < first(&p, "create-pool", Some("tcp/api")),
         "web is restored first:\n{}",
         p.describe()
     );
@@ -877,16 +879,10 @@ fn a_listener_move_that_restores_a_broken_port_goes_before_new_ports_are_built()
     let before = two_ports(tcp("web", 80, 30000), tcp("api", 8080, 30001));
     let after = two_ports(tcp("web", 80, 30001), tcp("new", 9090, 30002));
     let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
-    let moved = p
-        .steps
-        .iter()
-        .position(|s| s.action.kind() == "update-listener")
-        .unwrap_or_else(|| panic!("no move:\n{}", p.describe()));
-    let built = p
-        .steps
-        .iter()
-        .position(|s| s.action.kind() == "create-pool")
-        .unwrap_or_else(|| panic!("no new pool:\n{}", p.describe()));
+    let (moved, built) = (
+        first(&p, "update-listener", None),
+        first(&p, "create-pool", None),
+    );
     assert!(moved < built, "{}", p.describe());
     assert!(!kinds(&p).contains(&"wait"), "{}", p.describe());
 }
@@ -899,10 +895,7 @@ fn a_move_that_frees_a_wanted_port_waits_for_that_ports_new_pool() {
     let after = two_ports(tcp("web", 8443, 30000), tcp("new", 80, 30002));
     let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
     let kinds = kinds(&p);
-    let moved = kinds
-        .iter()
-        .position(|k| *k == "update-listener")
-        .unwrap_or_else(|| panic!("no move:\n{}", p.describe()));
+    let moved = first(&p, "update-listener", None);
     assert!(
         kinds[..moved].contains(&"create-member"),
         "{}",
