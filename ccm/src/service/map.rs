@@ -350,40 +350,48 @@ pub fn desired(
     })
 }
 
-/// The mapping to apply when the live Nodes select none for the Service: the Nodes deleted
-/// moments ago (`returning`, each with the end of its grace; `service/context.rs`,
-/// `RETURN_GRACE`) that it selects and whose servers still exist stand in for them, so that
-/// a Node its restarted kubelet registers again finds its members where they were. Returns
-/// `mapped` unchanged and `None` otherwise, else the stand-in mapping (the live mapping's
-/// problems and notes kept) and the earliest end of the stand-ins' grace.
+/// The mapping to apply while Nodes deleted moments ago (`returning`, each with the end of
+/// its grace; `service/context.rs`, `RETURN_GRACE`) may register again: those the Service
+/// selects whose servers still exist keep their members beside the live Nodes' (`live`),
+/// so that a Node its restarted kubelet registers again finds its members where they were.
+/// Deleting them and creating them again would queue two writes per port on the load
+/// balancer, each re-created member would start its health checks from scratch behind
+/// everything queued before it, and a port whose other nodes fail meanwhile would have no
+/// member up. Returns `mapped` unchanged and `None` when no such Node exists, else the
+/// mapping with them (the live mapping's problems and notes kept) and the earliest end of
+/// their grace.
 pub fn with_returning<T: Copy + Ord>(
     cfg: &ServiceConfig,
     mapped: Mapped,
+    live: &[NodeView],
     returning: &[(NodeView, T)],
     servers: &[ServerView],
 ) -> (Mapped, Option<T>) {
-    if !mapped.no_nodes {
-        return (mapped, None);
-    }
-    let views: Vec<NodeView> = returning.iter().map(|(v, _)| v.clone()).collect();
-    // A stand-in that cannot be mapped (its server gone, zones that disagree) stands for
-    // nothing: the Service is left as the live Nodes say.
-    let stand_in = match desired(cfg, &views, servers) {
-        Ok(m) if !m.no_nodes => m,
-        _ => return (mapped, None),
-    };
-    let until = returning
+    // A stand-in whose server is gone stands for nothing.
+    let kept: Vec<&(NodeView, T)> = returning
         .iter()
-        .filter(|(v, _)| selects(cfg, v))
-        .map(|(_, t)| *t)
-        .min();
+        .filter(|(v, _)| !live.iter().any(|n| n.name == v.name))
+        .filter(|(v, _)| !select(cfg, std::slice::from_ref(v), servers, &mut Vec::new()).is_empty())
+        .collect();
+    let Some(until) = kept.iter().map(|(_, t)| *t).min() else {
+        return (mapped, None);
+    };
+    let views: Vec<NodeView> = live
+        .iter()
+        .cloned()
+        .chain(kept.iter().map(|(v, _)| v.clone()))
+        .collect();
+    // Zones that disagree: the Service is left as the live Nodes say.
+    let Ok(with) = desired(cfg, &views, servers) else {
+        return (mapped, None);
+    };
     (
         Mapped {
-            desired: stand_in.desired,
+            desired: with.desired,
             no_nodes: false,
             ..mapped
         },
-        until,
+        Some(until),
     )
 }
 
@@ -532,7 +540,7 @@ mod tests {
         let live = desired(&cfg, &nodes[..2], &servers).expect("mapped");
         assert!(live.no_nodes);
         let returning = [(nodes[2].clone(), 30u32), (nodes[0].clone(), 10)];
-        let (m, until) = with_returning(&cfg, live.clone(), &returning, &servers);
+        let (m, until) = with_returning(&cfg, live.clone(), &nodes[..2], &returning, &servers);
         let names: Vec<&str> = m.desired.pools[0]
             .members
             .iter()
@@ -543,13 +551,40 @@ mod tests {
         // Only the grace of a Node the Service selects counts.
         assert_eq!(until, Some(30));
         // Its server gone too: nothing stands in, the pools empty as before.
-        let (m, until) = with_returning(&cfg, live, &returning, &servers[..2]);
+        let (m, until) = with_returning(&cfg, live.clone(), &nodes[..2], &returning, &servers[..2]);
         assert!(m.no_nodes && m.desired.pools[0].members.is_empty());
         assert_eq!(until, None);
-        // Another Node still selected: the deleted one's members go at once.
+        // Registered again: nothing stands in.
+        let (m, until) = with_returning(&cfg, live.clone(), &nodes, &returning, &servers);
+        assert_eq!((m, until), (live, None));
+    }
+
+    #[test]
+    fn a_node_deleted_moments_ago_keeps_its_members_beside_the_other_nodes() {
+        let (nodes, servers) = cluster();
         let all = config(json!({}), json!({}));
-        let live = desired(&all, &nodes[..2], &servers).expect("mapped");
-        let (m, until) = with_returning(&all, live.clone(), &returning, &servers);
+        let live = desired(&all, &nodes[1..], &servers).expect("mapped");
+        let members = |m: &Mapped| -> Vec<String> {
+            m.desired.pools[0]
+                .members
+                .iter()
+                .map(|m| m.name.clone())
+                .collect()
+        };
+        assert_eq!(members(&live).len(), 2);
+        let returning = [(nodes[0].clone(), 30u32)];
+        let (m, until) = with_returning(&all, live.clone(), &nodes[1..], &returning, &servers);
+        assert_eq!(until, Some(30));
+        let mut names = members(&m);
+        names.sort();
+        let mut expected = members(&desired(&all, &nodes, &servers).expect("mapped"));
+        expected.sort();
+        assert_eq!(
+            names, expected,
+            "the deleted Node's member stays beside the others'"
+        );
+        // Its server gone: the live mapping as it was.
+        let (m, until) = with_returning(&all, live.clone(), &nodes[1..], &returning, &servers[1..]);
         assert_eq!((m, until), (live, None));
     }
 

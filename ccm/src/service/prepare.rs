@@ -318,11 +318,12 @@ pub async fn prepare(
         servers = reads.servers(true).await?;
         mapped = map::desired(cfg, &nodes, &servers)?;
     }
-    let (mapped, kept_until) = map::with_returning(cfg, mapped, &reads.returning(), &servers);
+    let (mapped, kept_until) =
+        map::with_returning(cfg, mapped, &nodes, &reads.returning(), &servers);
     if kept_until.is_some() {
         tracing::info!(
             service = %format!("{}/{}", cfg.namespace, cfg.name),
-            "no Node selected: the members of one deleted moments ago stay while it may register again"
+            "the members of a Node deleted moments ago stay while it may register again"
         );
     }
     let owner = Ownership {

@@ -328,6 +328,63 @@ fn a_node_registered_again_keeps_the_members_of_a_service_it_alone_serves() {
     assert!(out.violations.is_empty(), "{:#?}", out.violations);
 }
 
+/// The same with another node still serving (seed 13009538): the Node registered again
+/// keeps its members, so the other node's stop, while the load balancer still works through
+/// queued monitor updates, leaves each port a member up (before, the Node's members were
+/// deleted and re-created behind those updates: 40 s without a member up on two ports).
+#[test]
+fn a_node_registered_again_keeps_its_members_beside_another_node() {
+    use scenarios::sim::schedule::{Action, Port, Shape};
+    let port = |name: &str, port: u16| Port {
+        name: name.into(),
+        port,
+        udp: false,
+    };
+    let shape = Shape {
+        ports: vec![
+            port("p00", 5000),
+            port("p21", 53),
+            port("p32", 8443),
+            port("p33", 9000),
+        ],
+        local: false,
+        annotations: vec![(
+            "k8s.cloudscale.ch/loadbalancer-pool-protocol".into(),
+            "proxy".into(),
+        )],
+    };
+    let monitor = |pairs: &[(&str, &str)]| {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                (
+                    format!("k8s.cloudscale.ch/loadbalancer-health-monitor-{k}"),
+                    Some(v.to_string()),
+                )
+            })
+            .collect()
+    };
+    let steps = vec![
+        (5, Action::Create("svc-0".into(), shape)),
+        (57, Action::DeleteServer("node-1".into())),
+        (
+            90,
+            Action::Annotate(
+                "svc-0".into(),
+                monitor(&[("delay-s", "2"), ("up-threshold", "4")]),
+            ),
+        ),
+        (
+            189,
+            Action::Annotate("svc-0".into(), monitor(&[("up-threshold", "10")])),
+        ),
+        (212, Action::ReregisterNode("node-2".into())),
+        (255, Action::StopServer("node-3".into())),
+    ];
+    let out = run::run(&scripted(13009538, steps), false);
+    assert!(out.violations.is_empty(), "{:#?}", out.violations);
+}
+
 /// Kubelets that post their status every 10 s (new heartbeat times) cost the service
 /// controller nothing: converged Services are reconciled only by their resync, and Ready
 /// Nodes cost the lifecycle controller no cloud request (only the node controller's address

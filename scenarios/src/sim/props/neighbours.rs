@@ -196,7 +196,7 @@ impl<'w> Neighbours<'w> {
                 .is_some_and(|n| self.list[n].fips.iter().any(|f| !state.fips.contains(f))),
             Change::Hand { of, to_web, .. } => match self.pick(*of, true) {
                 Some(n) if *to_web => !self.list[n].fips.is_empty(),
-                Some(_) => !state.fips.is_empty(),
+                Some(_) => self.held_by_web(state).is_some(),
                 None => false,
             },
             Change::NameOf(i) | Change::CopyOf(i) | Change::DeleteNeighbour(i) => {
@@ -204,6 +204,17 @@ impl<'w> Neighbours<'w> {
             }
             _ => true,
         }
+    }
+
+    /// The first floating IP the Service claims that no live neighbour holds: one it can
+    /// give away. A claim refused because a neighbour holds the address is not the
+    /// Service's to hand over.
+    pub fn held_by_web(&self, state: &State) -> Option<String> {
+        state
+            .fips
+            .iter()
+            .find(|f| !self.list.iter().any(|n| !n.gone && n.fips.contains(f)))
+            .cloned()
     }
 
     /// Neighbour `i`'s floating IP the Service claims too ([`Change::ClaimOf`]).

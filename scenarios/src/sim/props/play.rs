@@ -647,11 +647,8 @@ async fn hand(
         nbs.fip_to_hand(of)
             .ok_or("no floating IP of a neighbour to hand over")?
     } else {
-        state
-            .fips
-            .first()
-            .cloned()
-            .ok_or("no floating IP to hand over")?
+        nbs.held_by_web(state)
+            .ok_or("no floating IP of the Service to hand over")?
     };
     let web_write = |state: &State| {
         let state = state.clone();
