@@ -350,6 +350,9 @@ pub struct LeaderElector {
     observed: Option<(Option<LeaseSpec>, Instant)>,
     /// A write was sent whose effect is unknown or positive: release on shutdown.
     may_hold: bool,
+    /// The Lease as our last successful write returned it (with its resourceVersion): the
+    /// leader renews from it without reading first.
+    written: Option<Lease>,
 }
 
 impl Drop for LeaderElector {
@@ -369,6 +372,7 @@ impl LeaderElector {
             status,
             observed: None,
             may_hold: false,
+            written: None,
         })
     }
 
@@ -482,7 +486,13 @@ impl LeaderElector {
             tokio::time::sleep_until(next).await;
             let mut rereads = 0;
             let outcome = loop {
-                match tokio::time::timeout_at(valid_until, self.attempt(Some(valid_until))).await {
+                let round = async {
+                    match self.renew_written().await {
+                        Some(a) => a,
+                        None => self.attempt(Some(valid_until)).await,
+                    }
+                };
+                match tokio::time::timeout_at(valid_until, round).await {
                     Err(_) => break None,
                     Ok(Attempt::Conflict) if rereads < MAX_IMMEDIATE_REREADS => rereads += 1,
                     Ok(a) => break Some(a),
@@ -511,6 +521,47 @@ impl LeaderElector {
                 Some(Attempt::Conflict | Attempt::Failed) => {
                     next = Instant::now() + self.config.retry_period;
                 }
+            }
+        }
+    }
+
+    /// The leader's renewal without a read (client-go's leader election takes the same fast
+    /// path): the Lease our last write returned, renewed and written with its
+    /// resourceVersion. `None` when there is no such Lease or someone wrote it since (409):
+    /// then the full read-decide-write round decides.
+    async fn renew_written(&mut self) -> Option<Attempt> {
+        let mut lease = self.written.take()?;
+        let current = lease.spec.clone().unwrap_or_default();
+        let now = self.config.ambient.now();
+        let decision = evaluate_lease(
+            Some(&current),
+            &self.config.identity,
+            now,
+            self.config.lease_duration,
+            None,
+        );
+        let Decision::Renew(spec) = decision else {
+            return None;
+        };
+        lease.spec = Some(spec);
+        let sent = Instant::now();
+        let result = self
+            .api
+            .replace(&self.config.lease_name, &PostParams::default(), &lease)
+            .await;
+        match result {
+            Ok(written) => {
+                self.observed = Some((written.spec.clone(), sent));
+                self.written = Some(written);
+                Some(Attempt::Held(sent))
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "leader election: cannot write the lease");
+                // The resourceVersion still holds unless someone wrote since: keep it.
+                lease.spec = Some(current);
+                self.written = Some(lease);
+                Some(Attempt::Failed)
             }
         }
     }
@@ -587,7 +638,8 @@ impl LeaderElector {
         };
         match result {
             Ok(written) => {
-                self.observed = Some((written.spec, sent));
+                self.observed = Some((written.spec.clone(), sent));
+                self.written = Some(written);
                 Attempt::Held(sent)
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {

@@ -217,7 +217,7 @@ async fn drive(c: &Client, d: &DesiredLb, uuid: Option<Uuid>, opts: &ApplyOption
                 writes,
             };
         }
-        let out = apply::execute(c, d, actual.map(|a| a.uuid), &p, opts, &tags())
+        let out = apply::execute(c, d, actual.map(|a| a.uuid), &p, opts, &tags(), &|| false)
             .await
             .unwrap_or_else(|e| panic!("execute failed: {e}\nplan:\n{}", p.describe()));
         writes += out.writes;
@@ -710,7 +710,17 @@ async fn execute_stops_at_the_first_failure_and_the_next_pass_converges() {
     // Drive until the failing step.
     let err = loop {
         let (actual, p) = plan_now(&c, &d, None).await;
-        match apply::execute(&c, &d, actual.map(|a| a.uuid), &p, &opts(), &tags()).await {
+        match apply::execute(
+            &c,
+            &d,
+            actual.map(|a| a.uuid),
+            &p,
+            &opts(),
+            &tags(),
+            &|| false,
+        )
+        .await
+        {
             Err(e) => break e,
             Ok(out) if !out.pending.is_empty() => tokio::time::sleep(opts().poll).await,
             Ok(out) => panic!("the plan ran through: {out:?}"),
@@ -763,9 +773,17 @@ async fn a_wait_that_cannot_hold_keeps_the_old_members_and_names_the_new_ones() 
     let mut last = Vec::new();
     for _ in 0..30 {
         let (actual, p) = plan_now(&c, &after, Some(lb)).await;
-        let out = apply::execute(&c, &after, actual.map(|a| a.uuid), &p, &opts(), &tags())
-            .await
-            .expect("execute");
+        let out = apply::execute(
+            &c,
+            &after,
+            actual.map(|a| a.uuid),
+            &p,
+            &opts(),
+            &tags(),
+            &|| false,
+        )
+        .await
+        .expect("execute");
         last = out.pending;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -909,9 +927,17 @@ async fn execute_and_patch(
 ) -> (bool, Option<Uuid>) {
     let actual = actual_in(c, patched, d, uuid).await;
     let p = plan(d, actual.as_ref(), &account(patched), &owner());
-    let out = apply::execute(c, d, actual.as_ref().map(|a| a.uuid), &p, &opts(), &tags())
-        .await
-        .expect("execute");
+    let out = apply::execute(
+        c,
+        d,
+        actual.as_ref().map(|a| a.uuid),
+        &p,
+        &opts(),
+        &tags(),
+        &|| false,
+    )
+    .await
+    .expect("execute");
     let Some(edits) = out.edits else {
         *patched = Snapshot::fetch(c).await.expect("snapshot");
         return (false, out.lb_uuid);
@@ -1008,5 +1034,46 @@ async fn the_shared_snapshot_takes_recorded_edits_without_reading_again_and_read
     let fresh = shared.snapshot(&c).await.expect("snapshot");
     assert!(c.counters().reads > reads, "read again");
     assert_eq!(fresh.pools.len(), 2);
+    fc.shutdown().await;
+}
+
+/// A plan whose Service changes while it runs stops after the write under way and says
+/// so: the steps after it were planned for what the Service no longer asks.
+#[tokio::test]
+async fn a_plan_stops_at_the_next_step_once_its_service_changed() {
+    let fc = start().await;
+    let c = client(&fc);
+    let sub = subnet(&c).await;
+    let d = desired(sub);
+    let lb = converged_lb(&c, &d).await;
+    let mut changed = d.clone();
+    for pool in &mut changed.pools {
+        pool.listener.timeout_client_data_ms += 1000;
+        pool.monitor.up_threshold += 1;
+    }
+    let (actual, p) = plan_now(&c, &changed, Some(lb)).await;
+    assert!(
+        p.steps.len() > 2,
+        "a plan of several steps:\n{}",
+        p.describe()
+    );
+    let counted = c.with_own_counters();
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    // Unchanged when asked before the first step, changed from the second on.
+    let superseded = || asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 1;
+    let out = apply::execute(
+        &counted,
+        &changed,
+        actual.map(|a| a.uuid),
+        &p,
+        &opts(),
+        &tags(),
+        &superseded,
+    )
+    .await
+    .expect("execute");
+    assert!(out.superseded, "the run says it stopped");
+    assert_eq!(out.writes, 1, "one step written, then stopped");
+    assert!(out.pending.is_empty());
     fc.shutdown().await;
 }

@@ -112,6 +112,9 @@ pub struct Outcome {
     /// What the writes did to the account-wide lists, when every write was one a
     /// [`Edit`] describes (`None`: the shared snapshot must be read again).
     pub edits: Option<Vec<Edit>>,
+    /// The run stopped after a step because the Service changed meanwhile
+    /// (`superseded`): its remaining steps were planned for what it no longer asks.
+    pub superseded: bool,
 }
 
 /// A barrier that did not hold: what it waits for (stable while the wait lasts) and how far
@@ -732,6 +735,10 @@ impl Run<'_> {
 /// rollback: the next pass re-plans from what exists). `lb` is the load balancer the plan was
 /// made against (`None` when the plan creates it); `tags` go on every created resource.
 /// Barriers that do not hold skip their group and are reported in [`Outcome::pending`].
+/// After each write, `superseded` says whether the Service changed since the plan was
+/// made: then the run stops there ([`Outcome::superseded`]), so that a change made while a
+/// long pass goes on (API trouble, a busy load balancer) is planned at once, its urgent
+/// steps first, rather than after steps planned for what the Service no longer asks.
 pub async fn execute(
     client: &Client,
     desired: &DesiredLb,
@@ -739,6 +746,7 @@ pub async fn execute(
     plan: &Plan,
     opts: &ApplyOptions,
     tags: &Tags,
+    superseded: &(dyn Fn() -> bool + Send + Sync),
 ) -> Result<Outcome, ApplyError> {
     let mut run = Run {
         client: client.with_own_counters(),
@@ -752,9 +760,20 @@ pub async fn execute(
     let mut pending = Vec::new();
     let mut blocked: HashSet<Option<u32>> = HashSet::new();
     let mut stopped = false;
+    let mut replan = false;
     for (i, step) in plan.steps.iter().enumerate() {
         if stopped || (step.group.is_some() && blocked.contains(&step.group)) {
             continue;
+        }
+        if superseded() {
+            tracing::info!(
+                lb = %run.lb.map(|u| u.to_string()).unwrap_or_default(),
+                done = i,
+                steps = plan.steps.len(),
+                "the Service changed while its plan ran: planned again"
+            );
+            replan = true;
+            break;
         }
         let what = describe::action(&step.action);
         let started = Instant::now();
@@ -811,5 +830,6 @@ pub async fn execute(
         reads: counts.reads,
         pending,
         edits: run.edits,
+        superseded: replan,
     })
 }

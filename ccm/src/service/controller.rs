@@ -85,6 +85,10 @@ async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, 
             let resync = ctx.resync.after(now);
             Ok(kept_until.map_or(resync, |u| resync.min(u.saturating_duration_since(now))))
         }
+        Progress::Superseded => {
+            ctx.failures.lock().remove(&key);
+            Ok(Duration::ZERO)
+        }
         Progress::Pending => {
             ctx.failures.lock().remove(&key);
             let waited = ctx

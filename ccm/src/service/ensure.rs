@@ -33,6 +33,8 @@ pub enum Progress {
     Done(Option<tokio::time::Instant>),
     /// Waiting for the load balancer or for new members: look again shortly.
     Pending,
+    /// The Service changed while its plan ran: plan again at once.
+    Superseded,
 }
 
 async fn set_finalizer(
@@ -365,6 +367,7 @@ pub async fn ensure(
                 return Ok(Progress::Done(kept_until));
             }
             Pass::Pending => return Ok(Progress::Pending),
+            Pass::Superseded => return Ok(Progress::Superseded),
             Pass::Applied(p) => (None, None, p),
         };
     }
@@ -372,6 +375,21 @@ pub async fn ensure(
         passes: MAX_PASSES,
         remaining: current.2.describe(),
     })
+}
+
+/// Whether the cached Service asks for something else than `svc` did (its parsed
+/// configuration differs; the CCM's own writes, finalizer and status, change nothing).
+fn changed_since(svc: &Service, ctx: &ServiceContext) -> bool {
+    let services = ctx.services.read();
+    let Some(now) = services
+        .as_ref()
+        .and_then(|s| s.get(&kube::runtime::reflector::ObjectRef::from_obj(svc)))
+    else {
+        return false;
+    };
+    now.metadata.resource_version != svc.metadata.resource_version
+        && super::annotations::parse_service(&now).ok()
+            != super::annotations::parse_service(svc).ok()
 }
 
 /// How one pass of plan and apply ended.
@@ -382,6 +400,8 @@ enum Pass {
     Pending,
     /// This plan was carried out: plan again.
     Applied(Plan),
+    /// The Service changed while the plan ran: stopped, to be planned again.
+    Superseded,
 }
 
 /// One pass: announce a disruptive plan, apply it.
@@ -434,6 +454,7 @@ async fn one_pass(
         &p,
         &ctx.apply,
         &owner.tags,
+        &|| changed_since(svc, ctx),
     )
     .await;
     // The shared reads follow what was written: by its edits when every write was one an
@@ -452,6 +473,9 @@ async fn one_pass(
     let outcome = executed?;
     ctx.metrics
         .reconcile_api_calls(super::controller::CONTROLLER, outcome.reads, outcome.writes);
+    if outcome.superseded {
+        return Ok(Pass::Superseded);
+    }
     if !outcome.pending.is_empty() {
         note_waiting(svc, ctx, desired, &outcome.pending, true).await;
         return Ok(Pass::Pending);

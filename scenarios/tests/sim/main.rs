@@ -441,6 +441,61 @@ fn heartbeats_reconcile_no_service_and_ready_nodes_cost_no_lifecycle_request() {
     });
 }
 
+/// The leader (of two replicas) renews its Lease with one write per retry period and no read (the write
+/// carries the resourceVersion its last write returned); a write someone else made in
+/// between makes it read again, and it goes on leading.
+#[test]
+fn the_leader_renews_its_lease_without_reading_it_first() {
+    let rt = runtime().expect("runtime");
+    rt.block_on(async {
+        let config = WorldConfig::new(12).with_replicas(2);
+        let mut world = World::start(config).await.expect("world");
+        world.revive();
+        world.run_for(std::time::Duration::from_secs(60)).await;
+        let count = |lines: &[String], method: &str| {
+            lines
+                .iter()
+                .filter(|l| l.contains(" kube ccm-1 ") && l.contains("/leases/"))
+                .filter(|l| l.contains(&format!(" {method} /")))
+                .count()
+        };
+        let from = world.trace.len();
+        let minutes = 5;
+        world
+            .run_for(std::time::Duration::from_secs(minutes * 60))
+            .await;
+        let lines = world.trace.lines()[from..].to_vec();
+        let (reads, writes) = (count(&lines, "GET"), count(&lines, "PUT"));
+        // The default retry period is 2 s: 150 renewals in 5 minutes.
+        assert!(writes >= 140, "{writes} renewals in {minutes} minutes");
+        assert_eq!(reads, 0, "the leader read its Lease {reads} times");
+        // Someone else writes the Lease (same holder, new resourceVersion): one read,
+        // then the fast path again.
+        let api: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+            kube::Api::namespaced(world.kube.clone(), "kube-system");
+        let holder = |l: k8s_openapi::api::coordination::v1::Lease| {
+            l.spec.and_then(|s| s.holder_identity).unwrap_or_default()
+        };
+        let leader = holder(api.get("cloud-controller-manager").await.expect("lease"));
+        assert!(!leader.is_empty(), "a leader holds the Lease");
+        let patch = serde_json::json!({"metadata": {"labels": {"touched": "yes"}}});
+        api.patch(
+            "cloud-controller-manager",
+            &Default::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .expect("patch the lease");
+        let from = world.trace.len();
+        world.run_for(std::time::Duration::from_secs(60)).await;
+        let lines = world.trace.lines()[from..].to_vec();
+        assert_eq!(count(&lines, "GET"), 1, "one read after the conflict");
+        assert!(count(&lines, "PUT") >= 28, "it goes on renewing");
+        let now = api.get("cloud-controller-manager").await.expect("lease");
+        assert_eq!(holder(now), leader, "the same leader");
+    });
+}
+
 /// The `plan` preview and a reconcile run one pipeline: for the same cluster and cloud
 /// state, the preview lists exactly the steps the next reconcile announces (its
 /// `PlannedChange` Event) and executes (its "load balancer step" log lines, step by step).

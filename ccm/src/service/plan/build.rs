@@ -388,9 +388,18 @@ impl<'a> Build<'a> {
             if self.homes.contains(&Some(j)) {
                 continue;
             }
-            if a.listeners.is_empty() {
+            let stray = !a.listeners.is_empty()
+                && a.listeners
+                    .iter()
+                    .all(|l| !self.desired_keys.contains_key(&l.listener.key()))
+                && self.front.iter().any(
+                    |f| matches!(&f.action, Action::CreatePool { name, .. } if *name == a.name),
+                );
+            if a.listeners.is_empty() || stray {
                 // An abandoned replacement (its change was superseded) or a leftover:
                 // removing it costs nothing and keeps one spare pool per port at most.
+                // So does one that routes only ports no longer wanted (a listener moved
+                // by hand) when a pool of its name is about to be made.
                 self.clear.push(make(
                     Action::DeletePool {
                         uuid: a.uuid,

@@ -509,10 +509,12 @@ pub fn plan(
 ) -> Plan {
     let mut plan = Plan::default();
     let empty;
+    let mut rename = None;
     let actual = match actual {
         Some(a) => {
             refusals(desired, a, &mut plan.refusals);
             lb_level(desired, a, owner, &mut plan.steps);
+            rename = renamed(desired, a);
             a
         }
         None => {
@@ -531,6 +533,9 @@ pub fn plan(
     };
     build::pools(desired, actual, &mut plan.steps);
     floating_ips(desired, actual, account, &mut plan);
+    // A rename serves nobody: it goes last, not between a change and the load balancer
+    // reconfigurations that serve it (each write is one, applied in order).
+    plan.steps.extend(rename);
     plan
 }
 
@@ -621,16 +626,20 @@ fn lb_level(desired: &DesiredLb, actual: &ActualLb, owner: &Ownership, steps: &m
             Impact::None,
         ));
     }
-    if actual.name != desired.name {
-        steps.push(step(
+}
+
+/// The rename of the load balancer, if its name is not the desired one.
+fn renamed(desired: &DesiredLb, actual: &ActualLb) -> Option<Step> {
+    (actual.name != desired.name).then(|| {
+        step(
             Action::RenameLb {
                 uuid: actual.uuid,
                 from: actual.name.clone(),
                 to: desired.name.clone(),
             },
             Impact::None,
-        ));
-    }
+        )
+    })
 }
 
 /// The region of a zone (`rma1` → `rma`), as the API names regions.

@@ -332,7 +332,8 @@ fn timeouts_and_names_are_impact_free() {
     after.name = "renamed".into();
     after.pools[0].listener.timeout_client_data_ms = 60000;
     let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
-    assert_eq!(kinds(&p), ["rename-lb", "update-listener"]);
+    // The rename, which serves nobody, goes last.
+    assert_eq!(kinds(&p), ["update-listener", "rename-lb"]);
     assert_eq!(p.impact(), Impact::None);
 }
 
@@ -809,6 +810,37 @@ fn a_superseded_replacement_pool_goes_before_the_next_one_is_built() {
     assert!(
         matches!((removal, first), (Some(r), Some(c)) if r < c),
         "the abandoned pool goes first:\n{}",
+        p.describe()
+    );
+}
+
+/// Found by the simulation (seed 1469): the port's listener was moved by hand to a port
+/// the Service does not have, a replacement pool of the same name took the port over, and
+/// the Service then asked for another replacement. The pool that routes only the stray
+/// port goes before the new one is built: three pools of one name would be ambiguous.
+#[test]
+fn a_pool_routing_only_an_unwanted_port_goes_before_a_pool_of_its_name_is_built() {
+    let d = desired();
+    let mut actual = converged(&d, &owner());
+    let mut stray = actual.pools[0].clone();
+    stray.uuid = Uuid::from_u128(0x5742_0000_0000_4000_8000_0000_0000_0001);
+    stray.algorithm = PoolAlgorithm::SourceIp;
+    for l in &mut stray.listeners {
+        l.uuid = Uuid::from_u128(0x5742_0000_0000_4000_8000_0000_0000_0002);
+        l.listener.port = 9999;
+    }
+    actual.pools.push(stray.clone());
+    let mut next = d.clone();
+    next.pools[0].algorithm = PoolAlgorithm::LeastConnections;
+    let p = plan_of(&next, Some(&actual));
+    let built = first(&p, "create-pool", None);
+    let removal = p
+        .steps
+        .iter()
+        .position(|s| matches!(&s.action, Action::DeletePool { uuid, .. } if *uuid == stray.uuid));
+    assert!(
+        removal.is_some_and(|r| r < built),
+        "the stray port's pool goes first:\n{}",
         p.describe()
     );
 }
