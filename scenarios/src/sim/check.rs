@@ -580,7 +580,9 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
             .as_deref()
             .is_some_and(|m| m.contains(&world.token))
     });
-    let leaked_trace = world.trace.lines().iter().any(|l| l.contains(&world.token));
+    let leaked_trace = world
+        .trace
+        .scan(|mut lines| lines.any(|l| l.contains(&world.token)));
     if leaked_event || leaked_trace {
         out.push(violation(
             "token-leaked",

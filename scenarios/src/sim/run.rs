@@ -365,28 +365,33 @@ const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
 /// cloud settings were last changed (under another project's token every request succeeds
 /// and every Service fails), in trace milliseconds.
 fn last_failure(world: &World) -> Option<u128> {
-    world.trace.lines().iter().rev().find_map(|l| {
-        if let Some(r) = Request::parse(l) {
-            let failed = r.api == "cloud"
-                && r.by_ccm()
-                && (r.status == "lost" || (!r.status.starts_with('2') && r.status != "404"));
-            return failed.then_some(r.millis);
-        }
-        let mut f = l.split(' ');
-        let at = f.next()?.parse().ok()?;
-        (f.next() == Some("misconfig")).then_some(at)
+    world.trace.scan(|lines| {
+        lines.rev().find_map(|l| {
+            if let Some(r) = Request::parse(l) {
+                let failed = r.api == "cloud"
+                    && r.by_ccm()
+                    && (r.status == "lost" || (!r.status.starts_with('2') && r.status != "404"));
+                return failed.then_some(r.millis);
+            }
+            let mut f = l.split(' ');
+            let at = f.next()?.parse().ok()?;
+            (f.next() == Some("misconfig")).then_some(at)
+        })
     })
 }
 
 /// The cloud writes CCMs made since trace line `from`.
 fn ccm_writes(world: &World, from: usize) -> Vec<String> {
-    world.trace.lines()[from..]
-        .iter()
-        .filter(|l| {
-            Request::parse(l).is_some_and(|r| r.api == "cloud" && r.by_ccm() && r.method != "GET")
-        })
-        .cloned()
-        .collect()
+    world.trace.scan(|lines| {
+        lines
+            .skip(from)
+            .filter(|l| {
+                Request::parse(l)
+                    .is_some_and(|r| r.api == "cloud" && r.by_ccm() && r.method != "GET")
+            })
+            .cloned()
+            .collect()
+    })
 }
 
 /// How soon a crashed CCM is started again (as a restarted pod would be).

@@ -114,6 +114,13 @@ impl Trace {
         self.0.lines.lock().kept.iter().cloned().collect()
     }
 
+    /// Runs `f` over the lines kept, in order, without copying them (the trace is locked
+    /// meanwhile: `f` must not write to it).
+    pub fn scan<R>(&self, f: impl FnOnce(std::collections::vec_deque::Iter<'_, String>) -> R) -> R {
+        let lines = self.0.lines.lock();
+        f(lines.kept.iter())
+    }
+
     /// Lines recorded since the start (the dropped ones included): the index the next line
     /// gets.
     pub fn len(&self) -> usize {
