@@ -208,7 +208,7 @@ pub fn parse_time(s: &str) -> Option<Time> {
 
 /// Formats a timestamp as the API does: RFC 3339, UTC, microseconds, `Z`.
 pub fn format_time(t: Time) -> String {
-    t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+    t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 #[cfg(test)]

@@ -178,6 +178,8 @@ pub struct World {
     kubelets: Vec<Kubelet>,
     proxy: JoinHandle<()>,
     router: axum::Router,
+    /// fakecloud served in process, its router built once for every client of the world.
+    served: fakecloud::InProcess,
     config: WorldConfig,
     epoch: Timestamp,
     next_host: u8,
@@ -257,6 +259,7 @@ impl World {
         let switch = Arc::new(AccountSwitch::default());
         switch.set_other(other_account.clone());
         let cloud_zero = cloud.now() - chrono::Duration::milliseconds(trace.millis() as i64);
+        let cloud_for_served = cloud.clone();
         let mut world = World {
             seed,
             trace,
@@ -273,6 +276,7 @@ impl World {
             kubelets: Vec::new(),
             proxy,
             router,
+            served: fakecloud::InProcess::new(cloud_for_served),
             next_host: config.host_base,
             config,
             epoch,
@@ -357,7 +361,7 @@ impl World {
         let crash = Arc::new(CrashSwitch::default());
         let kube_faults = Arc::new(KubeFaults::default());
         let transport = CloudLink {
-            cloud: fakecloud::InProcess::new(self.cloud.clone()),
+            cloud: self.served.clone(),
             actor: name.clone(),
             trace: self.trace.clone(),
             crash: crash.clone(),
@@ -428,7 +432,7 @@ impl World {
     pub fn cloud_client(&self, actor: &str) -> Result<ccm::cloudscale::Client, String> {
         let token = ccm::secret::Token::new(&self.token).ok_or("an empty token")?;
         let transport = CloudLink {
-            cloud: fakecloud::InProcess::new(self.cloud.clone()),
+            cloud: self.served.clone(),
             actor: actor.to_string(),
             trace: self.trace.clone(),
             crash: Arc::new(CrashSwitch::default()),
@@ -509,9 +513,7 @@ impl World {
             .header(http::header::CONTENT_TYPE, "application/json")
             .body(body)
             .map_err(|e| e.to_string())?;
-        let answer = fakecloud::InProcess::new(self.cloud.clone())
-            .serve(request)
-            .await;
+        let answer = self.served.serve(request).await;
         let Ok(response) = answer else {
             self.trace.cloud("outside", method, path, None);
             return Err(LOST.into());
