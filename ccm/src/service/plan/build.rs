@@ -151,6 +151,25 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
         }),
         _ => false,
     };
+    // Ports that keep their pool but whose members all serve a node port Kubernetes no
+    // longer gives them (it moved the port): nothing serves them, so their new members go
+    // right after the urgent restores, one per port in turn, before any other port's make
+    // phase.
+    let moved: Vec<uuid::Uuid> = b
+        .targets
+        .iter()
+        .filter_map(|t| {
+            let home = t.home?;
+            let key = t.desired.listener.key();
+            let broken = !home.members.is_empty()
+                && home
+                    .members
+                    .iter()
+                    .all(|m| m.member.protocol_port != t.desired.node_port)
+                && home.listeners.iter().any(|l| l.listener.key() == key);
+            broken.then_some(home.uuid)
+        })
+        .collect();
     let (clear_first, clear): (Vec<Step>, Vec<Step>) = b.clear.into_iter().partition(taken);
     steps.extend(clear_first);
     for (&i, first) in b.urgent.iter().zip(switch_first) {
@@ -166,6 +185,14 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
         steps.extend(first);
         steps.extend(own);
     }
+    let restoring: Vec<Vec<Step>>;
+    (restoring, members) = members.into_iter().partition(|m| {
+        m.first().is_some_and(|s| {
+            matches!(&s.action, Action::CreateMember { pool: PoolRef::Existing(u), .. }
+                if moved.contains(u))
+        })
+    });
+    steps.extend(interleave(restoring));
     steps.extend(clear);
     steps.extend(front);
     steps.extend(interleave(members));

@@ -845,6 +845,20 @@ fn a_pool_routing_only_an_unwanted_port_goes_before_a_pool_of_its_name_is_built(
     );
 }
 
+/// Found by the simulation (seed 25014738): a port list change gave one kept port a new node
+/// port and added two ports. Kubernetes stopped serving the kept port's old node port at
+/// once: its new members go before the new ports' pools, monitors and members.
+#[test]
+fn a_port_kubernetes_moved_to_another_node_port_gets_its_members_before_new_ports_are_built() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("tls", 443, 30001));
+    let mut after = two_ports(tcp("web", 80, 30000), tcp("tls", 443, 30005));
+    after.pools.push(tcp("api", 9000, 30006));
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    let member = first(&p, "create-member", Some("tcp/tls"));
+    let built = first(&p, "create-pool", Some("tcp/api"));
+    assert!(member < built, "{}", p.describe());
+}
+
 /// Found by the simulation: a port list replaced so that one port's number went to another
 /// port (with that port's node port) and got a new node port itself. Kubernetes stopped
 /// serving the old backends at once, so the old pools carry nothing of theirs: waiting for
