@@ -196,7 +196,9 @@ impl<'w> Neighbours<'w> {
                 .is_some_and(|n| self.list[n].fips.iter().any(|f| !state.fips.contains(f))),
             Change::Hand { of, to_web, .. } => match self.pick(*of, true) {
                 Some(n) if *to_web => !self.list[n].fips.is_empty(),
-                Some(_) => self.held_by_web(state).is_some(),
+                // A rival claiming the Service's addresses may take the one it lets go
+                // (a documented outcome): only hand-overs no rival contends are judged.
+                Some(_) => state.rivals.is_empty() && self.held_by_web(state).is_some(),
                 None => false,
             },
             Change::NameOf(i) | Change::CopyOf(i) | Change::DeleteNeighbour(i) => {
