@@ -106,7 +106,8 @@ struct Build<'a> {
     tcp_checked: Vec<u16>,
     /// Ports (by desired index) Kubernetes already moved off the node port their
     /// listener's pool serves: nothing is left to protect there, so their new pool's make
-    /// phase and their switch go before other ports' make phase.
+    /// phase and their switch go before other ports' make phase. Also ports whose pool is
+    /// kept but that have no listener at all.
     urgent: Vec<usize>,
 }
 
@@ -345,6 +346,12 @@ impl<'a> Build<'a> {
                 .or_else(|| h.listeners.first())
         });
         let Some(l) = reused else {
+            // A pool kept (or built by an earlier pass that stopped) whose port has no
+            // listener at all: the port is down until it is made, so it goes before any
+            // clean-up or other port's make phase.
+            if t.home.is_some() && !self.holders.contains_key(&key) {
+                self.urgent.push(i);
+            }
             let impact = if outage {
                 Impact::Outage
             } else if held_by_other {

@@ -954,3 +954,31 @@ fn a_move_that_frees_a_wanted_port_waits_for_that_ports_new_pool() {
         p.describe()
     );
 }
+
+/// Found by the simulation (seed 33000443): a pool-algorithm switch's pass removed the
+/// port's listener, then stopped because the Service changed. The next plan found the new
+/// pool built but without a listener, and the old pool routing nothing: the port is down
+/// until its listener is made, so that goes before the old pool's removal.
+#[test]
+fn a_built_pool_without_its_listener_gets_it_before_anything_is_cleared() {
+    let d = desired();
+    let old = converged(&d, &owner());
+    let mut next = d.clone();
+    next.pools[0].algorithm = PoolAlgorithm::LeastConnections;
+    let mut actual = converged(&next, &owner());
+    actual.pools[0].listeners.clear();
+    let mut retired = old.pools[0].clone();
+    retired.uuid = Uuid::from_u128(0x5742_0000_0000_4000_8000_0000_0000_0003);
+    retired.listeners.clear();
+    actual.pools.push(retired.clone());
+    let p = plan_of(&next, Some(&actual));
+    let listener = first(&p, "create-listener", None);
+    let removal = p.steps.iter().position(
+        |s| matches!(&s.action, Action::DeletePool { uuid, .. } if *uuid == retired.uuid),
+    );
+    assert!(
+        removal.is_some_and(|r| listener < r),
+        "the listener goes first:\n{}",
+        p.describe()
+    );
+}
