@@ -94,6 +94,10 @@ enum Kind {
 #[derive(Debug, Clone)]
 struct Event {
     at: u128,
+    /// For outside hands, when the cloud answered their request (a slow API answers
+    /// seconds after the step); for a convergence, when the CCM sent the last cloud read
+    /// before it (what it planned from). Otherwise `at`.
+    seen: u128,
     /// The Service's resourceVersion after a step of the workload, or the one a CCM
     /// converged on (`None`: outside hands, which leave the Service as it is).
     rv: Option<u64>,
@@ -321,8 +325,15 @@ fn models(played: &[Played], lines: &[String], first_nodes: &[String]) -> BTreeM
             if let Some(kind) = step_kind(&p.action, m, &running) {
                 m.served = running.iter().any(|n| Some(n) != m.excluded.as_ref());
                 let ports = m.ports.clone();
+                let seen = match &p.action {
+                    Action::OutsideDelete(..) | Action::OutsideChange(..) => {
+                        answered(lines, i).unwrap_or(p.at)
+                    }
+                    _ => p.at,
+                };
                 m.events.push(Event {
                     at: p.at,
+                    seen,
                     rv: p.resource_version,
                     kind,
                     ports,
@@ -339,6 +350,7 @@ fn models(played: &[Played], lines: &[String], first_nodes: &[String]) -> BTreeM
             let ports = m.ports.clone();
             m.events.push(Event {
                 at,
+                seen: last_read_sent(lines, i).unwrap_or(at),
                 rv: f.next().and_then(|v| v.parse().ok()),
                 kind: Kind::Converged,
                 ports,
@@ -347,6 +359,31 @@ fn models(played: &[Played], lines: &[String], first_nodes: &[String]) -> BTreeM
         }
     }
     models
+}
+
+/// When the cloud answered the outside requests of the step on trace line `step` (the
+/// last `cloud outside` line before the next step).
+fn answered(lines: &[String], step: usize) -> Option<u128> {
+    lines[step + 1..]
+        .iter()
+        .take_while(|l| l.split(' ').nth(1) != Some("step"))
+        .filter(|l| l.split(' ').nth(2) == Some("outside") && l.split(' ').nth(1) == Some("cloud"))
+        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .last()
+}
+
+/// When a CCM sent the last cloud request answered before trace line `at` (a slow answer
+/// is followed by `<ms> slow <who> <sent ms>`).
+fn last_read_sent(lines: &[String], at: usize) -> Option<u128> {
+    let j = lines[..at].iter().rposition(|l| {
+        let mut f = l.split(' ').skip(1);
+        f.next() == Some("cloud") && f.next().is_some_and(|who| who.starts_with("ccm-"))
+    })?;
+    let sent = lines.get(j + 1).and_then(|l| {
+        let mut f = l.split(' ').skip(1);
+        (f.next() == Some("slow")).then(|| f.nth(1)?.parse().ok())?
+    });
+    sent.or_else(|| lines[j].split(' ').next()?.parse().ok())
 }
 
 /// A Node deleted and registered again by its kubelet: its members leave the pools with
@@ -368,6 +405,7 @@ fn reregistered(
         }
         m.events.push(Event {
             at,
+            seen: at,
             rv: None,
             kind: Kind::Changed {
                 bound: MEMBER_RECREATE,
@@ -406,6 +444,7 @@ fn nodes_changed(models: &mut BTreeMap<String, Model>, running: &BTreeSet<String
         };
         m.events.push(Event {
             at,
+            seen: at,
             rv: None,
             kind,
             ports: m.ports.clone(),
@@ -657,8 +696,10 @@ fn allowed(
                     (Some(change), Some(seen)) => change > seen,
                     // Outside hands change no resourceVersion: a convergence settles them
                     // only if its reads came after them (the CCM shares the account-wide
-                    // lists for up to 2 s, and a reconcile takes a few seconds).
-                    _ => c.at + OUTSIDE_SEEN_MS >= e.at,
+                    // lists for up to 2 s, and a reconcile takes a few seconds). Both times
+                    // are the cloud's: a slow API answers the outside request late, and
+                    // the CCM's reads were sent long before it logs convergence.
+                    _ => c.seen + OUTSIDE_SEEN_MS >= e.seen,
                 }
             }),
             Kind::Converged => {}
@@ -894,11 +935,13 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::schedule::Shape;
 
     /// A Service event at 1 ms for the tests of pending changes.
     fn event(kind: Kind, what: &str) -> Event {
         Event {
             at: 1,
+            seen: 1,
             rv: Some(5),
             kind,
             ports: BTreeSet::new(),
@@ -1139,6 +1182,7 @@ mod tests {
         let ports: BTreeSet<_> = [port.clone()].into();
         let ev = |at, kind| Event {
             at,
+            seen: at,
             rv: Some(at as u64),
             kind,
             ports: ports.clone(),
@@ -1202,5 +1246,59 @@ mod tests {
         assert_eq!(allowed(&events, &port, (350_000, 410_000), &[], &[]), None);
         let other = ("udp".to_string(), 53);
         assert_eq!(allowed(&events, &other, (2000, 4000), &[], &[]), None);
+    }
+
+    /// Found by the sweep (seeds 29019979, 33010434): with every cloud answer 6 s late, a
+    /// CCM logged convergence after the outside delete of a monitor was requested, but from
+    /// reads sent before the cloud answered it. The repair that followed (the monitor made
+    /// anew, its members checked anew) is judged as a repair, not as downtime after
+    /// convergence.
+    #[test]
+    fn a_convergence_planned_from_reads_sent_before_an_outside_delete_does_not_settle_it() {
+        let lines: Vec<String> = [
+            "0 step Create",
+            "366000 step OutsideDelete",
+            "371734 cloud ccm-1 GET /v1/load-balancers/pools/p/members 200",
+            "371734 slow ccm-1 365853",
+            "371734 converged default/svc-0 122",
+            "371881 cloud outside DELETE /v1/load-balancers/health-monitors/m 204",
+            "394000 step StopLeader",
+        ]
+        .map(String::from)
+        .to_vec();
+        let shape = Shape {
+            ports: vec![Port {
+                name: "p10".into(),
+                port: 9000,
+                udp: false,
+            }],
+            local: false,
+            annotations: Vec::new(),
+        };
+        let played = [
+            (0, Action::Create("svc-0".into(), shape)),
+            (1, Action::OutsideDelete("svc-0".into(), "monitor")),
+        ]
+        .map(|(line, action)| Played {
+            at: lines[line][..lines[line].find(' ').unwrap_or(0)]
+                .parse()
+                .unwrap_or_default(),
+            line,
+            action,
+            refused: false,
+            resource_version: None,
+        });
+        let models = models(&played, &lines, &["node-1".to_string()]);
+        let events = &models["svc-0"].events;
+        let seen: Vec<(u128, u128)> = events.iter().map(|e| (e.at, e.seen)).collect();
+        assert_eq!(
+            seen,
+            [(0, 0), (366_000, 371_881), (371_734, 365_853)],
+            "{events:?}"
+        );
+        let port = ("tcp".to_string(), 9000);
+        let (bound, ..) = allowed(events, &port, (428_980, 442_980), &[], &[])
+            .unwrap_or_else(|| panic!("not judged: {events:?}"));
+        assert_eq!(bound, REPAIR.as_secs_f64());
     }
 }
