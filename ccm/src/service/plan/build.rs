@@ -127,11 +127,15 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
     // removal of pools that route nothing): each write is one reconfiguration of the load
     // balancer, so every write put before them prolongs its outage, and one member up
     // serves the port.
+    // The port's pool may be one an earlier pass built and left empty (it stopped for a
+    // newer change): its monitor and first member go before the switch all the same.
+    let targets: Vec<PoolRef> = b.targets.iter().map(|t| t.pool.clone()).collect();
     let of = |i: usize| {
+        let target = &targets[i];
         move |step: &Step| match &step.action {
             Action::CreatePool { new, .. } => *new == i,
             Action::CreateMonitor { pool, .. } | Action::CreateMember { pool, .. } => {
-                *pool == PoolRef::New(i)
+                pool == target
             }
             _ => false,
         }

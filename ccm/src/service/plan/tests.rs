@@ -982,3 +982,32 @@ fn a_built_pool_without_its_listener_gets_it_before_anything_is_cleared() {
         p.describe()
     );
 }
+
+/// Found by the simulation (seed 25011587): a port list change gave a port a new name and
+/// node port; a pass built the new pool, then stopped for the next change. The next plan
+/// found that pool empty and the port on its old pool, whose members serve a node port
+/// Kubernetes no longer gives it. The switch is urgent, but the new pool's monitor and
+/// first member go before it: switching first left the port without a member for 86 s,
+/// behind the rest of the plan.
+#[test]
+fn an_urgent_switch_to_a_pool_built_earlier_gives_it_a_member_first() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("dns", 53, 30001));
+    let mut after = two_ports(tcp("web", 80, 30000), tcp("dns2", 53, 30005));
+    // The earlier change the pass was for: another algorithm, so the old pool cannot be
+    // kept.
+    after.pools[1].algorithm = PoolAlgorithm::LeastConnections;
+    let mut actual = converged(&before, &owner());
+    let mut built = converged(&after, &owner()).pools[1].clone();
+    built.uuid = Uuid::from_u128(0x5742_0000_0000_4000_8000_0000_0000_0004);
+    built.members.clear();
+    built.monitors.clear();
+    built.listeners.clear();
+    actual.pools.push(built);
+    let (p, _) = apply(&actual, &after, MemberRule::Strict);
+    let listener = first(&p, "create-listener", Some("tcp/dns2"));
+    let member = first(&p, "create-member", Some("tcp/dns2"));
+    let monitor = first(&p, "create-monitor", Some("tcp/dns2"));
+    assert!(monitor < listener && member < listener, "{}", p.describe());
+    // Still urgent: before the other port's make phase and any clean-up.
+    assert!(listener < 4, "{}", p.describe());
+}
