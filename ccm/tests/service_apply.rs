@@ -80,6 +80,17 @@ fn tags() -> Tags {
     ownership::tags(CLUSTER, UID)
 }
 
+/// [`apply::execute`] with the default tags and a Service that never changes meanwhile.
+async fn execute(
+    c: &Client,
+    d: &DesiredLb,
+    lb: Option<Uuid>,
+    p: &Plan,
+    opts: &ApplyOptions,
+) -> Result<apply::Outcome, ApplyError> {
+    apply::execute(c, d, lb, p, opts, &tags(), &|| false).await
+}
+
 fn owner() -> Ownership {
     Ownership { tags: tags() }
 }
@@ -217,7 +228,7 @@ async fn drive(c: &Client, d: &DesiredLb, uuid: Option<Uuid>, opts: &ApplyOption
                 writes,
             };
         }
-        let out = apply::execute(c, d, actual.map(|a| a.uuid), &p, opts, &tags(), &|| false)
+        let out = execute(c, d, actual.map(|a| a.uuid), &p, opts)
             .await
             .unwrap_or_else(|e| panic!("execute failed: {e}\nplan:\n{}", p.describe()));
         writes += out.writes;
@@ -710,17 +721,7 @@ async fn execute_stops_at_the_first_failure_and_the_next_pass_converges() {
     // Drive until the failing step.
     let err = loop {
         let (actual, p) = plan_now(&c, &d, None).await;
-        match apply::execute(
-            &c,
-            &d,
-            actual.map(|a| a.uuid),
-            &p,
-            &opts(),
-            &tags(),
-            &|| false,
-        )
-        .await
-        {
+        match execute(&c, &d, actual.map(|a| a.uuid), &p, &opts()).await {
             Err(e) => break e,
             Ok(out) if !out.pending.is_empty() => tokio::time::sleep(opts().poll).await,
             Ok(out) => panic!("the plan ran through: {out:?}"),
@@ -773,17 +774,9 @@ async fn a_wait_that_cannot_hold_keeps_the_old_members_and_names_the_new_ones() 
     let mut last = Vec::new();
     for _ in 0..30 {
         let (actual, p) = plan_now(&c, &after, Some(lb)).await;
-        let out = apply::execute(
-            &c,
-            &after,
-            actual.map(|a| a.uuid),
-            &p,
-            &opts(),
-            &tags(),
-            &|| false,
-        )
-        .await
-        .expect("execute");
+        let out = execute(&c, &after, actual.map(|a| a.uuid), &p, &opts())
+            .await
+            .expect("execute");
         last = out.pending;
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -927,17 +920,9 @@ async fn execute_and_patch(
 ) -> (bool, Option<Uuid>) {
     let actual = actual_in(c, patched, d, uuid).await;
     let p = plan(d, actual.as_ref(), &account(patched), &owner());
-    let out = apply::execute(
-        c,
-        d,
-        actual.as_ref().map(|a| a.uuid),
-        &p,
-        &opts(),
-        &tags(),
-        &|| false,
-    )
-    .await
-    .expect("execute");
+    let out = execute(c, d, actual.as_ref().map(|a| a.uuid), &p, &opts())
+        .await
+        .expect("execute");
     let Some(edits) = out.edits else {
         *patched = Snapshot::fetch(c).await.expect("snapshot");
         return (false, out.lb_uuid);

@@ -361,7 +361,7 @@ pub async fn ensure(
             current = plan_for(&found, &snapshot, &desired, &owner, &fips)?;
         }
         let (lb, actual, p) = current;
-        current = match one_pass(svc, ctx, &desired, &owner, (lb, actual, p), pass).await? {
+        current = match one_pass((svc, cfg), ctx, &desired, &owner, (lb, actual, p), pass).await? {
             Pass::Done(lb) => {
                 finish(svc, cfg, ctx, &api, &lb).await?;
                 return Ok(Progress::Done(kept_until));
@@ -377,9 +377,10 @@ pub async fn ensure(
     })
 }
 
-/// Whether the cached Service asks for something else than `svc` did (its parsed
-/// configuration differs; the CCM's own writes, finalizer and status, change nothing).
-fn changed_since(svc: &Service, ctx: &ServiceContext) -> bool {
+/// Whether the cached Service asks for something else than `svc`, parsed as `cfg`, did
+/// (its parsed configuration differs; the CCM's own writes, finalizer and status, change
+/// nothing).
+fn changed_since(svc: &Service, cfg: &ServiceConfig, ctx: &ServiceContext) -> bool {
     let services = ctx.services.read();
     let Some(now) = services
         .as_ref()
@@ -388,8 +389,11 @@ fn changed_since(svc: &Service, ctx: &ServiceContext) -> bool {
         return false;
     };
     now.metadata.resource_version != svc.metadata.resource_version
-        && super::annotations::parse_service(&now).ok()
-            != super::annotations::parse_service(svc).ok()
+        && super::annotations::parse_service(&now)
+            .ok()
+            .flatten()
+            .as_ref()
+            != Some(cfg)
 }
 
 /// How one pass of plan and apply ended.
@@ -406,7 +410,7 @@ enum Pass {
 
 /// One pass: announce a disruptive plan, apply it.
 async fn one_pass(
-    svc: &Service,
+    (svc, cfg): (&Service, &ServiceConfig),
     ctx: &ServiceContext,
     desired: &DesiredLb,
     owner: &Ownership,
@@ -454,7 +458,7 @@ async fn one_pass(
         &p,
         &ctx.apply,
         &owner.tags,
-        &|| changed_since(svc, ctx),
+        &|| changed_since(svc, cfg, ctx),
     )
     .await;
     // The shared reads follow what was written: by its edits when every write was one an
