@@ -127,15 +127,26 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
     // removal of pools that route nothing): each write is one reconfiguration of the load
     // balancer, so every write put before them prolongs its outage, and one member up
     // serves the port.
-    // The port's pool may be one an earlier pass built and left empty (it stopped for a
-    // newer change): its monitor and first member go before the switch all the same.
-    let targets: Vec<PoolRef> = b.targets.iter().map(|t| t.pool.clone()).collect();
+    // The port's pool may be one an earlier pass built and left (it stopped for a newer
+    // change): its monitor (the old one's removal first) and first member go before the
+    // switch all the same.
+    let targets: Vec<(PoolRef, Vec<uuid::Uuid>)> = b
+        .targets
+        .iter()
+        .map(|t| {
+            let monitors = t.home.map(|h| h.monitors.iter().map(|m| m.uuid).collect());
+            (t.pool.clone(), monitors.unwrap_or_default())
+        })
+        .collect();
     let of = |i: usize| {
-        let target = &targets[i];
+        let (target, monitors) = &targets[i];
         move |step: &Step| match &step.action {
             Action::CreatePool { new, .. } => *new == i,
             Action::CreateMonitor { pool, .. } | Action::CreateMember { pool, .. } => {
                 pool == target
+            }
+            Action::DeleteMonitor { uuid, .. } | Action::UpdateMonitor { uuid, .. } => {
+                monitors.contains(uuid)
             }
             _ => false,
         }

@@ -1011,3 +1011,25 @@ fn an_urgent_switch_to_a_pool_built_earlier_gives_it_a_member_first() {
     // Still urgent: before the other port's make phase and any clean-up.
     assert!(listener < 4, "{}", p.describe());
 }
+
+/// Found by the sweep once the urgent switch above brought a pool's monitor forward: the
+/// pool an earlier pass built kept a monitor of the type asked before. Its removal goes
+/// with the new monitor, ahead of it (the API refuses a second monitor on a pool).
+#[test]
+fn an_urgent_switch_replaces_the_monitor_of_a_pool_built_earlier_in_order() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("dns", 53, 30001));
+    let mut after = two_ports(tcp("web", 80, 30000), tcp("dns2", 53, 30005));
+    after.pools[1].algorithm = PoolAlgorithm::LeastConnections;
+    let mut actual = converged(&before, &owner());
+    let mut built = converged(&after, &owner()).pools[1].clone();
+    built.uuid = Uuid::from_u128(0x5742_0000_0000_4000_8000_0000_0000_0005);
+    built.members.clear();
+    built.listeners.clear();
+    actual.pools.push(built);
+    after.pools[1].monitor.kind = HealthMonitorType::Http;
+    let (p, _) = apply(&actual, &after, MemberRule::Strict);
+    let removed = first(&p, "delete-monitor", Some("tcp/dns2"));
+    let made = first(&p, "create-monitor", Some("tcp/dns2"));
+    let listener = first(&p, "create-listener", Some("tcp/dns2"));
+    assert!(removed < made && made < listener, "{}", p.describe());
+}
