@@ -156,15 +156,21 @@ fn annotation_bound(key: &str, m: &Model) -> f64 {
     }
 }
 
-/// Whether a change of one of these annotations came after the Service's last convergence
-/// (one that replaces the monitor: its type, its HTTP options; or the pools: their
-/// algorithm, their protocol).
+/// Whether a change of one of these annotations is not settled yet: no convergence after
+/// it saw it (one that replaces the monitor: its type, its HTTP options; or the pools:
+/// their algorithm, their protocol). A convergence from a Service read before the change
+/// (a reconcile under way when it was made) settles nothing of it.
 fn pending_change(m: &Model, annotations: [&str; 2]) -> bool {
-    m.events
-        .iter()
-        .rev()
-        .take_while(|e| !matches!(e.kind, Kind::Converged))
-        .any(|e| annotations.iter().any(|a| e.what.contains(a)))
+    m.events.iter().enumerate().any(|(i, e)| {
+        annotations.iter().any(|a| e.what.contains(a))
+            && !m.events[i + 1..].iter().any(|c| {
+                matches!(c.kind, Kind::Converged)
+                    && match (e.rv, c.rv) {
+                        (Some(change), Some(seen)) => seen >= change,
+                        _ => true,
+                    }
+            })
+    })
 }
 
 const MONITOR_REPLACED: [&str; 2] = ["health-monitor-type", "health-monitor-http"];
@@ -1088,6 +1094,16 @@ mod tests {
             annotation_bound(&key, &m),
             7.0,
             "the new monitor checks at 7 × 1 s"
+        );
+        // Found by the sweep (seed 41017223): a reconcile that read the Service before the
+        // type change logged convergence after it; the replacement was still to come.
+        let mut stale = event(Kind::Converged, "converged");
+        stale.rv = Some(4);
+        m.events.push(stale);
+        assert_eq!(
+            annotation_bound(&key, &m),
+            7.0,
+            "a stale convergence settles nothing"
         );
         m.events.push(event(Kind::Converged, "converged"));
         assert_eq!(annotation_bound(&key, &m), 0.0, "the replacement is done");
