@@ -1062,3 +1062,44 @@ async fn a_plan_stops_at_the_next_step_once_its_service_changed() {
     assert!(out.pending.is_empty());
     fc.shutdown().await;
 }
+
+/// Found by the simulation (seed 41012568): a node excluded from a Service whose load
+/// balancer was made moments before, its members still in their first checks. The excluded
+/// node's members came up first; removing them left each port without a member up until
+/// the kept ones passed. The removal now waits until a kept member serves.
+#[tokio::test]
+async fn a_node_excluded_while_members_are_in_their_first_checks_leaves_every_port_served() {
+    let fc = start().await;
+    let c = client(&fc);
+    let mut d = desired(subnet(&c).await);
+    for p in &mut d.pools {
+        p.monitor.delay_s = 5;
+        p.monitor.up_threshold = 10;
+    }
+    let (_, lb) = apply_once(&c, &d, None).await;
+    settle(&c, lb).await;
+    let t0 = virtual_now(&fc);
+    let checked = all_members(&c, lb).await;
+    let mut after = d.clone();
+    for p in &mut after.pools {
+        p.members.retain(|m| m.address.to_string() != "10.100.0.11");
+    }
+    let (ran, _) = apply_once(&c, &after, Some(lb)).await;
+    settle(&c, lb).await;
+    wait_all_members_up(&c, lb).await;
+    assert!(
+        checked
+            .iter()
+            .filter(|m| m.address.to_string() == "10.100.0.12")
+            .all(|m| m.monitor_status == Some(MonitorStatus::Changing)),
+        "the case needs the kept members in their first checks"
+    );
+    assert_eq!(kinds(&ran)[..2], ["wait", "wait"], "{ran:?}");
+    for p in &d.pools {
+        let port = p.listener.port;
+        let down = down_intervals(&fc, lb, &t0, port).await;
+        // Down from the start (no member up yet) at most, never again.
+        assert!(down.iter().all(|(a, _)| *a <= 0.0), "port {port}: {down:?}");
+    }
+    fc.shutdown().await;
+}

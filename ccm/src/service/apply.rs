@@ -332,7 +332,20 @@ async fn members_ready(
     let carrying = members
         .iter()
         .any(|m| !replaced.contains(&m.uuid) && serving(m));
-    if !replaced_serving.is_empty() && !carrying {
+    // Replaced members in their checks come up in a moment, maybe before the members that
+    // take over (found by the simulation: a node excluded from a Service whose load
+    // balancer was new, every member in its first checks): wait for one of the wanted
+    // members that are still checked, as for replaced members that serve. Wanted members
+    // found down are not waited for.
+    let checked_soon = !rechecked.is_empty()
+        && names.iter().any(|n| {
+            members.iter().any(|m| {
+                &m.name == n
+                    && m.enabled
+                    && matches!(m.monitor_status, Some(MonitorStatus::Changing))
+            })
+        });
+    if (!replaced_serving.is_empty() || checked_soon) && !carrying {
         return Ok(Some(Pending::new(
             what,
             "one of them before the members they replace go",

@@ -678,7 +678,7 @@ impl Build<'_> {
     }
 
     /// The members no longer wanted go once the new ones serve (a barrier first when some
-    /// of them serve now and new ones do not yet).
+    /// of them serve now, or are about to, and kept ones do not yet).
     fn retire_members(&mut self, d: &DesiredPool, a: &ActualPool, members: &Members) {
         let port = d.name.as_str();
         let surplus: Vec<&ActualMember> = a
@@ -691,7 +691,12 @@ impl Build<'_> {
         if surplus.is_empty() {
             return;
         }
-        let serving = self.actual.changing() || surplus.iter().any(|m| m.serving());
+        // A member in its checks (health `changing`) is about to serve: by the time the
+        // load balancer applies its removal it may be the only one up.
+        let serving = self.actual.changing()
+            || surplus
+                .iter()
+                .any(|m| m.serving() || (m.enabled && m.health == MonitorStatus::Changing));
         let barrier = (!members.not_serving.is_empty() && serving).then(|| {
             self.ops.push(Op::new(
                 Action::WaitMembersUp {

@@ -1033,3 +1033,27 @@ fn an_urgent_switch_replaces_the_monitor_of_a_pool_built_earlier_in_order() {
     let listener = first(&p, "create-listener", Some("tcp/dns2"));
     assert!(removed < made && made < listener, "{}", p.describe());
 }
+
+/// Found by the sweep (seed 41012568): a node excluded from a Service whose members were all
+/// still in their first checks (a load balancer made moments before, up after 10 × 4 s).
+/// The excluded node's member came up first; removing it left the port without a member
+/// until the others passed. A member in its checks is about to serve: the removal waits
+/// for the kept members as it does for one that serves.
+#[test]
+fn a_member_still_in_its_first_checks_is_removed_only_once_the_kept_ones_are_up() {
+    let d = desired();
+    let mut actual = converged(&d, &owner());
+    for p in &mut actual.pools {
+        for m in &mut p.members {
+            m.health = MonitorStatus::Changing;
+        }
+    }
+    let mut next = d.clone();
+    for p in &mut next.pools {
+        p.members.remove(0);
+    }
+    let p = plan_of(&next, Some(&actual));
+    let wait = first(&p, "wait", None);
+    let removal = first(&p, "delete-member", None);
+    assert!(wait < removal, "{}", p.describe());
+}
