@@ -90,6 +90,32 @@ pub async fn settle(
     }
 }
 
+/// Whether some member of a load balancer is in its checks now (neither up nor down yet).
+fn checking(cloud: &fakecloud::App) -> bool {
+    use fakecloud::dataplane::{Health, health_at, member_health};
+    cloud.read("", |ctx| {
+        let dp = ctx.st.dataplane();
+        dp.lbs.values().any(|lb| {
+            lb.ops.last().is_some_and(|op| {
+                op.config.members.iter().any(|m| {
+                    health_at(&member_health(dp, lb, m.uuid, ctx.now), ctx.now) == Health::Changing
+                })
+            })
+        })
+    })
+}
+
+/// Waits (at most [`CONVERGE_S`]) until no member is in its checks. A node that stops or
+/// goes while the other nodes' members are still in their first checks (the CCM logs a new
+/// load balancer converged once it is built) takes its ports down until those pass: no
+/// CCM can avoid that, so a node leaves from a steady load balancer.
+pub async fn settle_checks(b: &impl Backend) {
+    let from = b.cloud().now();
+    while checking(b.cloud()) && secs_between(from, b.cloud().now()) < CONVERGE_S {
+        b.pass(PROBE).await;
+    }
+}
+
 /// Members a replaced monitor checks anew come up within delay × up threshold.
 pub async fn settle_monitors(b: &impl Backend, state: &State) {
     b.pass(Duration::from_secs_f64(state.recheck_s() + 10.0))

@@ -415,6 +415,9 @@ async fn step(
     }
     report.played = true;
     b.trace().note(format!("change {i}: {change:?}"));
+    if matches!(change, Change::NodeStop(_) | Change::NodeDelete(_)) {
+        measure::settle_checks(b).await;
+    }
     let lb_before = load_balancer_of(b, NAME).await;
     let window = Window::open(b, lb_before).await?;
     let nb_before = nbs.open(b).await?;
