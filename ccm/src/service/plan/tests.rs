@@ -983,6 +983,25 @@ fn a_built_pool_without_its_listener_gets_it_before_anything_is_cleared() {
     );
 }
 
+/// A port renamed (`dns` to `dns2`) and given another node port and algorithm (so its old
+/// pool cannot be kept), after a pass built its new pool (without members and listener;
+/// with its monitor if `monitor`) and stopped: the state found, and what is wanted.
+fn dns_renamed_with_its_pool_built(monitor: bool) -> (ActualLb, DesiredLb) {
+    let before = two_ports(tcp("web", 80, 30000), tcp("dns", 53, 30001));
+    let mut after = two_ports(tcp("web", 80, 30000), tcp("dns2", 53, 30005));
+    after.pools[1].algorithm = PoolAlgorithm::LeastConnections;
+    let mut actual = converged(&before, &owner());
+    let mut built = converged(&after, &owner()).pools[1].clone();
+    built.uuid = Uuid::from_u128(0x5742_0000_0000_4000_8000_0000_0000_0004);
+    built.members.clear();
+    built.listeners.clear();
+    if !monitor {
+        built.monitors.clear();
+    }
+    actual.pools.push(built);
+    (actual, after)
+}
+
 /// Found by the simulation (seed 25011587): a port list change gave a port a new name and
 /// node port; a pass built the new pool, then stopped for the next change. The next plan
 /// found that pool empty and the port on its old pool, whose members serve a node port
@@ -991,18 +1010,7 @@ fn a_built_pool_without_its_listener_gets_it_before_anything_is_cleared() {
 /// behind the rest of the plan.
 #[test]
 fn an_urgent_switch_to_a_pool_built_earlier_gives_it_a_member_first() {
-    let before = two_ports(tcp("web", 80, 30000), tcp("dns", 53, 30001));
-    let mut after = two_ports(tcp("web", 80, 30000), tcp("dns2", 53, 30005));
-    // The earlier change the pass was for: another algorithm, so the old pool cannot be
-    // kept.
-    after.pools[1].algorithm = PoolAlgorithm::LeastConnections;
-    let mut actual = converged(&before, &owner());
-    let mut built = converged(&after, &owner()).pools[1].clone();
-    built.uuid = Uuid::from_u128(0x5742_0000_0000_4000_8000_0000_0000_0004);
-    built.members.clear();
-    built.monitors.clear();
-    built.listeners.clear();
-    actual.pools.push(built);
+    let (actual, after) = dns_renamed_with_its_pool_built(false);
     let (p, _) = apply(&actual, &after, MemberRule::Strict);
     let listener = first(&p, "create-listener", Some("tcp/dns2"));
     let member = first(&p, "create-member", Some("tcp/dns2"));
@@ -1017,15 +1025,7 @@ fn an_urgent_switch_to_a_pool_built_earlier_gives_it_a_member_first() {
 /// with the new monitor, ahead of it (the API refuses a second monitor on a pool).
 #[test]
 fn an_urgent_switch_replaces_the_monitor_of_a_pool_built_earlier_in_order() {
-    let before = two_ports(tcp("web", 80, 30000), tcp("dns", 53, 30001));
-    let mut after = two_ports(tcp("web", 80, 30000), tcp("dns2", 53, 30005));
-    after.pools[1].algorithm = PoolAlgorithm::LeastConnections;
-    let mut actual = converged(&before, &owner());
-    let mut built = converged(&after, &owner()).pools[1].clone();
-    built.uuid = Uuid::from_u128(0x5742_0000_0000_4000_8000_0000_0000_0005);
-    built.members.clear();
-    built.listeners.clear();
-    actual.pools.push(built);
+    let (actual, mut after) = dns_renamed_with_its_pool_built(true);
     after.pools[1].monitor.kind = HealthMonitorType::Http;
     let (p, _) = apply(&actual, &after, MemberRule::Strict);
     let removed = first(&p, "delete-monitor", Some("tcp/dns2"));
