@@ -378,7 +378,7 @@ async fn load_balancer_stack_round_trip() {
 
     // Pool.
     let pool = c
-        .create_pool(&new_pool(&lb.uuid, "tcp/80"), Idempotency::NaturalKey)
+        .create_pool(&new_pool(&lb.uuid, "tcp/80"), Idempotency::NaturalKey, &[])
         .await
         .expect("pool");
     assert_eq!(pool.load_balancer.uuid, lb.uuid);
@@ -1061,7 +1061,7 @@ async fn dropped_post_is_looked_up_then_retried_once() {
         .times(2),
     );
     let pool = c
-        .create_pool(&new_pool(&lb.uuid, "tcp/80"), Idempotency::NaturalKey)
+        .create_pool(&new_pool(&lb.uuid, "tcp/80"), Idempotency::NaturalKey, &[])
         .await
         .expect("pool");
     let pools = c.list_pools(&Filter::all()).await.expect("pools");
@@ -1085,7 +1085,11 @@ async fn a_replacement_pool_is_not_mistaken_for_the_pool_it_replaces() {
         .await
         .expect("lb");
     let old = c
-        .create_pool(&new_pool(&lb.uuid, "tcp/http"), Idempotency::NaturalKey)
+        .create_pool(
+            &new_pool(&lb.uuid, "tcp/http"),
+            Idempotency::NaturalKey,
+            &[],
+        )
         .await
         .expect("old pool");
     let replacement = CreatePool {
@@ -1098,11 +1102,33 @@ async fn a_replacement_pool_is_not_mistaken_for_the_pool_it_replaces() {
             FaultRule::new(Some("POST"), "/v1/load-balancers/pools", effect).times(1),
         );
         let new = c
-            .create_pool(&replacement, Idempotency::NaturalKey)
+            .create_pool(&replacement, Idempotency::NaturalKey, &[])
             .await
             .expect("replacement pool");
         assert_ne!(new.uuid, old.uuid, "the old pool returned as the new one");
         assert_eq!(new.algorithm, PoolAlgorithm::LeastConnections);
+        let pools = c.list_pools(&Filter::all()).await.expect("pools");
+        assert_eq!(pools.len(), 2, "old and new, no duplicate: {pools:?}");
+        c.delete_pool(&new.uuid).await.expect("delete");
+    }
+    // Found by the simulation (seed 43016960): a replacement of the same algorithm and
+    // protocol (leaving externalTrafficPolicy: Local) whose POST was dropped. Only the
+    // pools it is made beside tell the old one apart.
+    let besides = [uuid::Uuid::parse_str(&old.uuid).expect("uuid")];
+    for effect in [FaultEffect::Drop, FaultEffect::LoseAnswer] {
+        fault(
+            &fc,
+            FaultRule::new(Some("POST"), "/v1/load-balancers/pools", effect).times(1),
+        );
+        let new = c
+            .create_pool(
+                &new_pool(&lb.uuid, "tcp/http"),
+                Idempotency::NaturalKey,
+                &besides,
+            )
+            .await
+            .expect("replacement pool");
+        assert_ne!(new.uuid, old.uuid, "the old pool returned as the new one");
         let pools = c.list_pools(&Filter::all()).await.expect("pools");
         assert_eq!(pools.len(), 2, "old and new, no duplicate: {pools:?}");
         c.delete_pool(&new.uuid).await.expect("delete");
@@ -1156,7 +1182,7 @@ async fn lost_answer_to_an_executed_post_returns_the_created_resource() {
         .find(|s| s.cidr == "10.100.0.0/24")
         .expect("subnet");
     let pool = c
-        .create_pool(&new_pool(&lb.uuid, "tcp/443"), Idempotency::NaturalKey)
+        .create_pool(&new_pool(&lb.uuid, "tcp/443"), Idempotency::NaturalKey, &[])
         .await
         .expect("pool");
     let members = format!("/v1/load-balancers/pools/{}/members", pool.uuid);
@@ -1309,7 +1335,7 @@ async fn the_token_never_appears_in_errors_debug_or_logs() {
             FaultRule::new(Some("POST"), "/v1/load-balancers/pools", FaultEffect::Drop),
         );
         errors.push(
-            c.create_pool(&new_pool(&lb.uuid, "p"), Idempotency::Never)
+            c.create_pool(&new_pool(&lb.uuid, "p"), Idempotency::Never, &[])
                 .await
                 .expect_err("drop"),
         );
@@ -1503,7 +1529,7 @@ async fn metrics_use_endpoint_templates_and_counters_count_calls() {
         .await
         .expect("lb");
     let pool = scoped
-        .create_pool(&new_pool(&lb.uuid, "tcp/80"), Idempotency::RequestId)
+        .create_pool(&new_pool(&lb.uuid, "tcp/80"), Idempotency::RequestId, &[])
         .await
         .expect("pool");
     scoped

@@ -398,13 +398,24 @@ impl Client {
             .await
     }
 
-    pub async fn create_pool(&self, body: &CreatePool, idem: Idempotency) -> Result<Pool> {
+    /// Creates a pool. `besides`: pools of the load balancer that exist already and may
+    /// bear the same name (the pool a replacement is made next to): after an unknown
+    /// outcome, the lookup never takes one of them for the pool it made.
+    pub async fn create_pool(
+        &self,
+        body: &CreatePool,
+        idem: Idempotency,
+        besides: &[uuid::Uuid],
+    ) -> Result<Pool> {
         let mut body = body.clone();
         let (name, lb) = (body.name.clone(), body.load_balancer.clone());
         let (algorithm, protocol) = (body.algorithm.clone(), body.protocol.clone());
+        let besides = besides.to_vec();
         // Algorithm and protocol belong to the key: a replacement pool (make-before-break)
         // has the name of the pool it replaces, which still exists, and must not be taken
-        // for it.
+        // for it. A replacement of the same algorithm and protocol (leaving
+        // `externalTrafficPolicy: Local` moves its members' monitor port) is told apart
+        // only by `besides`.
         let natural: (String, Predicate<Pool>) = (
             format!("name {name:?} ({protocol:?}, {algorithm:?}) in load balancer {lb}"),
             Box::new(move |p: &Pool| {
@@ -412,6 +423,7 @@ impl Client {
                     && p.load_balancer.uuid == lb
                     && p.algorithm == algorithm
                     && p.protocol == protocol
+                    && !uuid::Uuid::parse_str(&p.uuid).is_ok_and(|u| besides.contains(&u))
             }),
         );
         let lookup = prepare(&idem, &mut body.tags, POOLS, Some(natural));

@@ -572,6 +572,7 @@ impl Run<'_> {
                 name,
                 algorithm,
                 protocol,
+                besides,
             } => {
                 let lb = self.lb(what)?;
                 if *new >= self.new_pools.len() {
@@ -585,7 +586,10 @@ impl Run<'_> {
                     protocol: protocol.clone(),
                     tags: self.tags.clone(),
                 };
-                let pool = c.create_pool(&body, idem()).await.map_err(failed)?;
+                let pool = c
+                    .create_pool(&body, idem(), besides)
+                    .await
+                    .map_err(failed)?;
                 self.new_pools[*new] = Some(parse_uuid("pool", &pool.uuid)?);
                 self.wrote(Some(Edit::Pool(pool)));
             }

@@ -162,6 +162,7 @@ impl Sim {
                 name,
                 algorithm,
                 protocol,
+                ..
             } => {
                 let uuid = self.id();
                 self.lb()?.pools.push(ActualPool {

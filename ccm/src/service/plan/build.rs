@@ -265,7 +265,19 @@ impl<'a> Build<'a> {
                 } else {
                     Impact::None
                 };
-                new_pool(i, d, impact, &mut self.front, &mut self.member_creates);
+                let besides = actual
+                    .pools
+                    .iter()
+                    .filter(|a| a.name == d.name)
+                    .map(|a| a.uuid)
+                    .collect();
+                new_pool(
+                    (i, d),
+                    impact,
+                    besides,
+                    &mut self.front,
+                    &mut self.member_creates,
+                );
                 Target {
                     desired: d,
                     pool: PoolRef::New(i),
@@ -528,9 +540,9 @@ fn leave_listener(
 /// A whole new pool: the pool, its monitor (so members are checked as soon as they are
 /// applied), its members; its listener is placed by the schedule.
 fn new_pool(
-    i: usize,
-    d: &DesiredPool,
+    (i, d): (usize, &DesiredPool),
     impact: Impact,
+    besides: Vec<uuid::Uuid>,
     front: &mut Vec<Step>,
     member_creates: &mut Vec<Vec<Step>>,
 ) {
@@ -540,6 +552,7 @@ fn new_pool(
             name: d.name.clone(),
             algorithm: d.algorithm.clone(),
             protocol: d.protocol.clone(),
+            besides,
         },
         impact,
         &d.name,

@@ -201,6 +201,9 @@ pub enum Action {
         name: String,
         algorithm: PoolAlgorithm,
         protocol: PoolProtocol,
+        /// Pools of the load balancer that bear this name already (the pool it replaces):
+        /// what a lookup after a lost answer must not take for the new one.
+        besides: Vec<Uuid>,
     },
     RenamePool {
         uuid: Uuid,

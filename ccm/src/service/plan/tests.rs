@@ -1057,3 +1057,23 @@ fn a_member_still_in_its_first_checks_is_removed_only_once_the_kept_ones_are_up(
     let removal = first(&p, "delete-member", None);
     assert!(wait < removal, "{}", p.describe());
 }
+
+/// A replacement pool names the pools it is made beside (the API client's lookup after a
+/// lost answer must not take the old one for it: found by the simulation, seed 43016960).
+#[test]
+fn a_replacement_pool_names_the_pool_of_its_name_it_is_made_beside() {
+    let d = desired();
+    let actual = converged(&d, &owner());
+    let mut next = d.clone();
+    next.pools[0].algorithm = PoolAlgorithm::LeastConnections;
+    let p = plan_of(&next, Some(&actual));
+    let besides: Vec<&Vec<Uuid>> = p
+        .steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::CreatePool { besides, .. } => Some(besides),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(besides, [&vec![actual.pools[0].uuid]], "{}", p.describe());
+}
