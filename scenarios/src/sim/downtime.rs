@@ -356,7 +356,7 @@ fn models(played: &[Played], lines: &[String], first_nodes: &[String]) -> BTreeM
             let ports = m.ports.clone();
             m.events.push(Event {
                 at,
-                seen: last_read_sent(lines, i).unwrap_or(at),
+                seen: last_request_sent(lines, i).unwrap_or(at),
                 rv: f.next().and_then(|v| v.parse().ok()),
                 kind: Kind::Converged,
                 ports,
@@ -373,23 +373,25 @@ fn answered(lines: &[String], step: usize) -> Option<u128> {
     lines[step + 1..]
         .iter()
         .take_while(|l| l.split(' ').nth(1) != Some("step"))
-        .filter(|l| l.split(' ').nth(2) == Some("outside") && l.split(' ').nth(1) == Some("cloud"))
-        .filter_map(|l| l.split(' ').next()?.parse().ok())
+        .filter_map(|l| Request::parse(l))
+        .filter(|r| r.api == "cloud" && r.actor == "outside")
+        .map(|r| r.millis)
         .last()
 }
 
 /// When a CCM sent the last cloud request answered before trace line `at` (a slow answer
 /// is followed by `<ms> slow <who> <sent ms>`).
-fn last_read_sent(lines: &[String], at: usize) -> Option<u128> {
-    let j = lines[..at].iter().rposition(|l| {
-        let mut f = l.split(' ').skip(1);
-        f.next() == Some("cloud") && f.next().is_some_and(|who| who.starts_with("ccm-"))
+fn last_request_sent(lines: &[String], at: usize) -> Option<u128> {
+    let (j, r) = lines[..at].iter().enumerate().rev().find_map(|(j, l)| {
+        Request::parse(l)
+            .filter(|r| r.api == "cloud" && r.by_ccm())
+            .map(|r| (j, r))
     })?;
     let sent = lines.get(j + 1).and_then(|l| {
         let mut f = l.split(' ').skip(1);
         (f.next() == Some("slow")).then(|| f.nth(1)?.parse().ok())?
     });
-    sent.or_else(|| lines[j].split(' ').next()?.parse().ok())
+    Some(sent.unwrap_or(r.millis))
 }
 
 /// A Node deleted and registered again by its kubelet: its members leave the pools with
@@ -872,7 +874,7 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
         lbs.extend(world.load_balancer_of(name));
         let from = world.cloud_zero + chrono::Duration::milliseconds(first.at as i64);
         for lb in lbs {
-            let (entries, ops, named) = world.cloud.read("", |ctx| {
+            let (entries, ops) = world.cloud.read("", |ctx| {
                 let entries = fakecloud::dataplane::availability(
                     ctx.st.dataplane(),
                     lb,
@@ -882,19 +884,19 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
                     propagation,
                 )
                 .unwrap_or_default();
-                let applied = ctx.st.dataplane().lbs.get(&lb).map(|l| &l.ops[..]);
-                let ops: Vec<(u128, u128)> = applied
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|o| (millis(o.requested_at), millis(o.effective_at)))
-                    .collect();
-                // The operation a report names as the one that took a port down.
-                let named: Vec<(u128, String)> = applied
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|o| (millis(o.effective_at), o.operation.clone()))
-                    .collect();
-                (entries, ops, named)
+                let ops: Vec<(u128, u128)> = ctx
+                    .st
+                    .dataplane()
+                    .lbs
+                    .get(&lb)
+                    .map(|l| {
+                        l.ops
+                            .iter()
+                            .map(|o| (millis(o.requested_at), millis(o.effective_at)))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (entries, ops)
             });
             for entry in entries
                 .iter()
@@ -927,14 +929,10 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
                         allowed += (carried_over(&lines, a, b) * apply_ms) as f64 / 1000.0;
                     }
                     if took > allowed + SLACK {
-                        let cause = named
-                            .iter()
-                            .zip(&ops)
-                            .filter(|((at, _), _)| *at == a)
-                            .map(|((_, op), (requested, _))| {
+                        let cause = applied_at(world, lb, a, millis)
+                            .map(|(op, requested)| {
                                 format!("; it went down as the load balancer applied {op} (requested at {requested} ms)")
                             })
-                            .next()
                             .unwrap_or_default();
                         let invariant = if model.events[i].what.starts_with("Outside") {
                             "repair-too-slow"
@@ -961,6 +959,24 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
         }
     }
     out
+}
+
+/// The operation load balancer `lb` applied at trace millisecond `at`, and when it was
+/// requested: what a failure names as having taken a port down (read only for a failure,
+/// so that judging a passing run copies no operation text).
+fn applied_at(
+    world: &World,
+    lb: uuid::Uuid,
+    at: u128,
+    millis: impl Fn(fakecloud::clock::Time) -> u128,
+) -> Option<(String, u128)> {
+    world.cloud.read("", |ctx| {
+        let l = ctx.st.dataplane().lbs.get(&lb)?;
+        l.ops
+            .iter()
+            .find(|o| millis(o.effective_at) == at)
+            .map(|o| (o.operation.clone(), millis(o.requested_at)))
+    })
 }
 
 #[cfg(test)]
