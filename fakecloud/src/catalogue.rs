@@ -171,10 +171,6 @@ impl Image {
 pub const LB_FLAVOR_SLUG: &str = "lb-standard";
 pub const LB_FLAVOR_NAME: &str = "LB-Standard";
 
-pub fn lb_flavor_stub() -> Value {
-    json!({"slug": LB_FLAVOR_SLUG, "name": LB_FLAVOR_NAME})
-}
-
 pub fn lb_flavors_json() -> Value {
     json!([{"slug": LB_FLAVOR_SLUG, "name": LB_FLAVOR_NAME,
             "zones": ALL_ZONES.iter().map(|z| json!({"slug": z})).collect::<Vec<_>>()}])

@@ -211,15 +211,9 @@ pub struct Server {
     pub zone: ZoneStub,
     pub flavor: ServerFlavorStub,
     #[serde(default)]
-    pub image: Option<ImageStub>,
-    #[serde(default)]
     pub interfaces: Vec<Interface>,
-    #[serde(default)]
-    pub server_groups: Vec<ServerGroupStub>,
-    #[serde(default)]
-    pub ssh_fingerprints: Option<Vec<String>>,
-    #[serde(default)]
-    pub ssh_host_keys: Option<Vec<String>>,
+    // The image, server groups and SSH keys are not read: the host keys alone are most of
+    // a server's JSON, and every server list would copy them.
     #[serde(default)]
     pub tags: Tags,
     #[serde(default)]

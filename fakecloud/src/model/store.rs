@@ -617,6 +617,28 @@ impl Ctx<'_> {
         }
     }
 
+    /// A pool as other resources name it (an empty name once it is gone).
+    pub fn pool_ref(&self, uuid: Uuid) -> NamedStub<'_> {
+        NamedStub {
+            href: self.href_of("load-balancers/pools", uuid),
+            uuid,
+            name: self.st.pools.get(&uuid).map_or("", |p| p.name.as_str()),
+        }
+    }
+
+    /// A load balancer as other resources name it (an empty name once it is gone).
+    pub fn load_balancer_ref(&self, uuid: Uuid) -> NamedStub<'_> {
+        NamedStub {
+            href: self.href_of("load-balancers", uuid),
+            uuid,
+            name: self
+                .st
+                .load_balancers
+                .get(&uuid)
+                .map_or("", |l| l.name.as_str()),
+        }
+    }
+
     pub fn zone_stub(zone: &str) -> Value {
         json!({"slug": zone})
     }
@@ -652,16 +674,6 @@ impl Ctx<'_> {
             .map(|l| l.name.clone())
             .unwrap_or_default();
         json!({"href": self.href("load-balancers", uuid), "uuid": uuid.to_string(), "name": name})
-    }
-
-    pub fn pool_stub(&self, uuid: Uuid) -> Value {
-        let name = self
-            .st
-            .pools
-            .get(&uuid)
-            .map(|p| p.name.clone())
-            .unwrap_or_default();
-        json!({"href": self.href("load-balancers/pools", uuid), "uuid": uuid.to_string(), "name": name})
     }
 
     /// A timestamp of an answer, as JSON.

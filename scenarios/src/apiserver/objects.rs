@@ -92,7 +92,23 @@ impl Shared {
     ) -> Option<T> {
         let store = self.0.store.read();
         let value = store.get(storage, &(namespace.to_string(), name.to_string()))?;
-        serde_json::from_value(value.clone()).ok()
+        // From the borrowed value: no copy of the object first.
+        <T as serde::Deserialize>::deserialize(value).ok()
+    }
+
+    /// Reads one stored object in place (`None`: no such object), for callers that need a
+    /// field or two and not the whole typed object.
+    pub fn read_object<R>(
+        &self,
+        storage: &str,
+        namespace: &str,
+        name: &str,
+        read: impl FnOnce(&Value) -> R,
+    ) -> Option<R> {
+        let store = self.0.store.read();
+        store
+            .get(storage, &(namespace.to_string(), name.to_string()))
+            .map(read)
     }
 
     /// Every stored object of one type (`services`, `nodes`, `endpointslices`, `events`, ...)
@@ -101,7 +117,7 @@ impl Shared {
         let store = self.0.store.read();
         store
             .list(storage, None)
-            .filter_map(|(_, v)| serde_json::from_value(v.clone()).ok())
+            .filter_map(|(_, v)| <T as serde::Deserialize>::deserialize(v).ok())
             .collect()
     }
 
@@ -456,7 +472,7 @@ impl Shared {
             // carrying the final state.
             store
                 .remove_final(t.rt.storage_key(), &key, new)
-                .unwrap_or(Value::Null)
+                .unwrap_or_else(|| Arc::new(Value::Null))
         } else {
             store.put(t.rt.storage_key(), key, new, ChangeKind::Modified)
         };
@@ -566,10 +582,10 @@ impl Shared {
             let now = now_rfc3339(&self.0.config.ambient);
             let marked = Self::delete_namespace(&mut store, &name, old, &now);
             Self::finish_namespace_deletion(&mut store, &name);
-            marked
+            Arc::new(marked)
         } else if has_finalizers {
             if old.pointer("/metadata/deletionTimestamp").is_some() {
-                old
+                Arc::new(old)
             } else {
                 let mut marked = old;
                 marked["metadata"]["deletionTimestamp"] =
@@ -578,7 +594,9 @@ impl Shared {
                 store.put(t.rt.storage_key(), key, marked, ChangeKind::Modified)
             }
         } else {
-            store.remove(t.rt.storage_key(), &key).unwrap_or(old)
+            store
+                .remove(t.rt.storage_key(), &key)
+                .unwrap_or_else(|| Arc::new(old))
         };
         Self::finish_namespace_deletion(&mut store, &ns);
         drop(store);
@@ -622,7 +640,7 @@ impl Shared {
                 }
             }
         }
-        marked
+        Arc::unwrap_or_clone(marked)
     }
 
     /// Removes a terminating namespace once nothing is left in it.

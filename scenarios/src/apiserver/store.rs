@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChangeKind {
@@ -30,9 +31,10 @@ pub struct Change {
     pub namespace: String,
     pub kind: ChangeKind,
     /// The object after the change (for a deletion: as it was, with the deletion's RV).
-    pub object: Value,
+    /// Shared with the store: a write copies no object.
+    pub object: Arc<Value>,
     /// The object before the change, for selector transitions.
-    pub previous: Option<Value>,
+    pub previous: Option<Arc<Value>>,
 }
 
 /// Key of an object inside one resource type: (namespace, name); cluster-scoped objects
@@ -42,7 +44,7 @@ pub type Key = (String, String);
 #[derive(Debug)]
 pub struct Store {
     pub rv: u64,
-    objects: HashMap<&'static str, BTreeMap<Key, Value>>,
+    objects: HashMap<&'static str, BTreeMap<Key, Arc<Value>>>,
     history: VecDeque<Change>,
     history_limit: usize,
     /// Changes at or below this RV are no longer in the history.
@@ -74,7 +76,10 @@ impl Store {
     }
 
     pub fn get(&self, storage: &str, key: &Key) -> Option<&Value> {
-        self.objects.get(storage).and_then(|m| m.get(key))
+        self.objects
+            .get(storage)
+            .and_then(|m| m.get(key))
+            .map(|v| &**v)
     }
 
     /// Objects of one type, in key order, optionally in one namespace.
@@ -88,6 +93,7 @@ impl Store {
             .into_iter()
             .flat_map(|m| m.iter())
             .filter(move |((ns, _), _)| namespace.is_none_or(|n| n == ns))
+            .map(|(k, v)| (k, &**v))
     }
 
     /// Stores `object` (its resourceVersion is set here) and records the change.
@@ -97,9 +103,10 @@ impl Store {
         key: Key,
         mut object: Value,
         kind: ChangeKind,
-    ) -> Value {
+    ) -> Arc<Value> {
         self.rv += 1;
         object["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        let object = Arc::new(object);
         let previous = self
             .objects
             .entry(storage)
@@ -110,11 +117,12 @@ impl Store {
     }
 
     /// Removes an object; returns it with the deletion's resourceVersion.
-    pub fn remove(&mut self, storage: &'static str, key: &Key) -> Option<Value> {
+    pub fn remove(&mut self, storage: &'static str, key: &Key) -> Option<Arc<Value>> {
         let previous = self.objects.get_mut(storage)?.remove(key)?;
         self.rv += 1;
-        let mut object = previous.clone();
+        let mut object = (*previous).clone();
         object["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        let object = Arc::new(object);
         self.record(
             storage,
             key.0.clone(),
@@ -130,8 +138,8 @@ impl Store {
         storage: &'static str,
         namespace: String,
         kind: ChangeKind,
-        object: Value,
-        previous: Option<Value>,
+        object: Arc<Value>,
+        previous: Option<Arc<Value>>,
     ) {
         if RBAC_STORAGES.contains(&storage) {
             self.rbac_decisions.get_mut().clear();
@@ -158,10 +166,11 @@ impl Store {
         storage: &'static str,
         key: &Key,
         mut last: Value,
-    ) -> Option<Value> {
+    ) -> Option<Arc<Value>> {
         let previous = self.objects.get_mut(storage)?.remove(key)?;
         self.rv += 1;
         last["metadata"]["resourceVersion"] = Value::String(self.rv.to_string());
+        let last = Arc::new(last);
         self.record(
             storage,
             key.0.clone(),

@@ -15,8 +15,15 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 pub(super) fn event_line(kind: &str, object: &Value) -> Bytes {
-    let mut line = json!({"type": kind, "object": object}).to_string();
-    line.push('\n');
+    // Serialized from borrows: every watcher encodes every change it passes on.
+    #[derive(serde::Serialize)]
+    struct Event<'a> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        object: &'a Value,
+    }
+    let mut line = serde_json::to_vec(&Event { kind, object }).unwrap_or_default();
+    line.push(b'\n');
     Bytes::from(line)
 }
 
@@ -95,12 +102,20 @@ pub(super) async fn watch_loop(
     let labels = LabelSelector::parse(params.label_selector.as_deref().unwrap_or_default())?;
     let fields = FieldSelector::parse(params.field_selector.as_deref().unwrap_or_default())?;
     let matches = |obj: &Value| {
-        let ext = external(target.rt, obj);
+        // Only the events.k8s.io view differs in what selectors read; the others' external
+        // form adds apiVersion and kind alone, so they are matched without a copy.
+        let converted;
+        let ext = if target.rt.group == "events.k8s.io" {
+            converted = external(target.rt, obj);
+            &converted
+        } else {
+            obj
+        };
         let in_ns = target
             .namespace
             .as_deref()
-            .is_none_or(|ns| meta_str(&ext, "namespace") == Some(ns));
-        in_ns && labels.matches(&ext) && fields.matches(&ext)
+            .is_none_or(|ns| meta_str(ext, "namespace") == Some(ns));
+        in_ns && labels.matches(ext) && fields.matches(ext)
     };
     let storage = target.rt.storage_key();
     let mut changed = srv.0.changed.subscribe();
@@ -174,7 +189,7 @@ pub(super) async fn watch_loop(
             let mut lines = Vec::new();
             for c in changes.filter(|c| c.storage == storage) {
                 let now_in = matches(&c.object);
-                let was_in = c.previous.as_ref().is_some_and(&matches);
+                let was_in = c.previous.as_deref().is_some_and(&matches);
                 let kind = match (c.kind, was_in, now_in) {
                     (ChangeKind::Deleted, true, _) => Some("DELETED"),
                     (ChangeKind::Deleted, false, _) => None,

@@ -284,6 +284,7 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
     let mut deadline = tokio::time::Instant::now() + CONVERGE;
     let hard_deadline = deadline + QUEUED;
     let mut marks = vec![world.trace.len()];
+    let mut last_failure = LastFailure::default();
     loop {
         let next = (tokio::time::Instant::now() + PROBE).min(deadline);
         supervise_until(&mut world, next).await;
@@ -300,7 +301,7 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
         // A Service whose reconcile failed is retried after up to 5 min (the maximum
         // retry delay) from the end of that reconcile: silence shorter than that since
         // the last failed request proves nothing.
-        let backoff_over = last_failure(&world).is_none_or(|t| {
+        let backoff_over = last_failure.look(&world).is_none_or(|t| {
             world.trace.millis() >= t + (MAX_RETRY_DELAY + RECONCILE_TAIL).as_millis()
         });
         let settled = marks.len() >= 3
@@ -370,21 +371,44 @@ const RECONCILE_TAIL: Duration = Duration::from_secs(30);
 
 /// When a CCM's cloud request last failed (no answer, or an error other than 404), or its
 /// cloud settings were last changed (under another project's token every request succeeds
-/// and every Service fails), in trace milliseconds.
-fn last_failure(world: &World) -> Option<u128> {
-    world.trace.scan(|lines| {
-        lines.rev().find_map(|l| {
-            if let Some(r) = Request::parse(l) {
-                let failed = r.api == "cloud"
-                    && r.by_ccm()
-                    && (r.status == "lost" || (!r.status.starts_with('2') && r.status != "404"));
-                return failed.then_some(r.millis);
-            }
-            let mut f = l.split(' ');
-            let at = f.next()?.parse().ok()?;
-            (f.next() == Some("misconfig")).then_some(at)
-        })
-    })
+/// and every Service fails), in trace milliseconds. Each look reads only the lines added
+/// since the one before (the settle loop looks every probe).
+#[derive(Default)]
+struct LastFailure {
+    scanned: usize,
+    at: Option<u128>,
+}
+
+impl LastFailure {
+    fn look(&mut self, world: &World) -> Option<u128> {
+        let total = world.trace.len();
+        let found = world.trace.scan(|lines| {
+            // Lines dropped from the front (a soak keeps the last ones only) shift the index.
+            let dropped = total.saturating_sub(lines.len());
+            lines
+                .skip(self.scanned.saturating_sub(dropped))
+                .rev()
+                .find_map(|l| failure_at(l))
+        });
+        self.scanned = total;
+        if found.is_some() {
+            self.at = found;
+        }
+        self.at
+    }
+}
+
+/// The time of a trace line that is a failed cloud request of a CCM or a misconfiguration.
+fn failure_at(l: &str) -> Option<u128> {
+    if let Some(r) = Request::parse(l) {
+        let failed = r.api == "cloud"
+            && r.by_ccm()
+            && (r.status == "lost" || (!r.status.starts_with('2') && r.status != "404"));
+        return failed.then_some(r.millis);
+    }
+    let mut f = l.split(' ');
+    let at = f.next()?.parse().ok()?;
+    (f.next() == Some("misconfig")).then_some(at)
 }
 
 /// The cloud writes CCMs made since trace line `from`.

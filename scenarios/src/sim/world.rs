@@ -698,6 +698,9 @@ async fn proxy_view(api: apiserver::Shared, cloud: fakecloud::App) {
     let mut changes = api.changes();
     let mut parts: BTreeMap<(String, String), proxy::ProxyView> = BTreeMap::new();
     let mut seen = 0;
+    // The EndpointSlices and Nodes as of the last full recomputation: a change of Services
+    // alone (status and finalizer writes, most of them) reads neither again.
+    let mut cached: Option<(Vec<EndpointSlice>, Vec<Node>)> = None;
     loop {
         let (changed, rv) = api.changed_since(seen, &["services", "endpointslices", "nodes"]);
         match changed {
@@ -705,12 +708,13 @@ async fn proxy_view(api: apiserver::Shared, cloud: fakecloud::App) {
                 let keys: BTreeSet<(String, String)> =
                     keys.into_iter().map(|(_, ns, name)| (ns, name)).collect();
                 if !keys.is_empty() {
-                    let slices: Vec<EndpointSlice> = api.objects("endpointslices");
-                    let nodes: Vec<Node> = api.objects("nodes");
+                    let (slices, nodes) = cached.get_or_insert_with(|| {
+                        (api.objects("endpointslices"), api.objects("nodes"))
+                    });
                     for (ns, name) in keys {
                         let svc: Option<Service> = api.object("services", &ns, &name);
                         let new = svc
-                            .map(|s| proxy::proxy_view(&[s], &slices, &nodes))
+                            .map(|s| proxy::proxy_view(&[s], slices, nodes))
                             .unwrap_or_default();
                         let old = parts
                             .remove(&(ns.clone(), name.clone()))
@@ -726,8 +730,8 @@ async fn proxy_view(api: apiserver::Shared, cloud: fakecloud::App) {
             }
             _ => {
                 let services: Vec<Service> = api.objects("services");
-                let slices: Vec<EndpointSlice> = api.objects("endpointslices");
-                let nodes: Vec<Node> = api.objects("nodes");
+                let (slices, nodes) =
+                    cached.insert((api.objects("endpointslices"), api.objects("nodes")));
                 let old: proxy::ProxyView =
                     parts.values().flatten().map(|(k, v)| (*k, *v)).collect();
                 parts = services
@@ -737,7 +741,7 @@ async fn proxy_view(api: apiserver::Shared, cloud: fakecloud::App) {
                             s.metadata.namespace.clone().unwrap_or_default(),
                             s.metadata.name.clone().unwrap_or_default(),
                         );
-                        (key, proxy::proxy_view(&[s], &slices, &nodes))
+                        (key, proxy::proxy_view(&[s], slices, nodes))
                     })
                     .filter(|(_, part)| !part.is_empty())
                     .collect();

@@ -107,7 +107,7 @@ pub(super) async fn list_monitors(
 ) -> Response {
     app.read(&base, |ctx| {
         list_answer(ctx.st.health_monitors().values(), q.as_deref(), |r| {
-            r.render(ctx)
+            r.view(ctx)
         })
     })
 }
@@ -119,7 +119,7 @@ pub(super) async fn show_monitor(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        show_answer(ctx.st.health_monitors().get(&id).map(|r| r.render(ctx)))
+        show_answer(ctx.st.health_monitors().get(&id).map(|r| r.view(ctx)))
     })
 }
 

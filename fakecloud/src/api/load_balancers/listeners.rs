@@ -66,7 +66,7 @@ pub(super) async fn list_listeners(
     RawQuery(q): RawQuery,
 ) -> Response {
     app.read(&base, |ctx| {
-        list_answer(ctx.st.listeners().values(), q.as_deref(), |r| r.render(ctx))
+        list_answer(ctx.st.listeners().values(), q.as_deref(), |r| r.view(ctx))
     })
 }
 
@@ -77,7 +77,7 @@ pub(super) async fn show_listener(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        show_answer(ctx.st.listeners().get(&id).map(|r| r.render(ctx)))
+        show_answer(ctx.st.listeners().get(&id).map(|r| r.view(ctx)))
     })
 }
 

@@ -25,7 +25,7 @@ pub(super) async fn list_lbs(
 ) -> Response {
     app.read(&base, |ctx| {
         list_answer(ctx.st.load_balancers().values(), q.as_deref(), |r| {
-            r.render(ctx)
+            r.view(ctx)
         })
     })
 }
@@ -37,7 +37,7 @@ pub(super) async fn show_lb(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        show_answer(ctx.st.load_balancers().get(&id).map(|r| r.render(ctx)))
+        show_answer(ctx.st.load_balancers().get(&id).map(|r| r.view(ctx)))
     })
 }
 

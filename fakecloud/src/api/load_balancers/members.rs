@@ -29,7 +29,7 @@ pub(super) async fn list_members(
             return Err(ApiError::NotFound);
         }
         let members = ctx.st.members().of_pool(pool);
-        Ok(list_answer(members, q.as_deref(), |r| r.render(ctx)))
+        Ok(list_answer(members, q.as_deref(), |r| r.view(ctx)))
     })
 }
 
@@ -41,7 +41,7 @@ pub(super) async fn show_member(
     let (pool, id) = (path_uuid(&pool)?, path_uuid(&id)?);
     app.read(&base, |ctx| {
         let member = ctx.st.members().get(&id).filter(|m| m.pool == pool);
-        show_answer(member.map(|r| r.render(ctx)))
+        show_answer(member.map(|r| r.view(ctx)))
     })
 }
 

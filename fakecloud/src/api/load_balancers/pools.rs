@@ -20,7 +20,7 @@ pub(super) async fn list_pools(
     RawQuery(q): RawQuery,
 ) -> Response {
     app.read(&base, |ctx| {
-        list_answer(ctx.st.pools().values(), q.as_deref(), |r| r.render(ctx))
+        list_answer(ctx.st.pools().values(), q.as_deref(), |r| r.view(ctx))
     })
 }
 
@@ -31,7 +31,7 @@ pub(super) async fn show_pool(
 ) -> ApiResult<Response> {
     let id = path_uuid(&id)?;
     app.read(&base, |ctx| {
-        show_answer(ctx.st.pools().get(&id).map(|r| r.render(ctx)))
+        show_answer(ctx.st.pools().get(&id).map(|r| r.view(ctx)))
     })
 }
 

@@ -4,9 +4,9 @@ use super::{HttpCheck, Verb, change, describe_monitor};
 use crate::clock::Time;
 use crate::config::Timing;
 use crate::error::{ApiError, ApiResult};
-use crate::model::store::{Ctx, State, Tags};
+use crate::model::store::{Ctx, Href, NamedStub, State, Tags, TimeText};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -26,22 +26,44 @@ pub struct HealthMonitor {
 }
 
 impl HealthMonitor {
-    pub fn render(&self, ctx: &Ctx) -> Value {
-        json!({
-            "href": ctx.href("load-balancers/health-monitors", self.uuid),
-            "uuid": self.uuid.to_string(),
-            "pool": ctx.pool_stub(self.pool),
-            "load_balancer": ctx.load_balancer_stub(self.load_balancer),
-            "type": self.kind,
-            "delay_s": self.delay_s,
-            "timeout_s": self.timeout_s,
-            "up_threshold": self.up_threshold,
-            "down_threshold": self.down_threshold,
-            "http": self.http,
-            "tags": self.tags,
-            "created_at": ctx.time(self.created_at),
-        })
+    pub fn view<'a>(&'a self, ctx: &'a Ctx) -> HealthMonitorView<'a> {
+        HealthMonitorView {
+            href: ctx.href_of("load-balancers/health-monitors", self.uuid),
+            uuid: self.uuid,
+            pool: ctx.pool_ref(self.pool),
+            load_balancer: ctx.load_balancer_ref(self.load_balancer),
+            kind: &self.kind,
+            delay_s: self.delay_s,
+            timeout_s: self.timeout_s,
+            up_threshold: self.up_threshold,
+            down_threshold: self.down_threshold,
+            http: self.http.as_ref(),
+            tags: &self.tags,
+            created_at: ctx.stamp(self.created_at),
+        }
     }
+
+    pub fn render(&self, ctx: &Ctx) -> Value {
+        serde_json::to_value(self.view(ctx)).unwrap_or(Value::Null)
+    }
+}
+
+/// A health monitor as the API shows it, serialized from borrows.
+#[derive(Serialize)]
+pub struct HealthMonitorView<'a> {
+    pub href: Href<'a, Uuid>,
+    pub uuid: Uuid,
+    pub pool: NamedStub<'a>,
+    pub load_balancer: NamedStub<'a>,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    pub delay_s: i64,
+    pub timeout_s: i64,
+    pub up_threshold: i64,
+    pub down_threshold: i64,
+    pub http: Option<&'a HttpCheck>,
+    pub tags: &'a Tags,
+    pub created_at: TimeText,
 }
 
 pub fn is_http(kind: &str) -> bool {

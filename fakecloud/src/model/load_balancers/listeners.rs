@@ -4,9 +4,9 @@ use super::{Verb, change, describe_listener};
 use crate::clock::Time;
 use crate::config::Timing;
 use crate::error::{ApiError, ApiResult};
-use crate::model::store::{Ctx, State, Tags};
+use crate::model::store::{Ctx, Href, NamedStub, State, Tags, TimeText};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -26,23 +26,45 @@ pub struct Listener {
 }
 
 impl Listener {
-    pub fn render(&self, ctx: &Ctx) -> Value {
-        json!({
-            "href": ctx.href("load-balancers/listeners", self.uuid),
-            "uuid": self.uuid.to_string(),
-            "name": self.name,
-            "pool": self.pool.map(|p| ctx.pool_stub(p)),
-            "load_balancer": ctx.load_balancer_stub(self.load_balancer),
-            "protocol": self.protocol,
-            "protocol_port": self.protocol_port,
-            "allowed_cidrs": self.allowed_cidrs,
-            "timeout_client_data_ms": self.timeout_client_data_ms,
-            "timeout_member_connect_ms": self.timeout_member_connect_ms,
-            "timeout_member_data_ms": self.timeout_member_data_ms,
-            "tags": self.tags,
-            "created_at": ctx.time(self.created_at),
-        })
+    pub fn view<'a>(&'a self, ctx: &'a Ctx) -> ListenerView<'a> {
+        ListenerView {
+            href: ctx.href_of("load-balancers/listeners", self.uuid),
+            uuid: self.uuid,
+            name: &self.name,
+            pool: self.pool.map(|p| ctx.pool_ref(p)),
+            load_balancer: ctx.load_balancer_ref(self.load_balancer),
+            protocol: &self.protocol,
+            protocol_port: self.protocol_port,
+            allowed_cidrs: &self.allowed_cidrs,
+            timeout_client_data_ms: self.timeout_client_data_ms,
+            timeout_member_connect_ms: self.timeout_member_connect_ms,
+            timeout_member_data_ms: self.timeout_member_data_ms,
+            tags: &self.tags,
+            created_at: ctx.stamp(self.created_at),
+        }
     }
+
+    pub fn render(&self, ctx: &Ctx) -> Value {
+        serde_json::to_value(self.view(ctx)).unwrap_or(Value::Null)
+    }
+}
+
+/// A listener as the API shows it, serialized from borrows (lists render every listener).
+#[derive(Serialize)]
+pub struct ListenerView<'a> {
+    pub href: Href<'a, Uuid>,
+    pub uuid: Uuid,
+    pub name: &'a str,
+    pub pool: Option<NamedStub<'a>>,
+    pub load_balancer: NamedStub<'a>,
+    pub protocol: &'a str,
+    pub protocol_port: u16,
+    pub allowed_cidrs: &'a [String],
+    pub timeout_client_data_ms: i64,
+    pub timeout_member_connect_ms: i64,
+    pub timeout_member_data_ms: i64,
+    pub tags: &'a Tags,
+    pub created_at: TimeText,
 }
 
 /// Refuses a second listener with the same protocol and port on one load balancer, and

@@ -1,14 +1,15 @@
 //! The load balancer itself: VIP allocation, provisioning, renaming, deletion.
 
 use super::{Verb, change, describe_lb};
-use crate::catalogue::{LB_FLAVOR_SLUG, lb_flavor_stub};
+use crate::catalogue::{LB_FLAVOR_NAME, LB_FLAVOR_SLUG};
 use crate::clock::{Time, delta_from_secs};
 use crate::config::Timing;
 use crate::dataplane::{AppliedOp, LbConfig, LbHistory};
 use crate::error::{ApiError, ApiResult};
-use crate::model::store::{Ctx, State, Tags, ranges, vip_subnet_uuid};
+use crate::model::servers::ZoneStub;
+use crate::model::store::{Ctx, Href, State, SubnetStub, Tags, TimeText, ranges, vip_subnet_uuid};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::IpAddr;
 use uuid::Uuid;
 
@@ -49,23 +50,61 @@ impl LoadBalancer {
             .map(|v| v.address)
     }
 
-    pub fn render(&self, ctx: &Ctx) -> Value {
-        json!({
-            "href": ctx.href("load-balancers", self.uuid),
-            "uuid": self.uuid.to_string(),
-            "name": self.name,
-            "flavor": lb_flavor_stub(),
-            "zone": Ctx::zone_stub(&self.zone),
-            "status": self.status(ctx.now),
-            "vip_addresses": self.vip_addresses.iter().map(|v| json!({
-                "version": v.version,
-                "address": v.address.to_string(),
-                "subnet": ctx.subnet_stub(v.subnet),
-            })).collect::<Vec<_>>(),
-            "tags": self.tags,
-            "created_at": ctx.time(self.created_at),
-        })
+    pub fn view<'a>(&'a self, ctx: &'a Ctx) -> LoadBalancerView<'a> {
+        LoadBalancerView {
+            href: ctx.href_of("load-balancers", self.uuid),
+            uuid: self.uuid,
+            name: &self.name,
+            flavor: LbFlavorStub {
+                slug: LB_FLAVOR_SLUG,
+                name: LB_FLAVOR_NAME,
+            },
+            zone: ZoneStub { slug: &self.zone },
+            status: self.status(ctx.now),
+            vip_addresses: self
+                .vip_addresses
+                .iter()
+                .map(|v| VipView {
+                    version: v.version,
+                    address: v.address,
+                    subnet: ctx.subnet_ref(v.subnet),
+                })
+                .collect(),
+            tags: &self.tags,
+            created_at: ctx.stamp(self.created_at),
+        }
     }
+
+    pub fn render(&self, ctx: &Ctx) -> Value {
+        serde_json::to_value(self.view(ctx)).unwrap_or(Value::Null)
+    }
+}
+
+/// A load balancer as the API shows it, serialized from borrows.
+#[derive(Serialize)]
+pub struct LoadBalancerView<'a> {
+    pub href: Href<'a, Uuid>,
+    pub uuid: Uuid,
+    pub name: &'a str,
+    pub flavor: LbFlavorStub,
+    pub zone: ZoneStub<'a>,
+    pub status: &'static str,
+    pub vip_addresses: Vec<VipView<'a>>,
+    pub tags: &'a Tags,
+    pub created_at: TimeText,
+}
+
+#[derive(Serialize)]
+pub struct LbFlavorStub {
+    pub slug: &'static str,
+    pub name: &'static str,
+}
+
+#[derive(Serialize)]
+pub struct VipView<'a> {
+    pub version: u8,
+    pub address: IpAddr,
+    pub subnet: SubnetStub<'a>,
 }
 
 /// A load balancer to create; `vips` are `(subnet, optional address)`, empty for two

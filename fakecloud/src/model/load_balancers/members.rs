@@ -5,9 +5,9 @@ use crate::clock::Time;
 use crate::config::Timing;
 use crate::dataplane::{Health, health_at, member_health};
 use crate::error::{ApiError, ApiResult};
-use crate::model::store::{Ctx, State, Tags};
+use crate::model::store::{Ctx, NamedStub, State, SubnetStub, Tags, TimeText};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::net::IpAddr;
 use uuid::Uuid;
 
@@ -39,23 +39,66 @@ impl Member {
         health.api_status(has_monitor)
     }
 
-    pub fn render(&self, ctx: &Ctx) -> Value {
+    pub fn view<'a>(&'a self, ctx: &'a Ctx) -> MemberView<'a> {
         let lb = ctx.st.pools.get(&self.pool).map(|p| p.load_balancer);
-        json!({
-            "href": format!("{}/v1/load-balancers/pools/{}/members/{}", ctx.base, self.pool, self.uuid),
-            "uuid": self.uuid.to_string(),
-            "name": self.name,
-            "enabled": self.enabled,
-            "pool": ctx.pool_stub(self.pool),
-            "load_balancer": lb.map(|l| ctx.load_balancer_stub(l)),
-            "protocol_port": self.protocol_port,
-            "monitor_port": self.monitor_port,
-            "address": self.address.to_string(),
-            "subnet": ctx.subnet_stub(self.subnet),
-            "monitor_status": self.monitor_status(ctx.st, ctx.now),
-            "tags": self.tags,
-            "created_at": ctx.time(self.created_at),
-        })
+        MemberView {
+            href: MemberHref {
+                base: ctx.base,
+                pool: self.pool,
+                member: self.uuid,
+            },
+            uuid: self.uuid,
+            name: &self.name,
+            enabled: self.enabled,
+            pool: ctx.pool_ref(self.pool),
+            load_balancer: lb.map(|l| ctx.load_balancer_ref(l)),
+            protocol_port: self.protocol_port,
+            monitor_port: self.monitor_port,
+            address: self.address,
+            subnet: ctx.subnet_ref(self.subnet),
+            monitor_status: self.monitor_status(ctx.st, ctx.now),
+            tags: &self.tags,
+            created_at: ctx.stamp(self.created_at),
+        }
+    }
+
+    pub fn render(&self, ctx: &Ctx) -> Value {
+        serde_json::to_value(self.view(ctx)).unwrap_or(Value::Null)
+    }
+}
+
+/// A member as the API shows it, serialized from borrows (the CCM lists every pool's
+/// members on each reconcile).
+#[derive(Serialize)]
+pub struct MemberView<'a> {
+    pub href: MemberHref<'a>,
+    pub uuid: Uuid,
+    pub name: &'a str,
+    pub enabled: bool,
+    pub pool: NamedStub<'a>,
+    pub load_balancer: Option<NamedStub<'a>>,
+    pub protocol_port: u16,
+    pub monitor_port: Option<u16>,
+    pub address: IpAddr,
+    pub subnet: SubnetStub<'a>,
+    pub monitor_status: &'static str,
+    pub tags: &'a Tags,
+    pub created_at: TimeText,
+}
+
+/// A member's URL, under its pool's.
+pub struct MemberHref<'a> {
+    pub base: &'a str,
+    pub pool: Uuid,
+    pub member: Uuid,
+}
+
+impl Serialize for MemberHref<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!(
+            "{}/v1/load-balancers/pools/{}/members/{}",
+            self.base, self.pool, self.member
+        ))
     }
 }
 

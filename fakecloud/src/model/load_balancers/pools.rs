@@ -4,9 +4,9 @@ use super::{Verb, change, describe_pool, remove_pool};
 use crate::clock::Time;
 use crate::config::Timing;
 use crate::error::{ApiError, ApiResult};
-use crate::model::store::{Ctx, State, Tags};
+use crate::model::store::{Ctx, Href, NamedStub, State, Tags, TimeText};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -21,18 +21,35 @@ pub struct Pool {
 }
 
 impl Pool {
-    pub fn render(&self, ctx: &Ctx) -> Value {
-        json!({
-            "href": ctx.href("load-balancers/pools", self.uuid),
-            "uuid": self.uuid.to_string(),
-            "name": self.name,
-            "load_balancer": ctx.load_balancer_stub(self.load_balancer),
-            "algorithm": self.algorithm,
-            "protocol": self.protocol,
-            "tags": self.tags,
-            "created_at": ctx.time(self.created_at),
-        })
+    pub fn view<'a>(&'a self, ctx: &'a Ctx) -> PoolView<'a> {
+        PoolView {
+            href: ctx.href_of("load-balancers/pools", self.uuid),
+            uuid: self.uuid,
+            name: &self.name,
+            load_balancer: ctx.load_balancer_ref(self.load_balancer),
+            algorithm: &self.algorithm,
+            protocol: &self.protocol,
+            tags: &self.tags,
+            created_at: ctx.stamp(self.created_at),
+        }
     }
+
+    pub fn render(&self, ctx: &Ctx) -> Value {
+        serde_json::to_value(self.view(ctx)).unwrap_or(Value::Null)
+    }
+}
+
+/// A pool as the API shows it, serialized from borrows (lists render every pool).
+#[derive(Serialize)]
+pub struct PoolView<'a> {
+    pub href: Href<'a, Uuid>,
+    pub uuid: Uuid,
+    pub name: &'a str,
+    pub load_balancer: NamedStub<'a>,
+    pub algorithm: &'a str,
+    pub protocol: &'a str,
+    pub tags: &'a Tags,
+    pub created_at: TimeText,
 }
 
 /// A pool to create; the load balancer is known to exist.
