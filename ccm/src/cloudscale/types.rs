@@ -5,7 +5,6 @@
 //! be absent default to empty. Requests: optional fields are omitted when `None`, and the
 //! fields the CCM must always send (as the reference CCM does) are not optional.
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -150,9 +149,10 @@ pub struct LoadBalancerFlavorStub {
     pub name: String,
 }
 
+// Stubs keep what the CCM reads: their `href`s, like every `created_at`, are left unparsed
+// (a pool's member list repeats three stubs per member).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerStub {
-    pub href: String,
     pub uuid: String,
     #[serde(default)]
     pub name: Option<String>,
@@ -160,7 +160,6 @@ pub struct ServerStub {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetworkStub {
-    pub href: String,
     pub uuid: String,
     #[serde(default)]
     pub name: String,
@@ -168,7 +167,6 @@ pub struct NetworkStub {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubnetStub {
-    pub href: String,
     pub uuid: String,
     #[serde(default)]
     pub cidr: String,
@@ -176,7 +174,6 @@ pub struct SubnetStub {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadBalancerStub {
-    pub href: String,
     pub uuid: String,
     #[serde(default)]
     pub name: String,
@@ -184,7 +181,6 @@ pub struct LoadBalancerStub {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolStub {
-    pub href: String,
     pub uuid: String,
     #[serde(default)]
     pub name: String,
@@ -192,7 +188,6 @@ pub struct PoolStub {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerGroupStub {
-    pub href: String,
     pub uuid: String,
     #[serde(default)]
     pub name: String,
@@ -216,8 +211,6 @@ pub struct Server {
     // a server's JSON, and every server list would copy them.
     #[serde(default)]
     pub tags: Tags,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
 }
 
 impl Server {
@@ -268,8 +261,6 @@ pub struct Network {
     pub subnets: Vec<SubnetStub>,
     #[serde(default)]
     pub tags: Tags,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -284,8 +275,6 @@ pub struct Subnet {
     pub dns_servers: Vec<String>,
     #[serde(default)]
     pub tags: Tags,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,8 +301,6 @@ pub struct FloatingIp {
     pub reverse_ptr: Option<String>,
     #[serde(default)]
     pub tags: Tags,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
 }
 
 impl FloatingIp {
@@ -372,8 +359,6 @@ pub struct LoadBalancer {
     pub vip_addresses: Vec<VipAddress>,
     #[serde(default)]
     pub tags: Tags,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -425,8 +410,6 @@ pub struct Pool {
     pub protocol: PoolProtocol,
     #[serde(default)]
     pub tags: Tags,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -469,8 +452,6 @@ pub struct PoolMember {
     pub monitor_status: Option<MonitorStatus>,
     #[serde(default)]
     pub tags: Tags,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
 }
 
 fn yes() -> bool {
@@ -524,8 +505,6 @@ pub struct Listener {
     pub timeout_member_data_ms: u32,
     #[serde(default)]
     pub tags: Tags,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
 }
 
 /// `POST /v1/load-balancers/listeners` (5.7: pool, name, protocol, protocol_port,
@@ -589,8 +568,6 @@ pub struct HealthMonitor {
     pub http: Option<HealthMonitorHttp>,
     #[serde(default)]
     pub tags: Tags,
-    #[serde(default)]
-    pub created_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
