@@ -145,12 +145,25 @@ pub fn count_series(text: &str) -> usize {
 pub struct Quantity {
     pub name: &'static str,
     pub value: fn(&Sample) -> Option<f64>,
-    /// The last window's maximum may be at most `factor` × the first window's + `slack`.
+    /// What of a window is compared: its maximum, or for a count that follows bursts, its
+    /// median.
+    pub level: Level,
+    /// The last window's level may be at most `factor` × the first window's + `slack`.
     pub factor: f64,
     pub slack: f64,
     /// A bound from the population at the same sample (caches of Services or Nodes hold
     /// no more entries than there are objects, plus changes in flight).
     pub bound: Option<fn(&Sample) -> f64>,
+}
+
+/// The level of a window a quantity is judged by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Max,
+    /// A count of what happened in the last minutes rises with each burst of churn and a
+    /// sample catches a burst or not: the maximum of a window says which bursts it caught,
+    /// the median how high the count sits, which a leak raises and a burst does not.
+    Median,
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -171,6 +184,7 @@ macro_rules! count {
         Quantity {
             name: $name,
             value: |s| Some(s.$($field).+ as f64),
+            level: Level::Max,
             factor: 1.1,
             slack: 2.0,
             bound: $bound,
@@ -178,17 +192,19 @@ macro_rules! count {
     };
 }
 
-/// A count of what happened in the last minutes (edits are kept 5 minutes, Event series 6):
-/// it follows the churn's bursts, not the population, and a sample catches a burst or
-/// not; growth with time still doubles it within days.
+/// A count of what happened in the last minutes (edits are kept 5 minutes, Event series 6;
+/// Services failing now): it follows the churn's bursts, so its median is judged (see
+/// [`Level::Median`]); growth with time still doubles it within days. A population bound,
+/// if any, holds at every sample.
 macro_rules! burst {
-    ($name:literal, $($field:ident).+) => {
+    ($name:literal, $($field:ident).+, $bound:expr) => {
         Quantity {
             name: $name,
             value: |s| Some(s.$($field).+ as f64),
+            level: Level::Median,
             factor: 2.0,
-            slack: 20.0,
-            bound: None,
+            slack: 5.0,
+            bound: $bound,
         }
     };
 }
@@ -198,6 +214,7 @@ pub const QUANTITIES: &[Quantity] = &[
     Quantity {
         name: "rss",
         value: |s| Some(s.rss as f64),
+        level: Level::Max,
         factor: 1.25,
         slack: 32.0 * MIB,
         bound: None,
@@ -205,6 +222,7 @@ pub const QUANTITIES: &[Quantity] = &[
     Quantity {
         name: "heap",
         value: |s| s.heap.map(|h| h as f64),
+        level: Level::Max,
         factor: 1.25,
         slack: 16.0 * MIB,
         bound: None,
@@ -212,6 +230,7 @@ pub const QUANTITIES: &[Quantity] = &[
     Quantity {
         name: "metric_series",
         value: |s| Some(s.series as f64),
+        level: Level::Max,
         // A label value seen for the first time late (a status of an endpoint the faults
         // rarely hit) is one series more, and the set of them is finite.
         factor: 1.1,
@@ -224,18 +243,18 @@ pub const QUANTITIES: &[Quantity] = &[
         Some(services_bound)
     ),
     count!("nodes_cached", caches.nodes_cached, Some(nodes_bound)),
-    count!("failures", caches.failures, Some(services_bound)),
+    burst!("failures", caches.failures, Some(services_bound)),
     count!("waiting", caches.waiting, Some(services_bound)),
     count!("touched", caches.touched, Some(services_bound)),
     count!("ensuring", caches.ensuring, Some(services_bound)),
-    burst!("shared_edits", caches.shared_edits),
+    burst!("shared_edits", caches.shared_edits, None),
     count!("node_last_sync", caches.node_last_sync, Some(nodes_bound)),
     count!(
         "node_initialized",
         caches.node_initialized,
         Some(nodes_bound)
     ),
-    burst!("event_series", caches.event_series),
+    burst!("event_series", caches.event_series, None),
     // No load balancer outlives its Service for long (the CCM leaks none in the cloud).
     count!(
         "load_balancers",
@@ -246,6 +265,7 @@ pub const QUANTITIES: &[Quantity] = &[
     Quantity {
         name: "nodes_without_server",
         value: |s| Some(s.live.nodes_without_server as f64),
+        level: Level::Max,
         factor: 1.0,
         slack: 1.0,
         bound: Some(|_| 1.0),
@@ -253,6 +273,7 @@ pub const QUANTITIES: &[Quantity] = &[
     Quantity {
         name: "harness",
         value: |s| Some(harness_total(&s.harness) as f64),
+        level: Level::Max,
         factor: 1.25,
         slack: 1000.0,
         bound: None,
@@ -276,7 +297,9 @@ pub fn harness_total(h: &Harness) -> usize {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
     pub name: &'static str,
-    /// Its maximum over the first window after the warm-up, and over the last window.
+    /// Its level (maximum or median) over the first window after the warm-up, and over the
+    /// last window.
+    pub level: Level,
     pub first: f64,
     pub last: f64,
     pub limit: f64,
@@ -306,11 +329,16 @@ pub fn window_for(total: Duration) -> Duration {
     DAY.min(total / 3)
 }
 
-fn max_of(samples: &[&Sample], value: fn(&Sample) -> Option<f64>) -> Option<f64> {
-    samples
-        .iter()
-        .filter_map(|s| value(s))
-        .fold(None, |m, v| Some(m.map_or(v, |m: f64| m.max(v))))
+fn level_of(samples: &[&Sample], q: &Quantity) -> Option<f64> {
+    let mut values: Vec<f64> = samples.iter().filter_map(|s| (q.value)(s)).collect();
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    Some(match q.level {
+        Level::Max => values[values.len() - 1],
+        Level::Median => values[values.len() / 2],
+    })
 }
 
 /// Judges `samples` (in time order): after a warm-up of `window`, each quantity's maximum
@@ -343,7 +371,7 @@ pub fn verdict(samples: &[Sample], window: Duration) -> Verdict {
         return verdict;
     }
     for q in QUANTITIES {
-        let (Some(f), Some(l)) = (max_of(&first, q.value), max_of(&last, q.value)) else {
+        let (Some(f), Some(l)) = (level_of(&first, q), level_of(&last, q)) else {
             continue;
         };
         let limit = f * q.factor + q.slack;
@@ -355,6 +383,7 @@ pub fn verdict(samples: &[Sample], window: Duration) -> Verdict {
         });
         verdict.checks.push(Check {
             name: q.name,
+            level: q.level,
             first: f,
             last: l,
             limit,
@@ -427,8 +456,9 @@ fn figure(name: &str, v: f64) -> String {
 pub fn verdict_text(v: &Verdict) -> String {
     let hours = v.window.as_secs_f64() / 3600.0;
     let mut out = format!(
-        "verdict (warm-up {hours:.0} h; the maximum over the last {hours:.0} h against the \
-         maximum over the first {hours:.0} h after the warm-up):\n"
+        "verdict (warm-up {hours:.0} h; the maximum (median: counts that follow bursts) over \
+         the last {hours:.0} h against the same over the first {hours:.0} h after the \
+         warm-up):\n"
     );
     if let Some(why) = &v.missing {
         let _ = writeln!(out, "  no verdict: {why}");
@@ -441,8 +471,13 @@ pub fn verdict_text(v: &Verdict) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:<17} first {:>10}  last {:>10}  limit {:>10}  {}{bound}",
+            "  {:<20} {} first {:>10}  last {:>10}  limit {:>10}  {}{bound}",
             c.name,
+            if c.level == Level::Median {
+                "median"
+            } else {
+                "max   "
+            },
             figure(c.name, c.first),
             figure(c.name, c.last),
             figure(c.name, c.limit),
@@ -1096,6 +1131,38 @@ mod tests {
         assert!(v.flat(), "{}", verdict_text(&v));
         assert_eq!(v.checks.len(), QUANTITIES.len());
         assert!(verdict_text(&v).ends_with("flat\n"));
+    }
+
+    #[test]
+    fn a_late_burst_of_a_bursty_count_is_flat_but_a_raised_level_is_not() {
+        // A burst in the last day, three times the first day's largest: the median of the
+        // day does not move.
+        let mut samples = steady(72);
+        for s in &mut samples {
+            s.caches.shared_edits = 6 + (s.at.as_secs() / 3600 % 3) as usize;
+            s.caches.failures = (s.at.as_secs() / 3600 % 5 == 0) as usize;
+        }
+        for s in samples.iter_mut().filter(|s| s.at >= 70 * HOUR) {
+            s.caches.shared_edits = 58;
+            s.caches.failures = 19;
+        }
+        let v = verdict(&samples, DAY);
+        assert!(v.flat(), "{}", verdict_text(&v));
+        assert!(verdict_text(&v).contains("shared_edits         median"));
+        // The same count sitting twice as high all through the last day: it grows.
+        for s in samples.iter_mut().filter(|s| s.at > 2 * DAY) {
+            s.caches.shared_edits = 30;
+        }
+        assert_eq!(failing(&verdict(&samples, DAY)), ["shared_edits"]);
+    }
+
+    #[test]
+    fn a_bursty_cache_above_its_population_once_is_not_flat() {
+        let mut samples = steady(72);
+        samples[40].caches.failures = 23;
+        let v = verdict(&samples, DAY);
+        assert_eq!(failing(&v), ["failures"]);
+        assert!(verdict_text(&v).contains("1 over its population bound"));
     }
 
     #[test]
