@@ -417,6 +417,9 @@ async fn one_pass(
     (lb, actual, p): (Option<LoadBalancer>, Option<ActualLb>, Plan),
     pass: usize,
 ) -> Result<Pass, ServiceError> {
+    // At debug level: the simulation reads it to tell the writes of a pass planned before
+    // something happened from those planned after (scenarios' `downtime.rs`).
+    tracing::debug!(service = %service_key(svc), pass, "service planned");
     if p.is_converged() {
         let Some(lb) = lb else {
             return Err(ServiceError::NotConverged {

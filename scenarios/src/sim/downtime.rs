@@ -19,7 +19,9 @@
 //!   was in flight; plus the time
 //!   writes waited in the load balancer's queue (fakecloud's load balancers apply one write
 //!   after another, 10 s each, and the class bounds are measured on an idle one): behind
-//!   operations requested before the last change made before the break ([`backlog`]), or, for the write
+//!   operations requested before the last change made before the break, or planned before
+//!   it (requested before a CCM began a pass of the Service from a plan made after it:
+//!   [`planned_until`]) ([`backlog`]), or, for the write
 //!   that brought the port back, behind writes of other passes (requested after a workload
 //!   or fault step or a CCM restart that came after the break; [`queued`]), whichever is
 //!   longer: writes of the pass that broke the port earn nothing, however far apart they
@@ -784,6 +786,24 @@ fn backlog(ops: &[(u128, u128)], since: u128, a: u128, b: u128) -> f64 {
     busy_until.clamp(a, b).saturating_sub(a) as f64 / 1000.0
 }
 
+/// Until when (trace ms) the writes of `service`'s load balancer were planned before
+/// `since`: until a CCM began a pass of it from a new plan at or after `since` (its
+/// `planned` line), or until `b`. A pass planned before and carried out after cannot be
+/// taken back once begun: its writes are queue time like [`backlog`]. The writes of the
+/// plan's own millisecond are the new plan's (a pass sends its first writes at the instant
+/// it plans).
+fn planned_until(lines: &[String], service: &str, since: u128, b: u128) -> u128 {
+    lines
+        .iter()
+        .filter_map(|l| {
+            let mut f = l.splitn(3, ' ');
+            let at = f.next()?.parse::<u128>().ok()?;
+            (f.next()? == "planned" && f.next()? == service).then_some(at)
+        })
+        .find(|at| *at >= since)
+        .map_or(b, |at| at.min(b))
+}
+
 /// When something new began that a CCM's writes may answer (a workload or fault step, a
 /// CCM crashing or starting): trace milliseconds, in order. Writes requested after one of
 /// these that came after a port broke belong to another pass than the break's.
@@ -921,7 +941,8 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
                         continue;
                     };
                     let waited = since.map_or(0.0, |since| {
-                        backlog(&ops, since, a, b).max(queued(&ops, a, b, apply_ms, &boundaries))
+                        let planned = planned_until(&lines, &format!("default/{name}"), since, b);
+                        backlog(&ops, planned, a, b).max(queued(&ops, a, b, apply_ms, &boundaries))
                     });
                     let mut allowed = allowed + waited;
                     let took = (b - a) as f64 / 1000.0;
@@ -994,6 +1015,27 @@ mod tests {
             ports: BTreeSet::new(),
             what: what.into(),
         }
+    }
+
+    #[test]
+    fn writes_until_the_services_next_plan_after_a_break_were_planned_before_it() {
+        let lines: Vec<String> = [
+            "90 planned default/web",
+            "130 cloud ccm-1 POST /v1/load-balancers/pools 201",
+            // Another Service's plan says nothing of this one's passes.
+            "140 planned default/web2",
+            "160 planned default/web",
+            "170 cloud ccm-1 POST /v1/load-balancers/listeners 201",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(planned_until(&lines, "default/web", 100, 1000), 160);
+        // No plan before the port came back: everything until then was planned before.
+        assert_eq!(planned_until(&lines, "default/web", 100, 155), 155);
+        assert_eq!(planned_until(&lines, "default/web", 50, 1000), 90);
+        // A plan at the instant of the change is made after it.
+        assert_eq!(planned_until(&lines, "default/web", 90, 1000), 90);
     }
 
     #[test]

@@ -65,7 +65,8 @@ impl Logs {
 }
 
 /// Writes `converged NAMESPACE/NAME RESOURCE_VERSION` to the run's trace whenever a CCM logs
-/// that a Service converged (its `service converged` debug line).
+/// that a Service converged (its `service converged` debug line), and `planned
+/// NAMESPACE/NAME` whenever it begins a pass from a new plan (`service planned`).
 #[derive(Clone, Default)]
 pub(crate) struct Converged(Arc<Mutex<Option<super::trace::Trace>>>);
 
@@ -79,7 +80,7 @@ impl Converged {
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Converged {
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
         struct Fields {
-            message: bool,
+            message: Option<&'static str>,
             service: Option<String>,
             resource_version: String,
         }
@@ -91,23 +92,38 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Converged {
             }
             fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
                 match field.name() {
-                    "message" => self.message = format!("{value:?}") == "service converged",
+                    "message" => {
+                        self.message = match format!("{value:?}").as_str() {
+                            "service converged" => Some("converged"),
+                            "service planned" => Some("planned"),
+                            _ => None,
+                        }
+                    }
                     "service" => self.service = Some(format!("{value:?}")),
                     _ => {}
                 }
             }
         }
-        if event.metadata().target() != "ccm::service::controller" {
+        if !matches!(
+            event.metadata().target(),
+            "ccm::service::controller" | "ccm::service::ensure"
+        ) {
             return;
         }
         let mut f = Fields {
-            message: false,
+            message: None,
             service: None,
             resource_version: String::new(),
         };
         event.record(&mut f);
-        if let (true, Some(service), Some(trace)) = (f.message, f.service, &*self.0.lock()) {
-            trace.note(format!("converged {service} {}", f.resource_version));
+        match (f.message, f.service, &*self.0.lock()) {
+            (Some("converged"), Some(service), Some(trace)) => {
+                trace.note(format!("converged {service} {}", f.resource_version))
+            }
+            (Some("planned"), Some(service), Some(trace)) => {
+                trace.note(format!("planned {service}"))
+            }
+            _ => {}
         }
     }
 }
@@ -159,8 +175,8 @@ pub(crate) fn with_logs<T>(f: impl FnOnce(&Converged) -> T) -> (T, Logs) {
     (out, logs)
 }
 
-/// Logs at `level` and above to `writer`; the service controller's debug lines to
-/// `converged` as well.
+/// Logs at `level` and above to `writer`; the service controller's and the reconcile's
+/// debug lines to `converged` as well.
 fn subscriber<W>(
     level: tracing::Level,
     writer: W,
@@ -174,7 +190,8 @@ where
         .with(
             tracing_subscriber::filter::Targets::new()
                 .with_default(level)
-                .with_target("ccm::service::controller", tracing::Level::DEBUG),
+                .with_target("ccm::service::controller", tracing::Level::DEBUG)
+                .with_target("ccm::service::ensure", tracing::Level::DEBUG),
         )
         .with(
             tracing_subscriber::fmt::layer()

@@ -375,8 +375,17 @@ impl<'a> Build<'a> {
         let Some(l) = reused else {
             // A pool kept (or built by an earlier pass that stopped) whose port has no
             // listener at all: the port is down until it is made, so it goes before any
-            // clean-up or other port's make phase.
-            if t.home.is_some() && !self.holders.contains_key(&key) {
+            // clean-up or other port's make phase. So is a port replacing a pool of its
+            // name that lost its listener (an earlier pass removed it to move the port and
+            // stopped): the port served before and serves nothing now. A port only
+            // renumbered still has its old listener on the old pool, and a new port has no
+            // old pool: neither is urgent.
+            let lost_listener = t.home.is_none()
+                && actual
+                    .pools
+                    .iter()
+                    .any(|a| a.name == d.name && a.listeners.is_empty());
+            if !self.holders.contains_key(&key) && (t.home.is_some() || lost_listener) {
                 self.urgent.push(i);
             }
             let impact = if outage {

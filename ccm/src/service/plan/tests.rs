@@ -983,6 +983,42 @@ fn a_built_pool_without_its_listener_gets_it_before_anything_is_cleared() {
     );
 }
 
+/// Found by the simulation (seed 45003234): a pass removed a port's listener to move it and
+/// stopped for a change that replaces every pool (another pool protocol). The port's new
+/// pool, monitor, first member and listener go before the other port's make phase; a port
+/// only renumbered, whose old listener still serves, waits its turn.
+#[test]
+fn a_port_whose_listener_a_stopped_pass_removed_is_restored_first_on_a_new_pool() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("dns", 53, 30001));
+    let mut after = before.clone();
+    for pool in &mut after.pools {
+        pool.protocol = PoolProtocol::Proxy;
+    }
+    let mut actual = converged(&before, &owner());
+    actual.pools[1].listeners.clear();
+    let p = plan_of(&after, Some(&actual));
+    let listener = first(&p, "create-listener", Some("tcp/dns"));
+    let other = first(&p, "create-pool", Some("tcp/web"));
+    assert!(
+        listener < other,
+        "the lost port goes first:\n{}",
+        p.describe()
+    );
+    // Renumbered instead (53 to 54), its old listener still serving: not ahead of web.
+    let mut renumbered = after.clone();
+    renumbered.pools[1].listener.port = 54;
+    renumbered.pools[1].listener.name = "tcp/54".into();
+    let actual = converged(&before, &owner());
+    let p = plan_of(&renumbered, Some(&actual));
+    let listener = first(&p, "create-listener", Some("tcp/dns"));
+    let other = first(&p, "create-pool", Some("tcp/web"));
+    assert!(
+        other < listener,
+        "a renumbered port waits:\n{}",
+        p.describe()
+    );
+}
+
 /// A port renamed (`dns` to `dns2`) and given another node port and algorithm (so its old
 /// pool cannot be kept), after a pass built its new pool (without members and listener;
 /// with its monitor if `monitor`) and stopped: the state found, and what is wanted.
