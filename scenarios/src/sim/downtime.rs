@@ -882,6 +882,26 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
         (t - world.cloud_zero).num_milliseconds().max(0) as u128
     };
     let mut out = Vec::new();
+    // The backlog reads the CCM's `service planned` lines (`planned_until`): a run in which
+    // a CCM wrote to a load balancer without one means that line is gone, and every write
+    // would count as planned before whatever broke a port.
+    if !lines.iter().any(|l| l.split(' ').nth(1) == Some("planned"))
+        && lines.iter().any(|l| {
+            Request::parse(l).is_some_and(|r| {
+                r.by_ccm()
+                    && r.api == "cloud"
+                    && r.method != "GET"
+                    && r.path.starts_with("/v1/load-balancers")
+            })
+        })
+    {
+        out.push(Violation {
+            invariant: "harness",
+            detail: "a CCM wrote to a load balancer but logged no `service planned` line: \
+                     the downtime judgement cannot tell planned writes apart"
+                .into(),
+        });
+    }
     for (name, model) in &models {
         let Some(first) = model.events.first() else {
             continue;
