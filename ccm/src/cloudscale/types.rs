@@ -132,17 +132,6 @@ pub struct ServerFlavorStub {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImageStub {
-    pub slug: String,
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub operating_system: Option<String>,
-    #[serde(default)]
-    pub default_username: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadBalancerFlavorStub {
     pub slug: String,
     #[serde(default)]
@@ -181,13 +170,6 @@ pub struct LoadBalancerStub {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolStub {
-    pub uuid: String,
-    #[serde(default)]
-    pub name: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerGroupStub {
     pub uuid: String,
     #[serde(default)]
     pub name: String,

@@ -667,13 +667,7 @@ impl Ctx<'_> {
     }
 
     pub fn load_balancer_stub(&self, uuid: Uuid) -> Value {
-        let name = self
-            .st
-            .load_balancers
-            .get(&uuid)
-            .map(|l| l.name.clone())
-            .unwrap_or_default();
-        json!({"href": self.href("load-balancers", uuid), "uuid": uuid.to_string(), "name": name})
+        serde_json::to_value(self.load_balancer_ref(uuid)).unwrap_or(Value::Null)
     }
 
     /// A timestamp of an answer, as JSON.

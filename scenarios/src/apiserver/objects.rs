@@ -90,10 +90,11 @@ impl Shared {
         namespace: &str,
         name: &str,
     ) -> Option<T> {
-        let store = self.0.store.read();
-        let value = store.get(storage, &(namespace.to_string(), name.to_string()))?;
         // From the borrowed value: no copy of the object first.
-        <T as serde::Deserialize>::deserialize(value).ok()
+        self.read_object(storage, namespace, name, |v| {
+            <T as serde::Deserialize>::deserialize(v).ok()
+        })
+        .flatten()
     }
 
     /// Reads one stored object in place (`None`: no such object), for callers that need a
