@@ -428,6 +428,10 @@ fn reregistered(
     }
 }
 
+/// What [`nodes_changed`] calls the start and the end of a Service's node outage.
+const NO_NODE_RUNS: &str = "no selected node runs";
+const NODE_RUNS_AGAIN: &str = "a selected node runs again";
+
 /// A node stopped, started, joined or went: a Service left without a running selected
 /// node is not judged until one runs again (then it is judged as changed, bound 0: members
 /// are added before others go).
@@ -448,9 +452,9 @@ fn nodes_changed(models: &mut BTreeMap<String, Model>, running: &BTreeSet<String
             Kind::Unjudged
         };
         let what = if served {
-            "a selected node runs again"
+            NODE_RUNS_AGAIN
         } else {
-            "no selected node runs"
+            NO_NODE_RUNS
         };
         m.events.push(Event {
             at,
@@ -694,7 +698,14 @@ fn allowed(
     }
     let mut pending: Vec<usize> = Vec::new();
     let mut judged = true;
+    // The last node outage before `a`: when it began, and when a selected node ran again.
+    let mut outage: Option<(u128, Option<u128>)> = None;
     for (i, e) in events.iter().enumerate() {
+        if e.at <= a && e.what == NO_NODE_RUNS {
+            outage = Some((e.at, None));
+        } else if e.at <= a && e.what == NODE_RUNS_AGAIN {
+            outage = outage.map(|(from, _)| (from, Some(e.at)));
+        }
         if e.at > a {
             // Something else happening to the Service before the port is back.
             match e.kind {
@@ -732,7 +743,7 @@ fn allowed(
             Kind::Unjudged => judged = false,
         }
     }
-    if !judged {
+    if !judged || outage_tail(outage, ops, a) {
         return None;
     }
     if pending.is_empty() {
@@ -759,6 +770,20 @@ fn allowed(
         .find(|at| *at <= a)
         .or_else(|| pending.first().map(|i| events[*i].at));
     Some((bound + overlap(blocked, a, b), last, since))
+}
+
+/// Whether a port went down at `a` as the load balancer applied a write requested before
+/// the Service's last node outage began, after a selected node ran again: the write was
+/// sound when made (a selected node served), no later pass could take it back, and what
+/// kept the port up meanwhile was a node the Service no longer selects (a queued removal
+/// of an excluded node's member). The downtime is the outage's, which is not judged
+/// either: an interval that begins within an outage is not judged at all.
+fn outage_tail(outage: Option<(u128, Option<u128>)>, ops: &[(u128, u128)], a: u128) -> bool {
+    let Some((from, Some(resumed))) = outage else {
+        return false;
+    };
+    ops.iter()
+        .any(|&(requested, effective)| requested < from && effective == a && effective >= resumed)
 }
 
 /// When the load balancer had applied every operation requested by `at`: a CCM that says a
@@ -1387,6 +1412,49 @@ mod tests {
         assert_eq!(allowed(&events, &port, (350_000, 410_000), &[], &[]), None);
         let other = ("udp".to_string(), 53);
         assert_eq!(allowed(&events, &other, (2000, 4000), &[], &[]), None);
+    }
+
+    /// Found by the sweep (seed 51016126): a node excluded by a selector while another
+    /// served; its member's removal waited in the load balancer's queue, meanwhile the
+    /// serving node stopped (no selected node ran) and a new one joined. The removal applied
+    /// after that took away the excluded node's member, the last up: the outage's
+    /// downtime, not the selector change's. A removal requested within the outage is the
+    /// CCM's choice and judged.
+    #[test]
+    fn a_queued_removal_from_before_a_node_outage_ends_the_outage_not_a_change() {
+        let port = ("tcp".to_string(), 8443);
+        let ports: BTreeSet<_> = [port.clone()].into();
+        let ev = |at, kind, what: &str| Event {
+            at,
+            seen: at,
+            rv: Some(at as u64),
+            kind,
+            ports: ports.clone(),
+            what: what.into(),
+        };
+        let changed = |bound, resumes| Kind::Changed {
+            bound,
+            kept: ports.clone(),
+            resumes,
+        };
+        let events = vec![
+            ev(0, Kind::Serving, ""),
+            ev(286_000, changed(20.0, false), "node selector"),
+            ev(360_000, Kind::Unjudged, NO_NODE_RUNS),
+            ev(436_000, changed(0.0, true), NODE_RUNS_AGAIN),
+        ];
+        let down = (500_149, 540_149);
+        assert_eq!(
+            allowed(&events, &port, down, &[], &[(348_149, 500_149)]),
+            None
+        );
+        // Requested once no selected node ran: judged as the change it belongs to.
+        let judged = allowed(&events, &port, down, &[], &[(370_000, 500_149)]);
+        assert_eq!(judged, Some((20.0, 3, Some(436_000))));
+        // Without the outage, the same removal is the selector change's.
+        let no_outage: Vec<Event> = events[..2].to_vec();
+        let judged = allowed(&no_outage, &port, down, &[], &[(348_149, 500_149)]);
+        assert_eq!(judged, Some((20.0, 1, Some(286_000))));
     }
 
     /// Found by the sweep (seeds 29019979, 33010434): with every cloud answer 6 s late, a

@@ -123,10 +123,10 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
     }
     b.retire_pools();
     // A port Kubernetes already broke is restored first, one after the other: its pool,
-    // monitor, first member and listener, then its other members, then the rest (even the
-    // removal of pools that route nothing): each write is one reconfiguration of the load
-    // balancer, so every write put before them prolongs its outage, and one member up
-    // serves the port.
+    // monitor, first member and listener; then every such port's other members, then the
+    // rest (even the removal of pools that route nothing): each write is one
+    // reconfiguration of the load balancer, so every write put before them prolongs an
+    // outage, and one member up serves a port.
     // The port's pool may be one an earlier pass built and left (it stopped for a newer
     // change): its monitor (the old one's removal first) and first member go before the
     // switch all the same.
@@ -156,6 +156,7 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
         .iter()
         .map(|&i| b.targets[i].desired.listener.key())
         .collect();
+    let moved = b.moved_off_their_node_port();
     let (switch_first, switch) = schedule::order_urgent_first(b.ops, &urgent_keys);
     let (mut front, mut members) = (b.front, b.member_creates);
     // A pool that routes nothing goes first when it bears a name an urgent new pool takes
@@ -168,27 +169,37 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
         _ => false,
     };
     // Ports that keep their pool but whose members all serve a node port Kubernetes no
-    // longer gives them (it moved the port): nothing serves them, so their new members go
-    // right after the urgent restores, one per port in turn, before any other port's make
-    // phase.
-    let moved: Vec<uuid::Uuid> = b
-        .targets
-        .iter()
-        .filter_map(|t| {
-            let home = t.home?;
-            let key = t.desired.listener.key();
-            let broken = !home.members.is_empty()
-                && home
-                    .members
-                    .iter()
-                    .all(|m| m.member.protocol_port != t.desired.node_port)
-                && home.listeners.iter().any(|l| l.listener.key() == key);
-            broken.then_some(home.uuid)
+    // longer gives them (it moved the port): nothing serves them, and one write (a member
+    // on the new node port) restores each, so their first new members go before anything
+    // else, the ports that need a listener restored next (fewest writes first keeps the
+    // most ports down the shortest), and then every restored port's other members in
+    // turn, before any other port's make phase.
+    let restoring: Vec<Vec<Step>>;
+    (restoring, members) = members.into_iter().partition(|m| {
+        m.first().is_some_and(|s| {
+            matches!(&s.action, Action::CreateMember { pool: PoolRef::Existing(u), .. }
+                if moved.contains(u))
         })
-        .collect();
+    });
+    let mut rest: Vec<Vec<Step>> = Vec::new();
+    for mut port in restoring {
+        if !port.is_empty() {
+            steps.push(port.remove(0));
+        }
+        rest.push(port);
+    }
     let (clear_first, clear): (Vec<Step>, Vec<Step>) = b.clear.into_iter().partition(taken);
     steps.extend(clear_first);
-    for (&i, first) in b.urgent.iter().zip(switch_first) {
+    // The broken port that needs the fewest writes goes first (its pool, monitor, first
+    // member and the steps that give it its listener): that keeps the most ports down the
+    // shortest.
+    let mut broken: Vec<(usize, Vec<Step>)> = b.urgent.iter().copied().zip(switch_first).collect();
+    broken.sort_by_key(|(i, first)| {
+        let own = front.iter().filter(|s| of(*i)(s)).count();
+        let member = members.iter().any(|m| m.first().is_some_and(of(*i)));
+        own + usize::from(member) + first.len()
+    });
+    for (i, first) in broken {
         let own: Vec<Step>;
         (own, front) = front.into_iter().partition(of(i));
         steps.extend(own);
@@ -199,16 +210,11 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
         let mut own = own.into_iter().flatten();
         steps.extend(own.next());
         steps.extend(first);
-        steps.extend(own);
+        rest.push(own.collect());
     }
-    let restoring: Vec<Vec<Step>>;
-    (restoring, members) = members.into_iter().partition(|m| {
-        m.first().is_some_and(|s| {
-            matches!(&s.action, Action::CreateMember { pool: PoolRef::Existing(u), .. }
-                if moved.contains(u))
-        })
-    });
-    steps.extend(interleave(restoring));
+    // One member up serves a port: every restored port gets its first before any gets
+    // its others.
+    steps.extend(interleave(rest));
     steps.extend(clear);
     steps.extend(front);
     steps.extend(interleave(members));
@@ -217,6 +223,25 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
 }
 
 impl<'a> Build<'a> {
+    /// The kept pools of ports whose listener they hold but whose members all serve a
+    /// node port Kubernetes no longer gives the port.
+    fn moved_off_their_node_port(&self) -> Vec<uuid::Uuid> {
+        self.targets
+            .iter()
+            .filter_map(|t| {
+                let home = t.home?;
+                let key = t.desired.listener.key();
+                let broken = !home.members.is_empty()
+                    && home
+                        .members
+                        .iter()
+                        .all(|m| m.member.protocol_port != t.desired.node_port)
+                    && home.listeners.iter().any(|l| l.listener.key() == key);
+                broken.then_some(home.uuid)
+            })
+            .collect()
+    }
+
     fn new(desired: &'a DesiredLb, actual: &'a ActualLb) -> Build<'a> {
         let mut holders: HashMap<ListenerKey, Holder<'a>> = HashMap::new();
         for (j, a) in actual.pools.iter().enumerate() {
@@ -372,19 +397,37 @@ impl<'a> Build<'a> {
                 .find(|l| l.listener.key() == key)
                 .or_else(|| h.listeners.first())
         });
+        // A broken port (Kubernetes moved it off the node port its holder serves) whose
+        // pool's listener serves a number a port on a new pool takes: moving that listener
+        // would take the number before the new pool is built, so the move waits for it and
+        // the broken port with it. A listener made anew restores the port at once; the
+        // old one serves its number until the new pool takes it over.
+        let declined = reused.is_some_and(|l| {
+            let old = l.listener.key();
+            old != key
+                && self.urgent.contains(&i)
+                && self
+                    .desired_keys
+                    .get(&old)
+                    .is_some_and(|&j| j != i && self.targets[j].home.is_none())
+        });
+        let reused = reused.filter(|_| !declined);
         let Some(l) = reused else {
             // A pool kept (or built by an earlier pass that stopped) whose port has no
             // listener at all: the port is down until it is made, so it goes before any
-            // clean-up or other port's make phase. So is a port replacing a pool of its
-            // name that lost its listener (an earlier pass removed it to move the port and
-            // stopped): the port served before and serves nothing now. A port only
-            // renumbered still has its old listener on the old pool, and a new port has no
+            // clean-up or other port's make phase. So is a new pool's port when the old
+            // pool of its name has no listener left but on ports other ports now take:
+            // an earlier pass removed its listener to move the port (or to swap numbers
+            // with another) and stopped, so the port served before and serves nothing now.
+            // A port only renumbered still serves its old number, and a new port has no
             // old pool: neither is urgent.
             let lost_listener = t.home.is_none()
-                && actual
-                    .pools
-                    .iter()
-                    .any(|a| a.name == d.name && a.listeners.is_empty());
+                && actual.pools.iter().any(|a| {
+                    a.name == d.name
+                        && a.listeners
+                            .iter()
+                            .all(|l| self.desired_keys.contains_key(&l.listener.key()))
+                });
             if !self.holders.contains_key(&key) && (t.home.is_some() || lost_listener) {
                 self.urgent.push(i);
             }
@@ -405,7 +448,13 @@ impl<'a> Build<'a> {
                 Rank::Occupy,
             );
             op.occupies = Some(key);
+            let name = t.name().to_string();
             self.ops.push(op);
+            let home = t.home.map_or(&[][..], |h| &h.listeners[..]);
+            for old in home.iter().filter(|_| declined) {
+                let op = leave_listener(old, &self.desired_keys, &self.barrier_of_key, &name);
+                self.ops.push(op);
+            }
             return;
         };
         let changes = ListenerChanges::between(&l.listener, &d.listener);

@@ -223,7 +223,9 @@ pub(super) fn order_urgent_first(
 /// nothing the port's listener op follows is a barrier (a switch that waits for members is
 /// no shortcut) or frees another port a listener is made for (a listener moved from it:
 /// that port's own listener comes right after, once its pool is built, so its gap stays one
-/// reconfiguration).
+/// reconfiguration), unless a move within the same closure takes it: a chain of moves
+/// (numbers swapped, node ports moved) is restored as one with the port that ends it,
+/// after that port's make phase, not behind other ports' barriers.
 fn urgent_closure(ops: &[Op], urgent: &[ListenerKey]) -> Vec<Option<usize>> {
     let wanted: Vec<&ListenerKey> = ops.iter().filter_map(|o| o.occupies.as_ref()).collect();
     let mut marked = vec![None; ops.len()];
@@ -242,12 +244,14 @@ fn urgent_closure(ops: &[Op], urgent: &[ListenerKey]) -> Vec<Option<usize>> {
                 }
                 i += 1;
             }
+            let retaken =
+                |l: &ListenerKey| closure.iter().any(|&c| ops[c].occupies.as_ref() == Some(l));
             let shortcut = closure.iter().all(|&c| {
                 !ops[c].action.is_barrier()
                     && ops[c]
                         .leaves
                         .iter()
-                        .all(|l| l == key || !wanted.contains(&l))
+                        .all(|l| l == key || !wanted.contains(&l) || retaken(l))
             });
             if shortcut {
                 for c in closure {

@@ -933,26 +933,57 @@ fn a_listener_move_that_restores_a_broken_port_goes_before_new_ports_are_built()
     assert!(!kinds(&p).contains(&"wait"), "{}", p.describe());
 }
 
-/// But a move that frees a port another listener is made for stays in the switch phase:
-/// that port's new pool is built first, and its listener follows the move at once.
+/// But a broken port whose listener would free a port a new pool takes gets a listener
+/// made anew at once (the move would wait for that pool): the freed port's old listener
+/// serves on until the new pool is built, and its own listener follows its removal at
+/// once (found by the sweep, seed 57018448).
 #[test]
-fn a_move_that_frees_a_wanted_port_waits_for_that_ports_new_pool() {
+fn a_broken_port_gets_a_new_listener_rather_than_one_a_new_pool_takes_over() {
     let before = two_ports(tcp("web", 80, 30000), tcp("tls", 8443, 30001));
     let after = two_ports(tcp("web", 8443, 30000), tcp("new", 80, 30002));
     let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
     let kinds = kinds(&p);
-    let moved = first(&p, "update-listener", None);
+    assert!(!kinds.contains(&"update-listener"), "{}", p.describe());
     assert!(
-        kinds[..moved].contains(&"create-member"),
+        first(&p, "create-listener", Some("tcp/web")) <= 1,
         "{}",
         p.describe()
     );
-    assert_eq!(
-        kinds.get(moved + 1),
-        Some(&"create-listener"),
+    let freed = first(&p, "delete-listener", Some("tcp/web"));
+    assert!(
+        kinds[..freed].contains(&"create-member"),
         "{}",
         p.describe()
     );
+    let made = first(&p, "create-listener", Some("tcp/new"));
+    assert_eq!(made, freed + 1, "{}", p.describe());
+}
+
+/// A chain of moves between kept pools, every port in it broken (each moved to the node
+/// port of another): restored as one, before a new port's make phase, since no new pool
+/// has to be built for any port in it.
+#[test]
+fn a_chain_of_moves_between_kept_pools_goes_before_a_new_ports_make_phase() {
+    let before = DesiredLb {
+        pools: vec![
+            tcp("web", 80, 30000),
+            tcp("tls", 8443, 30001),
+            tcp("api", 9000, 30002),
+        ],
+        ..desired()
+    };
+    let after = DesiredLb {
+        pools: vec![
+            tcp("web", 8443, 30000),
+            tcp("api", 80, 30002),
+            tcp("new", 7000, 30003),
+        ],
+        ..desired()
+    };
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    let moved = first(&p, "update-listener", Some("tcp/api"));
+    let built = first(&p, "create-pool", Some("tcp/new"));
+    assert!(moved < built, "{}", p.describe());
 }
 
 /// Found by the simulation (seed 33000443): a pool-algorithm switch's pass removed the
@@ -1015,6 +1046,65 @@ fn a_port_whose_listener_a_stopped_pass_removed_is_restored_first_on_a_new_pool(
     assert!(
         other < listener,
         "a renumbered port waits:\n{}",
+        p.describe()
+    );
+}
+
+/// Found by the simulation (seed 45003234): two ports swapped numbers; a pass deleted the
+/// listener of one (`web` on 80) to give 80 to the other, and stopped for a pool protocol
+/// change. Every pool is new in the next plan, and port 80, now `dns`'s, is held by no
+/// listener although it served before: it goes first, not behind `web`'s make phase.
+#[test]
+fn a_port_left_without_listener_by_a_stopped_swap_is_restored_first() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("dns", 53, 30001));
+    // The node ports go with the numbers: only the names swap.
+    let mut after = two_ports(tcp("web", 53, 30001), tcp("dns", 80, 30000));
+    for pool in &mut after.pools {
+        pool.protocol = PoolProtocol::Proxy;
+    }
+    let mut actual = converged(&before, &owner());
+    actual.pools[0].listeners.clear();
+    let p = plan_of(&after, Some(&actual));
+    let restored = first(&p, "create-listener", Some("tcp/dns"));
+    let other = first(&p, "create-pool", Some("tcp/web"));
+    assert!(restored < other, "port 80 goes first:\n{}", p.describe());
+    // The same change with every listener in place: `dns` takes 80 from `web`, a switch
+    // with nothing lost, and is not brought forward.
+    let p = plan_of(&after, Some(&converged(&before, &owner())));
+    let switched = first(&p, "create-listener", Some("tcp/dns"));
+    let other = first(&p, "create-pool", Some("tcp/web"));
+    assert!(other < switched, "nothing to restore:\n{}", p.describe());
+}
+
+/// Two ports down at once (both listeners lost, both pools replaced): each gets its pool,
+/// monitor, first member and listener before either gets its other members, since one
+/// member up serves a port (seed 45003234 needed this too).
+#[test]
+fn ports_restored_together_get_their_first_member_before_any_gets_more() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("dns", 53, 30001));
+    let mut after = before.clone();
+    for pool in &mut after.pools {
+        pool.protocol = PoolProtocol::Proxy;
+    }
+    let mut actual = converged(&before, &owner());
+    for pool in &mut actual.pools {
+        pool.listeners.clear();
+    }
+    let p = plan_of(&after, Some(&actual));
+    let second_member = |port: &str| {
+        p.steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.action.kind() == "create-member" && s.port.as_deref() == Some(port))
+            .nth(1)
+            .map(|(i, _)| i)
+            .unwrap_or_else(|| panic!("no second member for {port}:\n{}", p.describe()))
+    };
+    let web = first(&p, "create-listener", Some("tcp/web"));
+    let dns = first(&p, "create-listener", Some("tcp/dns"));
+    assert!(
+        web.max(dns) < second_member("tcp/web").min(second_member("tcp/dns")),
+        "{}",
         p.describe()
     );
 }
@@ -1112,4 +1202,51 @@ fn a_replacement_pool_names_the_pool_of_its_name_it_is_made_beside() {
         })
         .collect();
     assert_eq!(besides, [&vec![actual.pools[0].uuid]], "{}", p.describe());
+}
+
+/// Found by the sweep (seed 57018448): a port list change during a cloud outage moved
+/// 8443 from one port to another (its node port with it), 80 to a new port and 9000 to a
+/// new node port; all three were broken by Kubernetes at once. The chain of listener moves
+/// (8443 freed, 80 moved to 8443, 80 made anew) waited behind another port's barrier, 207 s
+/// without a listener on 8443. Now the port one member restores goes first, then 8443 on a
+/// listener made anew, then the new port's make phase and 80.
+#[test]
+fn a_chain_of_moves_between_broken_ports_is_restored_before_other_barriers() {
+    let s = sample();
+    let before = DesiredLb {
+        pools: vec![
+            s.port("p10", Family::Tcp, 8443, 30001),
+            s.port("p21", Family::Tcp, 8080, 30002),
+            s.port("p32", Family::Tcp, 80, 30003),
+            s.port("p33", Family::Tcp, 9000, 30004),
+        ],
+        ..desired()
+    };
+    let after = DesiredLb {
+        pools: vec![
+            s.port("p00", Family::Tcp, 80, 30006),
+            s.port("p11", Family::Tcp, 9000, 30007),
+            s.port("p32", Family::Tcp, 8443, 30003),
+            s.port("p33", Family::Udp, 53, 30004),
+        ],
+        ..desired()
+    };
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    assert_eq!(
+        first(&p, "create-member", Some("tcp/p11")),
+        0,
+        "{}",
+        p.describe()
+    );
+    // 8443 on p32's pool at once (its old holder removed first), 80 after p00's pool.
+    let restored = first(&p, "create-listener", Some("tcp/p32"));
+    let made = first(&p, "create-listener", Some("tcp/p00"));
+    let barrier = p
+        .steps
+        .iter()
+        .position(|s| s.action.is_barrier())
+        .expect("a barrier");
+    let other = first(&p, "create-pool", Some("udp/p33"));
+    assert_eq!(restored, 2, "{}", p.describe());
+    assert!(made < barrier.min(other), "{}", p.describe());
 }
