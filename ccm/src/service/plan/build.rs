@@ -416,17 +416,19 @@ impl<'a> Build<'a> {
             // A pool kept (or built by an earlier pass that stopped) whose port has no
             // listener at all: the port is down until it is made, so it goes before any
             // clean-up or other port's make phase. So is a new pool's port when the old
-            // pool of its name has no listener left but on ports other ports now take:
-            // an earlier pass removed its listener to move the port (or to swap numbers
-            // with another) and stopped, so the port served before and serves nothing now.
+            // pool of its name has no listener left but on ports other ports now take, or
+            // its own moved off its number: an earlier pass removed its listener to move
+            // the port (or to swap numbers with another) and stopped, or outside hands
+            // moved it, so the port served before and serves nothing now.
             // A port only renumbered still serves its old number, and a new port has no
             // old pool: neither is urgent.
             let lost_listener = t.home.is_none()
                 && actual.pools.iter().any(|a| {
                     a.name == d.name
-                        && a.listeners
-                            .iter()
-                            .all(|l| self.desired_keys.contains_key(&l.listener.key()))
+                        && a.listeners.iter().all(|l| {
+                            self.desired_keys.contains_key(&l.listener.key())
+                                || moved_off_its_number(l, d)
+                        })
                 });
             if !self.holders.contains_key(&key) && (t.home.is_some() || lost_listener) {
                 self.urgent.push(i);
@@ -470,6 +472,11 @@ impl<'a> Build<'a> {
         };
         if moves {
             let old_key = l.listener.key();
+            // Its own listener moved off its number: nothing serves the port, so moving
+            // it back goes first.
+            if moved_off_its_number(l, d) && !self.holders.contains_key(&key) {
+                self.urgent.push(i);
+            }
             let impact = if outage {
                 Impact::Outage
             } else if self.desired_keys.contains_key(&old_key) || held_by_other {
@@ -567,6 +574,13 @@ impl<'a> Build<'a> {
 
 /// Deleting a listener: a gap for its port when another pool takes the port over (after
 /// that pool's barrier), nothing when the port is no longer wanted.
+/// Whether `l`, named for `d`'s listener, serves another number: outside hands (or a pass
+/// that stopped between its two PATCHes) moved the port's own listener off it. A port
+/// renumbered in the Service has a listener named for its old number instead.
+fn moved_off_its_number(l: &ActualListener, d: &DesiredPool) -> bool {
+    l.listener.name == d.listener.name && l.listener.key() != d.listener.key()
+}
+
 fn leave_listener(
     l: &ActualListener,
     desired_keys: &HashMap<ListenerKey, usize>,

@@ -986,6 +986,41 @@ fn a_chain_of_moves_between_kept_pools_goes_before_a_new_ports_make_phase() {
     assert!(moved < built, "{}", p.describe());
 }
 
+/// Found by the sweep (seeds 61004156, 61007800): outside hands set a listener's port to
+/// 9999 while the load balancer still lacked other ports (their POSTs had failed). Moving
+/// it back waited behind their whole make phase, 180 s without a listener. The port's own
+/// listener (named for it) moved off its number goes back first; a port renumbered in the
+/// Service is not brought forward.
+#[test]
+fn a_listener_moved_off_its_port_by_hand_goes_back_before_other_ports_are_built() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("api", 8080, 30001));
+    let mut after = before.clone();
+    after.pools.push(tcp("new", 7000, 30002));
+    let mut actual = converged(&before, &owner());
+    actual.pools[0].listeners[0].listener.port = 9999;
+    let p = plan_of(&after, Some(&actual));
+    let back = first(&p, "update-listener", Some("tcp/web"));
+    let built = first(&p, "create-pool", Some("tcp/new"));
+    assert!(back < built, "{}", p.describe());
+    // The same while every pool is replaced (a protocol change): the port's listener is
+    // made on its new pool before the other ports' pools are built.
+    let mut proxy = after.clone();
+    for pool in &mut proxy.pools {
+        pool.protocol = PoolProtocol::Proxy;
+    }
+    let p = plan_of(&proxy, Some(&actual));
+    let made = first(&p, "create-listener", Some("tcp/web"));
+    let built = first(&p, "create-pool", Some("tcp/api"));
+    assert!(made < built, "{}", p.describe());
+    // Renumbered in the Service (80 to 81): its listener serves 80 until the move.
+    let mut renumbered = after.clone();
+    renumbered.pools[0] = tcp("web", 81, 30000);
+    let p = plan_of(&renumbered, Some(&converged(&before, &owner())));
+    let moved = first(&p, "update-listener", Some("tcp/web"));
+    let built = first(&p, "create-pool", Some("tcp/new"));
+    assert!(built < moved, "{}", p.describe());
+}
+
 /// Found by the simulation (seed 33000443): a pool-algorithm switch's pass removed the
 /// port's listener, then stopped because the Service changed. The next plan found the new
 /// pool built but without a listener, and the old pool routing nothing: the port is down
