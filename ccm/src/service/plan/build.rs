@@ -128,26 +128,24 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
     // reconfiguration of the load balancer, so every write put before them prolongs an
     // outage, and one member up serves a port.
     // The port's pool may be one an earlier pass built and left (it stopped for a newer
-    // change): its monitor (the old one's removal first) and first member go before the
-    // switch all the same.
-    let targets: Vec<(PoolRef, Vec<uuid::Uuid>)> = b
+    // change): its first member goes before the switch all the same, and a monitor if it
+    // has none. A monitor of another type is replaced after the restores: the old one
+    // checks the members as well, and its replacement restores nothing while every write
+    // before a switch prolongs an outage.
+    let targets: Vec<(PoolRef, bool)> = b
         .targets
         .iter()
         .map(|t| {
-            let monitors = t.home.map(|h| h.monitors.iter().map(|m| m.uuid).collect());
-            (t.pool.clone(), monitors.unwrap_or_default())
+            let unmonitored = t.home.is_none_or(|h| h.monitors.is_empty());
+            (t.pool.clone(), unmonitored)
         })
         .collect();
     let of = |i: usize| {
-        let (target, monitors) = &targets[i];
+        let (target, unmonitored) = &targets[i];
         move |step: &Step| match &step.action {
             Action::CreatePool { new, .. } => *new == i,
-            Action::CreateMonitor { pool, .. } | Action::CreateMember { pool, .. } => {
-                pool == target
-            }
-            Action::DeleteMonitor { uuid, .. } | Action::UpdateMonitor { uuid, .. } => {
-                monitors.contains(uuid)
-            }
+            Action::CreateMember { pool, .. } => pool == target,
+            Action::CreateMonitor { pool, .. } => pool == target && *unmonitored,
             _ => false,
         }
     };

@@ -1021,6 +1021,21 @@ fn a_listener_moved_off_its_port_by_hand_goes_back_before_other_ports_are_built(
     assert!(built < moved, "{}", p.describe());
 }
 
+/// Found by the sweep (seed 63019557): a port moved to a kept pool whose monitor type was
+/// also changing; the monitor's replacement went before the switch and delayed every broken
+/// port behind it. A pool that routes a port already keeps its monitor until after the
+/// restores.
+#[test]
+fn a_broken_port_switching_to_a_serving_pool_does_not_wait_for_its_new_monitor() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("api", 443, 30001));
+    let mut after = two_ports(tcp("web", 443, 30000), tcp("new", 80, 30002));
+    after.pools[0].monitor.kind = HealthMonitorType::Http;
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    let switched = first(&p, "create-listener", Some("tcp/web"));
+    let replaced = first(&p, "delete-monitor", Some("tcp/web"));
+    assert!(switched < replaced, "{}", p.describe());
+}
+
 /// Found by the simulation (seed 33000443): a pool-algorithm switch's pass removed the
 /// port's listener, then stopped because the Service changed. The next plan found the new
 /// pool built but without a listener, and the old pool routing nothing: the port is down
@@ -1183,7 +1198,9 @@ fn an_urgent_switch_to_a_pool_built_earlier_gives_it_a_member_first() {
 
 /// Found by the sweep once the urgent switch above brought a pool's monitor forward: the
 /// pool an earlier pass built kept a monitor of the type asked before. Its removal goes
-/// with the new monitor, ahead of it (the API refuses a second monitor on a pool).
+/// with the new monitor, ahead of it (the API refuses a second monitor on a pool). Since
+/// the sweep found a restore waiting for such a replacement (seed 63019557), both follow
+/// the switch: the old monitor checks the members as well.
 #[test]
 fn an_urgent_switch_replaces_the_monitor_of_a_pool_built_earlier_in_order() {
     let (actual, mut after) = dns_renamed_with_its_pool_built(true);
@@ -1192,7 +1209,7 @@ fn an_urgent_switch_replaces_the_monitor_of_a_pool_built_earlier_in_order() {
     let removed = first(&p, "delete-monitor", Some("tcp/dns2"));
     let made = first(&p, "create-monitor", Some("tcp/dns2"));
     let listener = first(&p, "create-listener", Some("tcp/dns2"));
-    assert!(removed < made && made < listener, "{}", p.describe());
+    assert!(listener < removed && removed < made, "{}", p.describe());
 }
 
 /// Found by the sweep (seed 41012568): a node excluded from a Service whose members were all
