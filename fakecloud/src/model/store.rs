@@ -520,12 +520,34 @@ pub struct Href<'a, I> {
     pub id: I,
 }
 
-impl<I: std::fmt::Display> Serialize for Href<'_, I> {
+/// An id that goes into an href as it is (a UUID in its hyphenated lower-case form).
+pub trait HrefId {
+    fn push_to(&self, out: &mut String);
+}
+
+impl HrefId for Uuid {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self.hyphenated().encode_lower(&mut Uuid::encode_buffer()));
+    }
+}
+
+impl HrefId for &str {
+    fn push_to(&self, out: &mut String) {
+        out.push_str(self);
+    }
+}
+
+impl<I: HrefId> Serialize for Href<'_, I> {
+    // One string built by pushes: answers render an href per resource and per stub, and
+    // `collect_str` over `format_args!` went through the formatter piece by piece.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!(
-            "{}/v1/{}/{}",
-            self.base, self.collection, self.id
-        ))
+        let mut url = String::with_capacity(self.base.len() + self.collection.len() + 42);
+        url.push_str(self.base);
+        url.push_str("/v1/");
+        url.push_str(self.collection);
+        url.push('/');
+        self.id.push_to(&mut url);
+        s.serialize_str(&url)
     }
 }
 
@@ -564,8 +586,37 @@ pub struct TimeText(Time);
 
 impl Serialize for TimeText {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&self.0.format("%Y-%m-%dT%H:%M:%S%.6fZ"))
+        s.serialize_str(&api_time(self.0))
     }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.ffffffZ`, written digit by digit: every resource in every answer
+/// carries a timestamp, and chrono's `format` parses its pattern on each call.
+pub fn api_time(t: Time) -> String {
+    use chrono::{Datelike, Timelike};
+    fn digits(out: &mut String, n: u32, width: u32) {
+        for k in (0..width).rev() {
+            let d = (n / 10u32.pow(k)) % 10;
+            out.push(char::from(b'0' + d as u8));
+        }
+    }
+    let mut out = String::with_capacity(27);
+    digits(&mut out, u32::try_from(t.year()).unwrap_or(0), 4);
+    for (n, before) in [
+        (t.month(), '-'),
+        (t.day(), '-'),
+        (t.hour(), 'T'),
+        (t.minute(), ':'),
+        (t.second(), ':'),
+    ] {
+        out.push(before);
+        digits(&mut out, n, 2);
+    }
+    out.push('.');
+    // A leap second shows as second 59 with 1 000 000+ µs in chrono: keep six digits.
+    digits(&mut out, (t.nanosecond() / 1_000) % 1_000_000, 6);
+    out.push('Z');
+    out
 }
 
 /// What rendering a resource needs: the externally visible base URL, the virtual time, and
@@ -712,6 +763,31 @@ pub fn tags_match(tags: &Tags, filters: &[(String, String)]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_and_hrefs_render_as_the_formatter_did() {
+        use chrono::{TimeZone, Utc};
+        for (secs, nanos) in [
+            (0, 0),
+            (1_767_225_600, 1_000),
+            (1_767_225_600 + 86_399, 999_999_999),
+            (4_102_444_799, 123_456_789),
+        ] {
+            let t = Utc.timestamp_opt(secs, nanos).single().expect("a time");
+            let old = t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
+            assert_eq!(api_time(t), old);
+        }
+        let id = Uuid::from_u128(0x0123_4567_89ab_cdef_0123_4567_89ab_cdef);
+        let href = Href {
+            base: "http://fake",
+            collection: "servers",
+            id,
+        };
+        assert_eq!(
+            serde_json::to_value(&href).expect("json"),
+            json!(format!("http://fake/v1/servers/{id}"))
+        );
+    }
 
     #[test]
     fn members_are_listed_per_pool_in_creation_order_and_dump_as_a_list() {

@@ -214,6 +214,20 @@ pub async fn handle(
         srv.0.requests.lock().push(record(StatusCode::OK));
         return super::watch::watch_response(srv.clone(), target, params, format);
     }
+    if verb == "get"
+        && target.sub.is_none()
+        && format == Format::Json
+        && let Some(answer) = srv.get_json(&target)
+    {
+        let code = answer
+            .as_ref()
+            .map_or_else(ApiError::code, |_| StatusCode::OK);
+        srv.0.requests.lock().push(record(code));
+        return match answer {
+            Ok(body) => (code, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Err(e) => e.into_response(),
+        };
+    }
     let result = dispatch(&srv, verb, &target, &params, &headers, &body);
     let code = match &result {
         Ok((code, _)) => *code,

@@ -178,7 +178,7 @@ fn role_rules<'s>(store: &'s Store, binding: &Value, namespace: Option<&str>) ->
 /// Whether RBAC grants `request` to `user`: a ClusterRoleBinding's rules apply everywhere, a
 /// RoleBinding's only to resources in its namespace.
 pub fn allows(store: &Store, user: &User, request: &Request) -> bool {
-    let key = format!("{}|{}|{request:?}", user.name, user.groups.join(","));
+    let key = memo_key(user, request);
     if let Some(known) = store.rbac_decisions.lock().get(&key) {
         return *known;
     }
@@ -190,6 +190,49 @@ pub fn allows(store: &Store, user: &User, request: &Request) -> bool {
     }
     known.insert(key, decision);
     decision
+}
+
+/// The decision's memo key: every field the decision depends on, NUL-separated (no name,
+/// group or path holds one), with a mark for an absent field. Pushed piece by piece, as
+/// every request asks.
+fn memo_key(user: &User, request: &Request) -> String {
+    let mut key = String::with_capacity(128);
+    let mut push = |part: Option<&str>| {
+        match part {
+            Some(p) => key.push_str(p),
+            None => key.push('\u{1}'),
+        }
+        key.push('\0');
+    };
+    push(Some(&user.name));
+    push(Some(&user.groups.len().to_string()));
+    for g in &user.groups {
+        push(Some(g));
+    }
+    match request {
+        Request::Resource {
+            verb,
+            group,
+            resource,
+            subresource,
+            namespace,
+            name,
+        } => {
+            push(Some("resource"));
+            for part in [Some(*verb), Some(*group), Some(*resource)] {
+                push(part);
+            }
+            for part in [*subresource, *namespace, *name] {
+                push(part);
+            }
+        }
+        Request::NonResource { verb, path } => {
+            push(Some("path"));
+            push(Some(verb));
+            push(Some(path));
+        }
+    }
+    key
 }
 
 fn decide(store: &Store, user: &User, request: &Request) -> bool {

@@ -152,11 +152,47 @@ pub(super) fn external(rt: &ResourceType, obj: &Value) -> Value {
     o
 }
 
-pub(super) fn internal(rt: &ResourceType, obj: &Value) -> Value {
-    if rt.group == "events.k8s.io" {
-        return events::to_core(obj);
+/// [`external`] serialized straight from the stored object, without copying it: the JSON
+/// is the same (keys in order, `apiVersion` and `kind` those of `rt`). Not for Events of
+/// `events.k8s.io`, which are converted.
+pub(super) struct External<'a> {
+    pub rt: &'a ResourceType,
+    pub obj: &'a Value,
+}
+
+impl serde::Serialize for External<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let Value::Object(map) = self.obj else {
+            return self.obj.serialize(s);
+        };
+        let api_version = self.rt.api_version();
+        let mut fixed = [("apiVersion", api_version.as_str()), ("kind", self.rt.kind)]
+            .into_iter()
+            .peekable();
+        let mut m = s.serialize_map(None)?;
+        for (k, v) in map {
+            while let Some((f, value)) = fixed.next_if(|(f, _)| *f <= k.as_str()) {
+                m.serialize_entry(f, value)?;
+            }
+            if k != "apiVersion" && k != "kind" {
+                m.serialize_entry(k, v)?;
+            }
+        }
+        for (f, value) in fixed {
+            m.serialize_entry(f, value)?;
+        }
+        m.end()
     }
-    obj.clone()
+}
+
+/// The stored form of a body a client sent (taken, not copied: most kinds are stored as
+/// sent).
+pub(super) fn internal(rt: &ResourceType, obj: Value) -> Value {
+    if rt.group == "events.k8s.io" {
+        return events::to_core(&obj);
+    }
+    obj
 }
 
 pub(super) fn random_suffix(ambient: &Ambient) -> String {
@@ -318,4 +354,34 @@ pub fn verb_counts(records: &[RequestRecord]) -> HashMap<String, usize> {
         *m.entry(format!("{} {res}", r.verb)).or_insert(0) += 1;
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_serialized_in_place_is_the_external_copy() {
+        let lease =
+            super::super::registry::find("coordination.k8s.io", "v1", "leases").expect("leases");
+        let pod = super::super::registry::find("", "v1", "pods").expect("pods");
+        for (rt, obj) in [
+            (
+                lease,
+                json!({"metadata": {"name": "l"}, "spec": {"holderIdentity": "a"}}),
+            ),
+            (
+                lease,
+                json!({"apiVersion": "old/v0", "kind": "Other", "metadata": {}, "zz": 1}),
+            ),
+            (
+                pod,
+                json!({"a": 1, "kind": "Pod", "metadata": {"name": "p"}, "status": {}}),
+            ),
+            (pod, json!({})),
+        ] {
+            let fast = serde_json::to_string(&External { rt, obj: &obj }).expect("json");
+            assert_eq!(fast, external(rt, &obj).to_string());
+        }
+    }
 }

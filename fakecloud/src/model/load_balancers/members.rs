@@ -95,10 +95,14 @@ pub struct MemberHref<'a> {
 
 impl Serialize for MemberHref<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!(
-            "{}/v1/load-balancers/pools/{}/members/{}",
-            self.base, self.pool, self.member
-        ))
+        use crate::model::store::HrefId as _;
+        let mut url = String::with_capacity(self.base.len() + 110);
+        url.push_str(self.base);
+        url.push_str("/v1/load-balancers/pools/");
+        self.pool.push_to(&mut url);
+        url.push_str("/members/");
+        self.member.push_to(&mut url);
+        s.serialize_str(&url)
     }
 }
 
