@@ -358,7 +358,7 @@ fn models(played: &[Played], lines: &[String], first_nodes: &[String]) -> BTreeM
             let ports = m.ports.clone();
             m.events.push(Event {
                 at,
-                seen: last_request_sent(lines, i).unwrap_or(at),
+                seen: snapshot_sent(lines, i).unwrap_or(at),
                 rv: f.next().and_then(|v| v.parse().ok()),
                 kind: Kind::Converged,
                 ports,
@@ -381,19 +381,47 @@ fn answered(lines: &[String], step: usize) -> Option<u128> {
         .last()
 }
 
-/// When a CCM sent the last cloud request answered before trace line `at` (a slow answer
-/// is followed by `<ms> slow <who> <sent ms>`).
-fn last_request_sent(lines: &[String], at: usize) -> Option<u128> {
-    let (j, r) = lines[..at].iter().enumerate().rev().find_map(|(j, l)| {
-        Request::parse(l)
-            .filter(|r| r.api == "cloud" && r.by_ccm())
-            .map(|r| (j, r))
-    })?;
-    let sent = lines.get(j + 1).and_then(|l| {
-        let mut f = l.split(' ').skip(1);
-        (f.next() == Some("slow")).then(|| f.nth(1)?.parse().ok())?
-    });
-    Some(sent.unwrap_or(r.millis))
+/// The account-wide lists a CCM plans a load balancer from.
+const SNAPSHOT: [&str; 4] = [
+    "/v1/load-balancers",
+    "/v1/load-balancers/pools",
+    "/v1/load-balancers/listeners",
+    "/v1/load-balancers/health-monitors",
+];
+
+/// When a CCM sent the reads a convergence logged on trace line `at` was planned from: the
+/// last cloud request answered before it, or, if earlier, the oldest of the last successful
+/// reads of the lists in [`SNAPSHOT`] (a read retried after a 429 stretches a snapshot over
+/// seconds; found by the sweep, seed 71001278: the monitors were read 8 s before the last
+/// request, before outside hands deleted one). A slow answer is followed by
+/// `<ms> slow <who> <sent ms>`.
+fn snapshot_sent(lines: &[String], at: usize) -> Option<u128> {
+    let sent_of = |j: usize, r: &Request| {
+        let slow = lines.get(j + 1).and_then(|l| {
+            let mut f = l.split(' ').skip(1);
+            (f.next() == Some("slow")).then(|| f.nth(1)?.parse().ok())?
+        });
+        slow.unwrap_or(r.millis)
+    };
+    let mut last = None;
+    let mut lists: [Option<u128>; SNAPSHOT.len()] = [None; SNAPSHOT.len()];
+    for (j, l) in lines[..at].iter().enumerate().rev() {
+        let Some(r) = Request::parse(l).filter(|r| r.api == "cloud" && r.by_ccm()) else {
+            continue;
+        };
+        last.get_or_insert_with(|| sent_of(j, &r));
+        if let Some(k) = SNAPSHOT.iter().position(|p| *p == r.path)
+            && r.method == "GET"
+            && r.status == "200"
+            && lists[k].is_none()
+        {
+            lists[k] = Some(sent_of(j, &r));
+        }
+        if lists.iter().all(Option::is_some) {
+            break;
+        }
+    }
+    lists.into_iter().flatten().chain(last).min()
 }
 
 /// A Node deleted and registered again by its kubelet: its members leave the pools with
@@ -1455,6 +1483,45 @@ mod tests {
         let no_outage: Vec<Event> = events[..2].to_vec();
         let judged = allowed(&no_outage, &port, down, &[], &[(348_149, 500_149)]);
         assert_eq!(judged, Some((20.0, 1, Some(286_000))));
+    }
+
+    /// Found by the sweep (seed 71001278): a convergence whose monitor list was read 8 s
+    /// before its last request (the listeners' read was retried after a 429), before
+    /// outside hands deleted a monitor. It was seen as planned after the deletion.
+    #[test]
+    fn a_convergence_is_as_old_as_the_oldest_list_it_was_planned_from() {
+        let lines: Vec<String> = [
+            "465708 cloud ccm-1 GET /v1/load-balancers 200",
+            "465708 slow ccm-1 463752",
+            "465708 cloud ccm-1 GET /v1/load-balancers/pools 200",
+            "465708 slow ccm-1 463752",
+            "465708 cloud ccm-1 GET /v1/load-balancers/listeners 429",
+            "465708 slow ccm-1 463752",
+            "465708 cloud ccm-1 GET /v1/load-balancers/health-monitors 200",
+            "465708 slow ccm-1 463752",
+            "465956 cloud outside DELETE /v1/load-balancers/health-monitors/m 204",
+            "471664 cloud ccm-1 GET /v1/load-balancers/listeners 200",
+            "471664 slow ccm-1 469708",
+            "473620 cloud ccm-1 GET /v1/load-balancers/pools/p/members 200",
+            "473620 slow ccm-1 471664",
+            "473620 converged default/svc-1 63",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(snapshot_sent(&lines, 13), Some(463_752));
+        // Every list read again after the deletion: as new as its last request.
+        let mut fresh = lines.clone();
+        for (i, path) in [
+            "/v1/load-balancers",
+            "/v1/load-balancers/pools",
+            "/v1/load-balancers/health-monitors",
+        ]
+        .iter()
+        .enumerate()
+        {
+            fresh.insert(11 + i, format!("472000 cloud ccm-1 GET {path} 200"));
+        }
+        assert_eq!(snapshot_sent(&fresh, fresh.len() - 1), Some(469_708));
     }
 
     /// Found by the sweep (seeds 29019979, 33010434): with every cloud answer 6 s late, a
