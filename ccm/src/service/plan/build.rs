@@ -570,8 +570,6 @@ impl<'a> Build<'a> {
     }
 }
 
-/// Deleting a listener: a gap for its port when another pool takes the port over (after
-/// that pool's barrier), nothing when the port is no longer wanted.
 /// Whether `l`, named for `d`'s listener, serves another number: outside hands (or a pass
 /// that stopped between its two PATCHes) moved the port's own listener off it. A port
 /// renumbered in the Service has a listener named for its old number instead.
@@ -579,6 +577,8 @@ fn moved_off_its_number(l: &ActualListener, d: &DesiredPool) -> bool {
     l.listener.name == d.listener.name && l.listener.key() != d.listener.key()
 }
 
+/// Deleting a listener: a gap for its port when another pool takes the port over (after
+/// that pool's barrier), nothing when the port is no longer wanted.
 fn leave_listener(
     l: &ActualListener,
     desired_keys: &HashMap<ListenerKey, usize>,
