@@ -128,27 +128,7 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
     // reconfiguration of the load balancer, so every write put before them prolongs an
     // outage, and one member up serves a port.
     // The port's pool may be one an earlier pass built and left (it stopped for a newer
-    // change): its first member goes before the switch all the same, and a monitor if it
-    // has none. A monitor of another type is replaced after the restores: the old one
-    // checks the members as well, and its replacement restores nothing while every write
-    // before a switch prolongs an outage.
-    let targets: Vec<(PoolRef, bool)> = b
-        .targets
-        .iter()
-        .map(|t| {
-            let unmonitored = t.home.is_none_or(|h| h.monitors.is_empty());
-            (t.pool.clone(), unmonitored)
-        })
-        .collect();
-    let of = |i: usize| {
-        let (target, unmonitored) = &targets[i];
-        move |step: &Step| match &step.action {
-            Action::CreatePool { new, .. } => *new == i,
-            Action::CreateMember { pool, .. } => pool == target,
-            Action::CreateMonitor { pool, .. } => pool == target && *unmonitored,
-            _ => false,
-        }
-    };
+    // change): its first member goes before the switch all the same ([`restores`]).
     let urgent_keys: Vec<ListenerKey> = b
         .urgent
         .iter()
@@ -157,6 +137,8 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
     let moved = b.moved_off_their_node_port();
     let (switch_first, switch) = schedule::order_urgent_first(b.ops, &urgent_keys);
     let (mut front, mut members) = (b.front, b.member_creates);
+    let targets = &b.targets;
+    let of = |i: usize| move |step: &Step| restores(&targets[i], i, step);
     // A pool that routes nothing goes first when it bears a name an urgent new pool takes
     // (two pools of one name would be ambiguous to the next reader).
     let taken = |step: &Step| match &step.action {
@@ -172,20 +154,7 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
     // else, the ports that need a listener restored next (fewest writes first keeps the
     // most ports down the shortest), and then every restored port's other members in
     // turn, before any other port's make phase.
-    let restoring: Vec<Vec<Step>>;
-    (restoring, members) = members.into_iter().partition(|m| {
-        m.first().is_some_and(|s| {
-            matches!(&s.action, Action::CreateMember { pool: PoolRef::Existing(u), .. }
-                if moved.contains(u))
-        })
-    });
-    let mut rest: Vec<Vec<Step>> = Vec::new();
-    for mut port in restoring {
-        if !port.is_empty() {
-            steps.push(port.remove(0));
-        }
-        rest.push(port);
-    }
+    let mut rest = first_members_of(&moved, &mut members, steps);
     let (clear_first, clear): (Vec<Step>, Vec<Step>) = b.clear.into_iter().partition(taken);
     steps.extend(clear_first);
     // The broken port that needs the fewest writes goes first (its pool, monitor, first
@@ -218,6 +187,44 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
     steps.extend(interleave(members));
     steps.extend(b.back);
     steps.extend(switch);
+}
+
+/// Whether `step` restores target `i` before its switch: its new pool, its members, and a
+/// monitor if its pool has none (a monitor of another type is replaced after the restores:
+/// the old one checks the members as well).
+fn restores(t: &Target, i: usize, step: &Step) -> bool {
+    match &step.action {
+        Action::CreatePool { new, .. } => *new == i,
+        Action::CreateMember { pool, .. } => *pool == t.pool,
+        Action::CreateMonitor { pool, .. } => {
+            *pool == t.pool && t.home.is_none_or(|h| h.monitors.is_empty())
+        }
+        _ => false,
+    }
+}
+
+/// Takes the member creations of the kept pools in `moved` out of `members`, appends the
+/// first of each pool to `steps` and returns the others, one list per pool.
+fn first_members_of(
+    moved: &[uuid::Uuid],
+    members: &mut Vec<Vec<Step>>,
+    steps: &mut Vec<Step>,
+) -> Vec<Vec<Step>> {
+    let restoring: Vec<Vec<Step>>;
+    (restoring, *members) = std::mem::take(members).into_iter().partition(|m| {
+        m.first().is_some_and(|s| {
+            matches!(&s.action, Action::CreateMember { pool: PoolRef::Existing(u), .. }
+                if moved.contains(u))
+        })
+    });
+    let mut rest = Vec::new();
+    for mut port in restoring {
+        if !port.is_empty() {
+            steps.push(port.remove(0));
+        }
+        rest.push(port);
+    }
+    rest
 }
 
 impl<'a> Build<'a> {
