@@ -13,12 +13,11 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 pub(super) fn json_response(code: StatusCode, v: &Value) -> Response {
-    (
-        code,
-        [(header::CONTENT_TYPE, "application/json")],
-        v.to_string(),
-    )
-        .into_response()
+    json_text_response(code, v.to_string())
+}
+
+fn json_text_response(code: StatusCode, body: String) -> Response {
+    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 /// Parses `/api/v1/...` and `/apis/{group}/{version}/...` resource paths.
@@ -224,7 +223,7 @@ pub async fn handle(
             .map_or_else(ApiError::code, |_| StatusCode::OK);
         srv.0.requests.lock().push(record(code));
         return match answer {
-            Ok(body) => (code, [(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Ok(body) => json_text_response(code, body),
             Err(e) => e.into_response(),
         };
     }

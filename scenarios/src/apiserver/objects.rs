@@ -154,30 +154,27 @@ impl Shared {
     // ---- verbs, callable in-process too -------------------------------------------------
 
     pub(super) fn get(&self, t: &Target) -> ApiResult<Value> {
-        let name = t.name.clone().unwrap_or_default();
-        let key = (t.namespace.clone().unwrap_or_default(), name.clone());
-        let store = self.0.store.read();
-        store
-            .get(t.rt.storage_key(), &key)
-            .map(|o| external(t.rt, o))
-            .ok_or_else(|| ApiError::not_found(t.rt.plural, &name))
+        self.read_target(t, |o| external(t.rt, o))
     }
 
     /// [`Self::get`] as the JSON text of the answer, written from the stored object without
     /// copying it (Leases are read every 2 s per standby CCM); `None` for the kinds that are
     /// converted on the way out.
     pub(super) fn get_json(&self, t: &Target) -> Option<ApiResult<String>> {
-        if t.rt.group == "events.k8s.io" {
-            return None;
-        }
-        let name = t.name.clone().unwrap_or_default();
-        let key = (t.namespace.clone().unwrap_or_default(), name);
-        let store = self.0.store.read();
-        Some(match store.get(t.rt.storage_key(), &key) {
-            Some(obj) => Ok(serde_json::to_string(&External { rt: t.rt, obj })
-                .unwrap_or_else(|_| external(t.rt, obj).to_string())),
-            None => Err(ApiError::not_found(t.rt.plural, &key.1)),
+        (t.rt.group != "events.k8s.io").then(|| {
+            self.read_target(t, |obj| {
+                serde_json::to_string(&External { rt: t.rt, obj })
+                    .unwrap_or_else(|_| external(t.rt, obj).to_string())
+            })
         })
+    }
+
+    /// Reads the object `t` names in place; 404 when there is none.
+    fn read_target<R>(&self, t: &Target, read: impl FnOnce(&Value) -> R) -> ApiResult<R> {
+        let name = t.name.as_deref().unwrap_or_default();
+        let ns = t.namespace.as_deref().unwrap_or_default();
+        self.read_object(t.rt.storage_key(), ns, name, read)
+            .ok_or_else(|| ApiError::not_found(t.rt.plural, name))
     }
 
     pub(super) fn list(&self, t: &Target, p: &Params) -> ApiResult<Value> {

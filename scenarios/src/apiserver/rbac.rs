@@ -219,10 +219,8 @@ fn memo_key(user: &User, request: &Request) -> String {
             name,
         } => {
             push(Some("resource"));
-            for part in [Some(*verb), Some(*group), Some(*resource)] {
-                push(part);
-            }
-            for part in [*subresource, *namespace, *name] {
+            let parts = [Some(*verb), Some(*group), Some(*resource)];
+            for part in parts.into_iter().chain([*subresource, *namespace, *name]) {
                 push(part);
             }
         }
