@@ -177,7 +177,9 @@ pub async fn run<F, Fut>(
         while running.len() < concurrency {
             match queue.take() {
                 Ok(key) => {
-                    let work = reconcile(key.clone());
+                    // Boxed: a reconcile's state is kilobytes, and every move of it
+                    // (into the set, on each poll of the select below) was a copy.
+                    let work = Box::pin(reconcile(key.clone()));
                     running.push(async move { (key, work.await) });
                 }
                 Err(at) => {

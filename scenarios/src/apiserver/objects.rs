@@ -379,7 +379,7 @@ impl Shared {
             ));
         }
         let mut store = self.0.store.write();
-        let Some(old) = store.get(t.rt.storage_key(), &key).cloned() else {
+        let Some(old) = store.get_shared(t.rt.storage_key(), &key) else {
             drop(store);
             if create_if_missing && !status_only {
                 let obj = self.create_object(t.rt, t.namespace.as_deref(), body, dry_run)?;
@@ -417,7 +417,7 @@ impl Shared {
             });
         }
         let mut new = if status_only {
-            let mut o = old.clone();
+            let mut o = (*old).clone();
             o["status"] = incoming.get("status").cloned().unwrap_or(json!({}));
             o
         } else {
@@ -474,7 +474,7 @@ impl Shared {
             );
         }
         new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
-        if new == old || dry_run {
+        if new == *old || dry_run {
             return Ok((StatusCode::OK, external(t.rt, &new)));
         }
         let deleting = new.pointer("/metadata/deletionTimestamp").is_some();
