@@ -291,6 +291,7 @@ pub async fn run_wired(
         nodes: Default::default(),
         touched: Default::default(),
         ensuring: Default::default(),
+        written: Default::default(),
         returning: Default::default(),
     });
     let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);

@@ -17,6 +17,7 @@ pub struct CacheSizes {
     pub waiting: usize,
     pub touched: usize,
     pub ensuring: usize,
+    pub written: usize,
     /// Edits of the CCM's own writes kept for the shared snapshot (`service/shared.rs`).
     pub shared_edits: usize,
     /// Per-Node maps of the node controller (`node/controller.rs`), by Node name.
@@ -28,7 +29,7 @@ pub struct CacheSizes {
 
 impl CacheSizes {
     /// Every count with its name, in a fixed order (for tables and checks).
-    pub fn named(&self) -> [(&'static str, usize); 10] {
+    pub fn named(&self) -> [(&'static str, usize); 11] {
         [
             ("services_cached", self.services_cached),
             ("nodes_cached", self.nodes_cached),
@@ -36,6 +37,7 @@ impl CacheSizes {
             ("waiting", self.waiting),
             ("touched", self.touched),
             ("ensuring", self.ensuring),
+            ("written", self.written),
             ("shared_edits", self.shared_edits),
             ("node_last_sync", self.node_last_sync),
             ("node_initialized", self.node_initialized),
@@ -92,6 +94,6 @@ mod tests {
         assert_eq!(probe.sizes().event_series, 2);
         drop(held);
         assert_eq!(probe.sizes().failures, 0);
-        assert_eq!(probe.sizes().named()[9], ("event_series", 2));
+        assert_eq!(probe.sizes().named()[10], ("event_series", 2));
     }
 }

@@ -716,8 +716,32 @@ async fn a_wrong_api_root_is_never_taken_for_absence() {
     assert!(!text.contains(TOKEN));
     let root = c.check_root().await.expect_err("the start-up check");
     assert!(root.is_not_the_api(), "{root}");
-    // A single server's 404 is the API's own body: absent, from the right root only.
+    // Nor is a deletion's 404: under the wrong root, deleting a load balancer that exists
+    // is an error, not "already absent" (a Service's cleanup would drop its finalizer).
     let right = client(&fc);
+    let wrong = Client::new({
+        let mut cfg = config(&fc, TOKEN);
+        cfg.base_url = format!("{}/foo", fc.base_url());
+        cfg
+    })
+    .expect("client");
+    let lb = right
+        .create_load_balancer(&new_lb("kept"), Idempotency::NaturalKey)
+        .await
+        .expect("create")
+        .uuid;
+    let err = wrong
+        .delete_load_balancer(&lb)
+        .await
+        .expect_err("a wrong root's 404 on DELETE");
+    assert!(err.is_not_the_api(), "{err}");
+    assert!(right.get_load_balancer(&lb).await.expect("read").is_some());
+    // From the right root, a 404 on DELETE is "already absent".
+    right
+        .delete_load_balancer(&random_uuid())
+        .await
+        .expect("absent is deleted");
+    // A single server's 404 is the API's own body: absent, from the right root only.
     assert_eq!(right.get_server(&random_uuid()).await.expect("ok"), None);
     right.check_root().await.expect("the right root");
     assert!(right.root_health().wrong().is_none());

@@ -639,10 +639,32 @@ impl Client {
         }
     }
 
-    /// DELETE; a 404 (also on a retry after a lost answer) means it is gone: success. Logged.
+    /// DELETE; a 404 (also on a retry after a lost answer) means it is gone: success, once
+    /// the root is confirmed. Logged.
     pub(crate) async fn delete_path(&self, resource: &'static str, path: &str) -> Result<()> {
         let id = path.rsplit('/').next().unwrap_or_default().to_string();
         match self.call(Method::DELETE, path, None).await {
+            Err((ClientError::NotFound { .. }, attempts)) => {
+                // A mistyped root answers every path with a 404 in the API's own words
+                // (it is the API answering an unknown path), so the 404 of one object
+                // proves nothing until the collection it belongs to lists as the API's
+                // (see `root.rs`). Taken at its word, a Service's cleanup would drop its
+                // finalizer and leave the load balancer behind.
+                if let Some((collection, _)) = path.rsplit_once('/') {
+                    self.call(Method::GET, collection, None)
+                        .await
+                        .map_err(|(e, _)| e)?;
+                }
+                tracing::info!(
+                    method = "DELETE",
+                    resource,
+                    id,
+                    attempts,
+                    outcome = "already absent",
+                    "cloudscale API write"
+                );
+                Ok(())
+            }
             Ok((_, attempts)) => {
                 tracing::info!(
                     method = "DELETE",
@@ -650,17 +672,6 @@ impl Client {
                     id,
                     attempts,
                     outcome = "deleted",
-                    "cloudscale API write"
-                );
-                Ok(())
-            }
-            Err((ClientError::NotFound { .. }, attempts)) => {
-                tracing::info!(
-                    method = "DELETE",
-                    resource,
-                    id,
-                    attempts,
-                    outcome = "already absent",
                     "cloudscale API write"
                 );
                 Ok(())

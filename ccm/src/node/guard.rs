@@ -5,8 +5,9 @@
 //! the API, makes every server look deleted. So before anything is deleted:
 //!
 //! - the complete server list must answer as the API does (a JSON list), and hold at least
-//!   one server of the cluster's initialized Nodes: an account that holds none of them is
-//!   not this cluster's ([`Hold::ForeignAccount`]);
+//!   one server of the cluster's Nodes (by provider ID, or by name for a Node not yet
+//!   initialized): an account that holds none of them is not this cluster's
+//!   ([`Hold::ForeignAccount`]);
 //! - at most `--node-deletion-threshold` of the cluster's Nodes may look gone at once (when
 //!   at least three do): above that, something is more likely wrong with the account than
 //!   with the servers, as kube-controller-manager stops evicting when a large share of a
@@ -78,19 +79,46 @@ impl Hold {
     }
 }
 
-/// Whether Nodes may be deleted now. `cluster_servers`: the servers of the cluster's
-/// initialized Nodes (their provider IDs); `listed`: every server of the complete list;
-/// `gone`: the Nodes whose server looks gone; `nodes`: every Node of the cluster.
+/// Servers by what a Node knows of its own: the provider IDs of initialized Nodes, the
+/// names of the others (until it is initialized, a Node's server is found by its name).
+/// For the server list, every server's UUID and name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Servers {
+    pub uuids: BTreeSet<Uuid>,
+    pub names: BTreeSet<String>,
+}
+
+impl Servers {
+    /// How many servers are known (an uninitialized Node's name stands for one).
+    pub fn len(&self) -> usize {
+        self.uuids.len() + self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.uuids.is_empty() && self.names.is_empty()
+    }
+
+    /// Whether `listed` holds any of these servers.
+    fn any_in(&self, listed: &Servers) -> bool {
+        !self.uuids.is_disjoint(&listed.uuids) || !self.names.is_disjoint(&listed.names)
+    }
+}
+
+/// Whether Nodes may be deleted now. `cluster`: the servers of the cluster's Nodes (see
+/// [`Servers`]); `listed`: every server of the complete list; `gone`: the Nodes whose
+/// server looks gone; `nodes`: every Node of the cluster. A cluster whose Nodes are all
+/// uninitialized is judged by their names: with another project's token no Node gets
+/// initialized, and a Node registered anew would otherwise be judged by no evidence at all.
 pub fn judge(
-    cluster_servers: &BTreeSet<Uuid>,
-    listed: &BTreeSet<Uuid>,
+    cluster: &Servers,
+    listed: &Servers,
     gone: usize,
     nodes: usize,
     threshold: f64,
 ) -> Option<Hold> {
-    if listed.is_empty() || (!cluster_servers.is_empty() && cluster_servers.is_disjoint(listed)) {
+    if listed.uuids.is_empty() || (!cluster.is_empty() && !cluster.any_in(listed)) {
         return Some(Hold::ForeignAccount {
-            cluster_servers: cluster_servers.len(),
+            cluster_servers: cluster.len(),
         });
     }
     if gone >= MIN_GONE_FOR_THRESHOLD && gone as f64 > threshold * nodes as f64 {
@@ -137,8 +165,11 @@ impl Pace {
 mod tests {
     use super::*;
 
-    fn set(ids: &[u128]) -> BTreeSet<Uuid> {
-        ids.iter().map(|i| Uuid::from_u128(*i)).collect()
+    fn set(ids: &[u128]) -> Servers {
+        Servers {
+            uuids: ids.iter().map(|i| Uuid::from_u128(*i)).collect(),
+            names: BTreeSet::new(),
+        }
     }
 
     #[test]
@@ -158,6 +189,30 @@ mod tests {
         ));
         // One of the cluster's servers is there: the account is the cluster's.
         assert_eq!(judge(&set(&[1, 2, 3]), &set(&[1, 2, 9]), 1, 3, 0.55), None);
+    }
+
+    #[test]
+    fn a_cluster_of_uninitialized_nodes_is_judged_by_their_names() {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        let cluster = Servers {
+            uuids: BTreeSet::new(),
+            names: names(&["node-2", "node-3"]),
+        };
+        // Another project's servers, other names: nothing proves node-3's server gone.
+        let foreign = Servers {
+            names: names(&["other-1", "other-2"]),
+            ..set(&[7, 8])
+        };
+        assert_eq!(
+            judge(&cluster, &foreign, 1, 2, 0.55),
+            Some(Hold::ForeignAccount { cluster_servers: 2 })
+        );
+        // node-2's server is there by name: the account is the cluster's.
+        let own = Servers {
+            names: names(&["node-2", "other-1"]),
+            ..set(&[7, 8])
+        };
+        assert_eq!(judge(&cluster, &own, 1, 2, 0.55), None);
     }
 
     #[test]

@@ -17,7 +17,6 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::reflector::Store;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -233,12 +232,19 @@ async fn delete_gone<D: ServerDirectory>(
     let hold = match ctx.directory.list().await {
         Err(e) => Some(Hold::NoServerList(e.to_string())),
         Ok(servers) => {
-            let listed: BTreeSet<uuid::Uuid> = servers.iter().map(|s| s.uuid).collect();
-            let cluster: BTreeSet<uuid::Uuid> = all
-                .iter()
-                .filter_map(|n| super::provider_id_of(n))
-                .filter_map(|p| provider_id::parse(p).ok())
-                .collect();
+            let listed = guard::Servers {
+                uuids: servers.iter().map(|s| s.uuid).collect(),
+                names: servers.iter().map(|s| s.name.clone()).collect(),
+            };
+            let mut cluster = guard::Servers::default();
+            for n in all {
+                match super::provider_id_of(n) {
+                    Some(p) => cluster.uuids.extend(provider_id::parse(p).ok()),
+                    None => {
+                        cluster.names.insert(n.name_any());
+                    }
+                }
+            }
             guard::judge(
                 &cluster,
                 &listed,

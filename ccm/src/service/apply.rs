@@ -126,6 +126,18 @@ pub struct Pending {
     /// The one check that tells whether the wait may be over, so that polling a wait costs
     /// one or two reads instead of a whole fetch and plan (`None`: plan again to know).
     pub recheck: Option<Recheck>,
+    /// Whose turn it is, for the advice of a change held too long.
+    pub cause: Cause,
+}
+
+/// What a wait waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// The load balancer: it is `changing`, working through the operations queued on it, or
+    /// has not yet given new members a health verdict. Nothing outside needs fixing.
+    LoadBalancer,
+    /// Backends: a new member's health monitor finds it down.
+    MembersDown,
 }
 
 impl Pending {
@@ -134,7 +146,13 @@ impl Pending {
             what: what.into(),
             detail: detail.into(),
             recheck: None,
+            cause: Cause::LoadBalancer,
         }
+    }
+
+    fn caused_by(mut self, cause: Cause) -> Pending {
+        self.cause = cause;
+        self
     }
 
     pub(super) fn rechecked_by(mut self, recheck: Recheck) -> Pending {
@@ -319,14 +337,28 @@ async fn members_ready(
             Some(_) => None,
         })
         .collect();
+    // A wanted member found down points at its backend; one still unchecked, or not made
+    // yet, at the load balancer's queue.
+    let cause = if names.iter().any(|n| {
+        members
+            .iter()
+            .any(|m| &m.name == n && matches!(m.monitor_status, Some(MonitorStatus::Down)))
+    }) {
+        Cause::MembersDown
+    } else {
+        Cause::LoadBalancer
+    };
     if !waiting.is_empty() {
-        return Ok(Some(Pending::new(
-            what,
-            format!(
-                "{}: they take over from members that serve now",
-                waiting.join(", ")
-            ),
-        )));
+        return Ok(Some(
+            Pending::new(
+                what,
+                format!(
+                    "{}: they take over from members that serve now",
+                    waiting.join(", ")
+                ),
+            )
+            .caused_by(cause),
+        ));
     }
     let replaced: HashSet<String> = replacing.iter().map(|r| r.member.to_string()).collect();
     let carrying = members
@@ -346,10 +378,9 @@ async fn members_ready(
             })
         });
     if (!replaced_serving.is_empty() || checked_soon) && !carrying {
-        return Ok(Some(Pending::new(
-            what,
-            "one of them before the members they replace go",
-        )));
+        return Ok(Some(
+            Pending::new(what, "one of them before the members they replace go").caused_by(cause),
+        ));
     }
     Ok(None)
 }

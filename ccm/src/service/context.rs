@@ -89,6 +89,9 @@ pub struct ServiceContext {
     /// Nodes deleted within [`RETURN_GRACE`] and not registered again, by name: their last
     /// view and when they went.
     pub returning: parking_lot::Mutex<BTreeMap<String, (NodeView, Instant)>>,
+    /// The annotations this CCM last wrote on each Service (namespace/name), recorded before
+    /// the write: the watch event of its own write is no change to reconcile for.
+    pub written: parking_lot::Mutex<BTreeMap<String, BTreeMap<String, String>>>,
 }
 
 impl ServiceContext {
@@ -111,6 +114,7 @@ impl ServiceContext {
         out.waiting += self.waiting.lock().len();
         out.touched += self.touched.lock().len();
         out.ensuring += self.ensuring.lock().len();
+        out.written += self.written.lock().len();
         out.shared_edits += self.shared.edits_kept();
         out.event_series += self.events.series();
     }

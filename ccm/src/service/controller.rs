@@ -146,6 +146,38 @@ fn error_policy(svc: &Service, error: &ServiceError, ctx: &ServiceContext) -> Du
     delay
 }
 
+/// What of a Service its reconcile acts on (pure): its spec, labels, annotations, deletion
+/// and finalizers, leaving out its status, this CCM's finalizer and the annotations this
+/// CCM wrote itself (`written`) while they keep the value written. A watch event that
+/// changes nothing of it needs no reconcile: the CCM's own writes would otherwise run a
+/// failing Service again at once, doubling its backoff per failure (the upstream service
+/// controller likewise ignores status and finalizer updates).
+pub fn reconcile_input(svc: &Service, written: Option<&BTreeMap<String, String>>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let annotations: BTreeMap<&String, &String> = svc
+        .annotations()
+        .iter()
+        .filter(|(k, v)| written.and_then(|w| w.get(*k)) != Some(*v))
+        .collect();
+    let finalizers: Vec<&String> = svc
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .collect();
+    let input = serde_json::json!({
+        "uid": svc.metadata.uid,
+        "spec": svc.spec,
+        "labels": svc.labels(),
+        "annotations": annotations,
+        "deleting": svc.metadata.deletion_timestamp.is_some(),
+        "finalizers": finalizers,
+    });
+    // `DefaultHasher::new` has fixed keys: the same input hashes the same in every run.
+    let mut h = std::hash::DefaultHasher::new();
+    input.to_string().hash(&mut h);
+    h.finish()
+}
+
 /// The Services other than `key` that claim any address of `before` or `now` (pure): when
 /// `key`'s claim changes, a conflict over those addresses may be resolved.
 pub fn sharing(
@@ -209,12 +241,24 @@ pub async fn run(
         // Each Service's floating IP claim as last seen, to tell the Services that share an
         // address when a claim comes or goes.
         let mut claims: BTreeMap<Key, Vec<std::net::IpAddr>> = BTreeMap::new();
+        // What each Service's reconcile acts on, as last seen (see `reconcile_input`).
+        let mut inputs: BTreeMap<Key, u64> = BTreeMap::new();
         move |change| {
             if let Change::Touched(svc) = change {
-                ctx.touched.lock().insert(service_key(svc));
                 let key = Key::of(svc.as_ref());
-                queue.schedule(key.clone(), Duration::ZERO);
                 let live = store.get(&key.object_ref());
+                let unchanged = if live.is_some() {
+                    let input = reconcile_input(svc, ctx.written.lock().get(&key.to_string()));
+                    inputs.insert(key.clone(), input) == Some(input)
+                } else {
+                    inputs.remove(&key);
+                    ctx.written.lock().remove(&key.to_string());
+                    false
+                };
+                if !unchanged {
+                    ctx.touched.lock().insert(service_key(svc));
+                    queue.schedule(key.clone(), Duration::ZERO);
+                }
                 let now = live
                     .as_deref()
                     .and_then(claims::claim_of)
@@ -323,6 +367,7 @@ pub async fn run(
                 // already ran).
                 let Some(svc) = store.get(&key.object_ref()) else {
                     ctx.touched.lock().remove(&key.to_string());
+                    ctx.written.lock().remove(&key.to_string());
                     return None;
                 };
                 Some(match reconcile(svc.clone(), &ctx).await {
@@ -372,6 +417,61 @@ mod tests {
             }))
             .expect("service"),
         )
+    }
+
+    #[test]
+    fn only_changes_a_reconcile_acts_on_count_as_changes() {
+        let base = lb("web", None);
+        let input = |svc: &Service, written: Option<&BTreeMap<String, String>>| {
+            reconcile_input(svc, written)
+        };
+        let edit = |f: &dyn Fn(&mut Service)| {
+            let mut s = (*base).clone();
+            f(&mut s);
+            s
+        };
+        let before = input(&base, None);
+        // The CCM's own writes: status, its finalizer, the annotations it wrote.
+        let status = edit(&|s| {
+            s.status =
+                serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}))
+                    .expect("status");
+            s.metadata.resource_version = Some("99".into());
+        });
+        assert_eq!(input(&status, None), before);
+        let finalized = edit(&|s| s.metadata.finalizers = Some(vec![FINALIZER.into()]));
+        assert_eq!(input(&finalized, None), before);
+        let uuid_key = annotations::LOADBALANCER_UUID.to_string();
+        let written: BTreeMap<String, String> = [(uuid_key.clone(), "lb-1".to_string())].into();
+        let annotated = edit(&|s| {
+            s.annotations_mut().insert(uuid_key.clone(), "lb-1".into());
+        });
+        assert_eq!(input(&annotated, Some(&written)), before);
+        // Anyone else's: the same annotation with another value, another annotation, the
+        // spec, another finalizer, a deletion.
+        let copied = edit(&|s| {
+            s.annotations_mut().insert(uuid_key.clone(), "lb-2".into());
+        });
+        assert_ne!(input(&copied, Some(&written)), before);
+        assert_ne!(input(&annotated, None), before, "not written by the CCM");
+        let other = edit(&|s| {
+            s.annotations_mut()
+                .insert(annotations::LOADBALANCER_NODE_SELECTOR.into(), "a=b".into());
+        });
+        assert_ne!(input(&other, None), before);
+        let spec = edit(&|s| {
+            if let Some(spec) = s.spec.as_mut() {
+                spec.external_traffic_policy = Some("Local".into());
+            }
+        });
+        assert_ne!(input(&spec, None), before);
+        let held = edit(&|s| s.metadata.finalizers = Some(vec!["example.com/hold".into()]));
+        assert_ne!(input(&held, None), before);
+        let deleting = edit(&|s| {
+            s.metadata.deletion_timestamp =
+                serde_json::from_value(json!("2026-11-27T00:00:00Z")).expect("time");
+        });
+        assert_ne!(input(&deleting, None), before);
     }
 
     fn node(labels: &[(&str, &str)], provider: Option<u128>) -> NodeView {

@@ -526,6 +526,13 @@ async fn finish(
         .iter()
         .any(|(k, v)| svc.annotations().get(*k) != Some(v));
     if differs {
+        ctx.written.lock().insert(
+            service_key(svc),
+            wanted
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), v.clone()))
+                .collect(),
+        );
         let patch = json!({"metadata": {"annotations": wanted}});
         api.patch(
             &svc.name_any(),

@@ -2,7 +2,7 @@
 //! Service waits for, said once per thing awaited, a Warning when a wait is held too long,
 //! and the cheap poll of a wait ([`recheck_waiting`]) that asks only the waits' own checks.
 
-use super::apply::Pending;
+use super::apply::{Cause, Pending};
 use super::context::{ServiceContext, Waiting, service_key};
 use super::ensure::Progress;
 use super::model::DesiredLb;
@@ -71,12 +71,30 @@ pub(super) async fn note_waiting(
                 true,
                 "ChangeHeld",
                 "EnsureLoadBalancer",
-                format!(
-                    "The change has waited {}s for {reason}: the members that serve now stay until then. New members that never come up usually mean their backend does not answer on its node port; revert the change or fix the backends",
-                    after.as_secs()
-                ),
+                held_message(after, reason, pending),
             )
             .await;
+    }
+}
+
+/// The Warning of a change held `after` (pure): the advice follows whose turn it is. Members
+/// found down point at their backends; otherwise the load balancer is still working through
+/// the operations queued on it (a large Service's members are created one after another),
+/// and nothing outside needs fixing.
+pub(super) fn held_message(
+    after: std::time::Duration,
+    reason: &str,
+    pending: &[Pending],
+) -> String {
+    let secs = after.as_secs();
+    if pending.iter().any(|p| p.cause == Cause::MembersDown) {
+        format!(
+            "The change has waited {secs}s for {reason}: the members that serve now stay until then. New members found down usually mean their backend does not answer on its node port; revert the change or fix the backends"
+        )
+    } else {
+        format!(
+            "The change has waited {secs}s for {reason}: the load balancer is still working through the operations queued on it, and the members that serve now stay until it is done. Nothing needs fixing; the change goes on by itself"
+        )
     }
 }
 
@@ -127,4 +145,39 @@ pub(super) fn continues(ctx: &ServiceContext, svc: &Service, desired: &DesiredLb
         .lock()
         .get(&service_key(svc))
         .is_some_and(|w| w.desired == *desired)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn pending(cause: Cause) -> Pending {
+        Pending {
+            cause,
+            ..Pending::new("new members of pool tcp/80 to be up", "")
+        }
+    }
+
+    #[test]
+    fn a_held_change_blames_the_backends_only_when_a_member_is_down() {
+        let after = Duration::from_secs(306);
+        let queued = held_message(after, "r", &[pending(Cause::LoadBalancer)]);
+        assert!(
+            queued.starts_with("The change has waited 306s for r: "),
+            "{queued}"
+        );
+        assert!(
+            queued.contains("the load balancer is still working through the operations queued"),
+            "{queued}"
+        );
+        assert!(!queued.contains("backend"), "{queued}");
+        let down = held_message(
+            after,
+            "r",
+            &[pending(Cause::LoadBalancer), pending(Cause::MembersDown)],
+        );
+        assert!(down.contains("fix the backends"), "{down}");
+        assert!(!down.contains("queued"), "{down}");
+    }
 }

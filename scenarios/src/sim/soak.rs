@@ -247,6 +247,7 @@ pub const QUANTITIES: &[Quantity] = &[
     count!("waiting", caches.waiting, Some(services_bound)),
     count!("touched", caches.touched, Some(services_bound)),
     count!("ensuring", caches.ensuring, Some(services_bound)),
+    count!("written", caches.written, Some(services_bound)),
     burst!("shared_edits", caches.shared_edits, None),
     count!("node_last_sync", caches.node_last_sync, Some(nodes_bound)),
     count!(

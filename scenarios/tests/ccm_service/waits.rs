@@ -122,7 +122,7 @@ async fn a_change_that_cannot_complete_is_held_without_holding_a_worker() {
     bed.wait_ingress("other").await;
     assert_eq!(pools_of(&bed, &lb).await.len(), 2, "the change still waits");
 
-    bed.wait_event("stuck", "ChangeHeld", "the members that serve now stay")
+    bed.wait_event("stuck", "ChangeHeld", "New members found down usually mean")
         .await;
     // Pass after pass, one replacement pool, and the old one still serves.
     let pools = pools_of(&bed, &lb).await;

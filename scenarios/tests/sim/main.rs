@@ -5,6 +5,7 @@
 mod claims;
 mod guards;
 mod soak;
+mod waits;
 
 use scenarios::sim::check::{self, Context};
 use scenarios::sim::run;
