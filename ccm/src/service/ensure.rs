@@ -12,7 +12,9 @@ use super::map::{self, Mapped};
 use super::model::{ActualLb, DesiredLb};
 use super::ownership::{self, Resolution, Seeker};
 use super::plan::{Impact, Ownership, Plan, RefusalKind};
-use super::prepare::{Prepared, Reads, account_servers, claimants, lookup, plan_for, prepare};
+use super::prepare::{
+    Prepared, Reads, account_servers, claimants, foreign_account, lookup, plan_for, prepare,
+};
 use super::wait::{continues, note_waiting, recheck_waiting};
 use crate::cloudscale::{Client as Cloud, LoadBalancer};
 use k8s_openapi::api::core::v1::Service;
@@ -81,7 +83,8 @@ pub async fn cleanup(
     // Finding no load balancer in another project's account proves nothing: the finalizer
     // stays until the account is the cluster's again.
     let reads = Reads::Cached(ctx);
-    account_servers(&reads, &reads.nodes().await?).await?;
+    let nodes = reads.nodes().await?;
+    account_servers(&reads, &nodes).await?;
     let snapshot = Snapshot::fetch(&ctx.cloud).await?;
     let seeker = Seeker {
         uid: &uid,
@@ -94,6 +97,14 @@ pub async fn cleanup(
         &ctx.cluster_name,
         &others,
     );
+    if matches!(resolution, Resolution::None) {
+        // Nothing found proves the load balancer gone only in the cluster's own account:
+        // the server list above may be a shared read from before a token switch, so the
+        // account is judged again on a list read after the snapshot.
+        if let Some(why) = foreign_account(&nodes, &reads.servers(true).await?) {
+            return Err(ServiceError::ForeignAccount(why));
+        }
+    }
     let reference = svc.object_ref(&());
     let doomed: Vec<&LoadBalancer> = match &resolution {
         Resolution::Owned(lb) | Resolution::Adopt(lb) => vec![*lb],

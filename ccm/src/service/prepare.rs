@@ -72,7 +72,7 @@ impl Reads<'_> {
     }
 
     /// The servers; `fresh`: not from a shared read (a Node newer than it).
-    async fn servers(&self, fresh: bool) -> Result<Arc<Vec<ServerView>>, ServiceError> {
+    pub(super) async fn servers(&self, fresh: bool) -> Result<Arc<Vec<ServerView>>, ServiceError> {
         match self {
             Reads::Cached(ctx) => {
                 if fresh {

@@ -89,6 +89,24 @@ fn a_service_removed_under_another_projects_token_keeps_its_finalizer_until_its_
         let out = run::run(&scripted(1742, steps), false);
         assert!(out.violations.is_empty(), "{end:?}: {:#?}", out.violations);
     }
+    // Found by seed 77016685: the Service turned ClusterIP just before the switch; its
+    // cleanup judged the account by a server list read before the switch (answered slowly)
+    // and looked for the load balancer after it.
+    let slow = Action::CloudFault {
+        method: Some("GET"),
+        path: "/v1/servers**",
+        effect: fakecloud::FaultEffect::Latency { ms: 3000 },
+        percent: 100,
+    };
+    let steps = vec![
+        (5, Action::Create("svc-0".into(), Shape::http())),
+        (100, slow),
+        (120, Action::ToClusterIp("svc-0".into())),
+        (121, Action::Misconfigure(Misconfig::OtherAccount)),
+        (200, Action::ClearCloudFaults),
+    ];
+    let out = run::run(&scripted(1742, steps), false);
+    assert!(out.violations.is_empty(), "{:#?}", out.violations);
 }
 
 /// A Node tainted `ToBeDeletedByClusterAutoscaler` leaves the load balancer's pools (as
