@@ -34,8 +34,9 @@ pub struct Waiting {
     pub since: Instant,
     /// What it waits for (announced once).
     pub reason: String,
-    /// A Warning said it is held.
-    pub warned: bool,
+    /// A Warning said it is held, and what held it then (one more is said if members are
+    /// found down after a Warning that blamed the load balancer's queue).
+    pub warned: Option<super::apply::Cause>,
     /// What it waits for, with the checks that tell when to plan again.
     pub pending: Vec<super::apply::Pending>,
     /// When a whole pass last planned it (not a recheck).
@@ -49,7 +50,7 @@ impl Waiting {
             desired,
             since: Instant::now(),
             reason: String::new(),
-            warned: false,
+            warned: None,
             pending: Vec::new(),
             planned: Instant::now(),
         }

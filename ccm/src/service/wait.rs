@@ -46,9 +46,10 @@ pub(super) async fn note_waiting(
         }
         let announce = w.reason != what;
         w.reason = what;
-        let warn = !w.warned && w.since.elapsed() >= ctx.apply.members_timeout;
+        let cause = held_by(pending);
+        let warn = w.since.elapsed() >= ctx.apply.members_timeout && warn_again(w.warned, cause);
         if warn {
-            w.warned = true;
+            w.warned = Some(cause);
         }
         (announce, warn.then(|| w.since.elapsed()))
     };
@@ -77,6 +78,27 @@ pub(super) async fn note_waiting(
     }
 }
 
+/// Whether a change held past the members timeout by `cause` gets a Warning, after the one
+/// it got for `warned` (pure): the first, and one more when members are found down after a
+/// Warning that blamed the load balancer's queue (in their first checks, new members are
+/// neither up nor down yet).
+fn warn_again(warned: Option<Cause>, cause: Cause) -> bool {
+    match warned {
+        None => true,
+        Some(before) => before == Cause::LoadBalancer && cause == Cause::MembersDown,
+    }
+}
+
+/// What holds a change (pure): members found down, if any pending wait has them; else the
+/// load balancer's queue.
+fn held_by(pending: &[Pending]) -> Cause {
+    if pending.iter().any(|p| p.cause == Cause::MembersDown) {
+        Cause::MembersDown
+    } else {
+        Cause::LoadBalancer
+    }
+}
+
 /// The Warning of a change held `after` (pure): the advice follows whose turn it is. Members
 /// found down point at their backends; otherwise the load balancer is still working through
 /// the operations queued on it (a large Service's members are created one after another),
@@ -87,7 +109,7 @@ pub(super) fn held_message(
     pending: &[Pending],
 ) -> String {
     let secs = after.as_secs();
-    if pending.iter().any(|p| p.cause == Cause::MembersDown) {
+    if held_by(pending) == Cause::MembersDown {
         format!(
             "The change has waited {secs}s for {reason}: the members that serve now stay until then. New members found down usually mean their backend does not answer on its node port; revert the change or fix the backends"
         )
@@ -179,5 +201,16 @@ mod tests {
         );
         assert!(down.contains("fix the backends"), "{down}");
         assert!(!down.contains("queued"), "{down}");
+    }
+
+    #[test]
+    fn a_held_change_is_warned_once_more_when_its_members_are_found_down() {
+        use Cause::{LoadBalancer, MembersDown};
+        assert!(warn_again(None, LoadBalancer));
+        assert!(warn_again(None, MembersDown));
+        assert!(warn_again(Some(LoadBalancer), MembersDown));
+        assert!(!warn_again(Some(LoadBalancer), LoadBalancer));
+        assert!(!warn_again(Some(MembersDown), MembersDown));
+        assert!(!warn_again(Some(MembersDown), LoadBalancer));
     }
 }
