@@ -649,8 +649,12 @@ impl Client {
                 // (it is the API answering an unknown path), so the 404 of one object
                 // proves nothing until the collection it belongs to lists as the API's
                 // (see `root.rs`). Taken at its word, a Service's cleanup would drop its
-                // finalizer and leave the load balancer behind.
-                if let Some((collection, _)) = path.rsplit_once('/') {
+                // finalizer and leave the load balancer behind. A 404 that answers a retry
+                // after a lost answer is the answer to that earlier attempt: it is asked
+                // about only when the root is known wrong, so that the confirming read does
+                // not lengthen a make-before-break switch the lost answer already slowed.
+                let explained = attempts > 1 && self.root_health().wrong().is_none();
+                if !explained && let Some((collection, _)) = path.rsplit_once('/') {
                     self.call(Method::GET, collection, None)
                         .await
                         .map_err(|(e, _)| e)?;
