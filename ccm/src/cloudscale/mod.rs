@@ -653,7 +653,7 @@ impl Client {
                 // after a lost answer is the answer to that earlier attempt: it is asked
                 // about only when the root is known wrong, so that the confirming read does
                 // not lengthen a make-before-break switch the lost answer already slowed.
-                let explained = attempts > 1 && self.root_health().wrong().is_none();
+                let explained = attempts > 1 && self.inner.root.wrong().is_none();
                 if !explained && let Some((collection, _)) = path.rsplit_once('/') {
                     self.call(Method::GET, collection, None)
                         .await

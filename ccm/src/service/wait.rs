@@ -51,7 +51,7 @@ pub(super) async fn note_waiting(
         if warn {
             w.warned = Some(cause);
         }
-        (announce, warn.then(|| w.since.elapsed()))
+        (announce, warn.then(|| (w.since.elapsed(), cause)))
     };
     let reference = svc.object_ref(&());
     if announce {
@@ -65,14 +65,14 @@ pub(super) async fn note_waiting(
             )
             .await;
     }
-    if let Some(after) = warn {
+    if let Some((after, cause)) = warn {
         ctx.events
             .publish(
                 &reference,
                 true,
                 "ChangeHeld",
                 "EnsureLoadBalancer",
-                held_message(after, reason, pending),
+                held_message(after, reason, cause),
             )
             .await;
     }
@@ -99,17 +99,13 @@ fn held_by(pending: &[Pending]) -> Cause {
     }
 }
 
-/// The Warning of a change held `after` (pure): the advice follows whose turn it is. Members
+/// The Warning of a change held `after` by `cause` (pure): the advice follows whose turn it is. Members
 /// found down point at their backends; otherwise the load balancer is still working through
 /// the operations queued on it (a large Service's members are created one after another),
 /// and nothing outside needs fixing.
-pub(super) fn held_message(
-    after: std::time::Duration,
-    reason: &str,
-    pending: &[Pending],
-) -> String {
+pub(super) fn held_message(after: std::time::Duration, reason: &str, cause: Cause) -> String {
     let secs = after.as_secs();
-    if held_by(pending) == Cause::MembersDown {
+    if cause == Cause::MembersDown {
         format!(
             "The change has waited {secs}s for {reason}: the members that serve now stay until then. New members found down usually mean their backend does not answer on its node port; revert the change or fix the backends"
         )
@@ -184,7 +180,7 @@ mod tests {
     #[test]
     fn a_held_change_blames_the_backends_only_when_a_member_is_down() {
         let after = Duration::from_secs(306);
-        let queued = held_message(after, "r", &[pending(Cause::LoadBalancer)]);
+        let queued = held_message(after, "r", held_by(&[pending(Cause::LoadBalancer)]));
         assert!(
             queued.starts_with("The change has waited 306s for r: "),
             "{queued}"
@@ -197,7 +193,7 @@ mod tests {
         let down = held_message(
             after,
             "r",
-            &[pending(Cause::LoadBalancer), pending(Cause::MembersDown)],
+            held_by(&[pending(Cause::LoadBalancer), pending(Cause::MembersDown)]),
         );
         assert!(down.contains("fix the backends"), "{down}");
         assert!(!down.contains("queued"), "{down}");

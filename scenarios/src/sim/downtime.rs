@@ -510,7 +510,7 @@ const HALT_HOLD_MS: u128 = 120_000;
 /// repeated request holds on); any other failure holds until the request succeeds again
 /// as such.
 fn retry_key(r: &Request, any: bool) -> String {
-    let path = r.path.split('?').next().unwrap_or(r.path);
+    let path = r.bare_path();
     let method = if any { "*" } else { r.method };
     format!("{} {} {method} {path}", r.actor, r.api)
 }

@@ -178,6 +178,11 @@ impl<'a> Request<'a> {
         })
     }
 
+    /// The path without its query (`?...`).
+    pub fn bare_path(&self) -> &'a str {
+        self.path.split('?').next().unwrap_or(self.path)
+    }
+
     /// Made by a CCM (not the workload, a kubelet or outside hands).
     pub fn by_ccm(&self) -> bool {
         self.actor.starts_with("ccm-")

@@ -44,7 +44,7 @@ fn status_writes(world: &World, name: &str) -> Vec<u128> {
         .lines()
         .iter()
         .filter_map(|l| Request::parse(l))
-        .filter(|r| r.by_ccm() && r.method == "PATCH" && r.path.split('?').next() == Some(&path))
+        .filter(|r| r.by_ccm() && r.method == "PATCH" && r.bare_path() == path)
         .map(|r| r.millis)
         .collect()
 }
