@@ -72,6 +72,10 @@ struct State {
     queued: BTreeMap<Key, (Instant, u64)>,
     running: BTreeSet<Key>,
     asked: u64,
+    /// Keys served before the others that are due (see [`Queue::prefer`]).
+    preferred: BTreeSet<Key>,
+    /// The entries of `due` whose key is preferred.
+    ahead: BTreeSet<(Instant, u64, Key)>,
 }
 
 /// Keys waiting to be reconciled, each at a time.
@@ -91,14 +95,45 @@ impl Queue {
                 if t <= at {
                     return;
                 }
-                s.due.remove(&(t, n, key.clone()));
+                let entry = (t, n, key.clone());
+                s.due.remove(&entry);
+                s.ahead.remove(&entry);
             }
             s.asked += 1;
             let n = s.asked;
             s.due.insert((at, n, key.clone()));
+            if s.preferred.contains(&key) {
+                s.ahead.insert((at, n, key.clone()));
+            }
             s.queued.insert(key, (at, n));
         }
         self.wake.notify_one();
+    }
+
+    /// Serves `key` (`yes`) before the keys that are not preferred whenever both are due,
+    /// or no longer: the service controller prefers the Services not yet published, so a
+    /// burst's new load balancers are made to serve (and their ingress published) before
+    /// the others take their remaining members.
+    pub fn prefer(&self, key: &Key, yes: bool) {
+        let mut s = self.state.lock();
+        let changed = if yes {
+            s.preferred.insert(key.clone())
+        } else {
+            s.preferred.remove(key)
+        };
+        if let Some(&(at, n)) = s.queued.get(key).filter(|_| changed) {
+            let entry = (at, n, key.clone());
+            if yes {
+                s.ahead.insert(entry);
+            } else {
+                s.ahead.remove(&entry);
+            }
+        }
+    }
+
+    /// How many keys are preferred (for a long run to judge growth).
+    pub fn preferred(&self) -> usize {
+        self.state.lock().preferred.len()
     }
 
     /// Asks for every key of `keys` now, in their order.
@@ -134,14 +169,23 @@ impl Queue {
     fn take(&self) -> Result<Key, Option<Instant>> {
         let now = Instant::now();
         let mut s = self.state.lock();
-        let first = s
-            .due
+        let preferred = s
+            .ahead
             .iter()
+            .take_while(|(at, _, _)| *at <= now)
             .find(|(_, _, k)| !s.running.contains(k))
             .cloned();
+        let first = preferred.or_else(|| {
+            s.due
+                .iter()
+                .find(|(_, _, k)| !s.running.contains(k))
+                .cloned()
+        });
         match first {
             Some((at, n, key)) if at <= now => {
-                s.due.remove(&(at, n, key.clone()));
+                let entry = (at, n, key.clone());
+                s.due.remove(&entry);
+                s.ahead.remove(&entry);
                 s.queued.remove(&key);
                 s.running.insert(key.clone());
                 Ok(key)
@@ -443,6 +487,33 @@ mod tests {
         q.schedule(key("a"), Duration::from_secs(60));
         assert_eq!(q.len(), 1);
         assert_eq!(q.take(), Ok(key("a")));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn preferred_keys_go_before_the_others_due_and_wait_their_time() {
+        let q = Queue::default();
+        q.schedule_all(["a", "b"].map(key));
+        q.schedule(key("c"), Duration::from_secs(5));
+        q.prefer(&key("c"), true);
+        q.schedule(key("d"), Duration::ZERO);
+        q.prefer(&key("d"), true);
+        // d is preferred and due: before a and b; c is preferred but not due yet.
+        assert_eq!(q.take(), Ok(key("d")));
+        assert_eq!(q.take(), Ok(key("a")));
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(q.take(), Ok(key("c")));
+        assert_eq!(q.take(), Ok(key("b")));
+        // No longer preferred: back in the order it came due.
+        q.schedule_all(["e", "f"].map(key));
+        q.prefer(&key("f"), true);
+        q.prefer(&key("f"), false);
+        assert_eq!(q.take(), Ok(key("e")));
+        assert_eq!(q.take(), Ok(key("f")));
+        assert_eq!(
+            q.preferred(),
+            2,
+            "c and d stay preferred until told otherwise"
+        );
     }
 
     #[tokio::test(start_paused = true)]

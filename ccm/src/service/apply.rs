@@ -166,6 +166,10 @@ impl Pending {
 pub enum Recheck {
     /// The load balancer is no longer `changing`.
     Settled(Uuid),
+    /// The load balancer is no longer `changing`, or already serves: every pool of
+    /// `pools` has a member up (a Service not yet published whose load balancer takes its
+    /// other members after; see `ensure.rs`).
+    Serves { lb: Uuid, pools: Vec<Uuid> },
     /// New members of the pool named `port` are up (a [`Action::WaitMembersUp`] barrier).
     MembersUp {
         lb: Uuid,
@@ -183,6 +187,22 @@ impl Recheck {
             Recheck::Settled(uuid) => Ok((get_lb(client, *uuid).await?.status
                 == LoadBalancerStatus::Changing)
                 .then(|| Pending::new("the load balancer to apply its configuration", ""))),
+            Recheck::Serves { lb, pools } => {
+                for p in pools {
+                    let members = client
+                        .list_pool_members(&p.to_string(), &Filter::all())
+                        .await
+                        .map_err(api_err(format!("check serving: list members of pool {p}")))?;
+                    if !members.iter().any(serving) {
+                        return Ok((get_lb(client, *lb).await?.status
+                            == LoadBalancerStatus::Changing)
+                            .then(|| {
+                                Pending::new("the load balancer to apply its configuration", "")
+                            }));
+                    }
+                }
+                Ok(None)
+            }
             Recheck::MembersUp {
                 lb,
                 pool,

@@ -41,6 +41,9 @@ pub struct Waiting {
     pub pending: Vec<super::apply::Pending>,
     /// When a whole pass last planned it (not a recheck).
     pub planned: Instant,
+    /// Its ingress was published while it still waits (a new load balancer serves before
+    /// it has all its members).
+    pub published: bool,
 }
 
 impl Waiting {
@@ -53,6 +56,7 @@ impl Waiting {
             warned: None,
             pending: Vec::new(),
             planned: Instant::now(),
+            published: false,
         }
     }
 }

@@ -49,10 +49,36 @@ pub fn poll_after(
     (waited / 4).clamp(poll, poll * 4)
 }
 
-/// Reconciles one Service; answers when to look at it again.
-async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, ServiceError> {
+/// A Service of type `LoadBalancer`, not being deleted, without an ingress yet: its work
+/// goes before the other Services' (see [`runner::Queue::prefer`]): in a burst, every new
+/// load balancer is made to serve and published before any takes its remaining members.
+fn unpublished(svc: &Service) -> bool {
+    svc.metadata.deletion_timestamp.is_none()
+        && svc.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("LoadBalancer")
+        && ensure::ingress_of(svc).is_empty()
+}
+
+/// Reconciles one Service; answers when to look at it again, and whether it goes before
+/// the Services that serve (it is not yet published, and did not just yield).
+async fn reconcile(
+    svc: Arc<Service>,
+    ctx: &ServiceContext,
+) -> Result<(Duration, bool), ServiceError> {
+    let result = reconcile_timed(&svc, ctx).await?;
+    let after = next_look(&svc, ctx, result);
+    let current = ctx
+        .services
+        .read()
+        .as_ref()
+        .and_then(|s| s.get(&reflector::ObjectRef::from_obj(svc.as_ref())));
+    let prefer = result != Progress::Yielded && current.as_deref().is_some_and(unpublished);
+    Ok((after, prefer))
+}
+
+/// Reconciles one Service, counted in the metrics, its failure published as an Event.
+async fn reconcile_timed(svc: &Service, ctx: &ServiceContext) -> Result<Progress, ServiceError> {
     let started = Instant::now();
-    let result = reconcile_inner(&svc, ctx).await;
+    let result = reconcile_inner(svc, ctx).await;
     ctx.metrics.reconcile(
         CONTROLLER,
         if result.is_ok() { "ok" } else { "error" },
@@ -69,8 +95,13 @@ async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, 
             )
             .await;
     }
-    let key = service_key(&svc);
-    match result? {
+    result
+}
+
+/// When to look at a Service again after a reconcile that left it at `progress`.
+fn next_look(svc: &Service, ctx: &ServiceContext, progress: Progress) -> Duration {
+    let key = service_key(svc);
+    match progress {
         Progress::Done(kept_until) => {
             // At debug level: one line per Service per resync. The simulation reads it to
             // know when the changes made before it are applied (scenarios' `downtime.rs`).
@@ -83,11 +114,14 @@ async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, 
             ctx.waiting.lock().remove(&key);
             let now = Instant::now();
             let resync = ctx.resync.after(now);
-            Ok(kept_until.map_or(resync, |u| resync.min(u.saturating_duration_since(now))))
+            kept_until.map_or(resync, |u| resync.min(u.saturating_duration_since(now)))
         }
-        Progress::Superseded => {
+        // Asked again at once: behind the keys already due (the queue serves them in the
+        // order they came due), so a burst's new load balancers all get what makes them
+        // serve before any takes its other members.
+        Progress::Superseded | Progress::Yielded => {
             ctx.failures.lock().remove(&key);
-            Ok(Duration::ZERO)
+            Duration::ZERO
         }
         Progress::Pending => {
             ctx.failures.lock().remove(&key);
@@ -96,12 +130,12 @@ async fn reconcile(svc: Arc<Service>, ctx: &ServiceContext) -> Result<Duration, 
                 .lock()
                 .get(&key)
                 .map_or(Duration::ZERO, |w| w.since.elapsed());
-            Ok(poll_after(
+            poll_after(
                 waited,
                 ctx.apply.poll,
                 ctx.apply.members_timeout,
                 ctx.retry.0,
-            ))
+            )
         }
     }
 }
@@ -257,6 +291,7 @@ pub async fn run(
                 };
                 if !unchanged {
                     ctx.touched.lock().insert(service_key(svc));
+                    queue.prefer(&key, live.as_deref().is_some_and(unpublished));
                     queue.schedule(key.clone(), Duration::ZERO);
                 }
                 let now = live
@@ -357,7 +392,7 @@ pub async fn run(
         usize::from(concurrency),
         shutdown,
         |key: Key| {
-            let (ctx, store) = (ctx.clone(), services.store());
+            let (ctx, store, queue) = (ctx.clone(), services.store(), queue.clone());
             ctx.metrics.queue_depth(
                 CONTROLLER,
                 i64::try_from(queue.due_now()).unwrap_or(i64::MAX),
@@ -368,12 +403,20 @@ pub async fn run(
                 let Some(svc) = store.get(&key.object_ref()) else {
                     ctx.touched.lock().remove(&key.to_string());
                     ctx.written.lock().remove(&key.to_string());
+                    queue.prefer(&key, false);
                     return None;
                 };
-                Some(match reconcile(svc.clone(), &ctx).await {
-                    Ok(again) => again,
-                    Err(e) => error_policy(&svc, &e, &ctx),
-                })
+                let again = match reconcile(svc.clone(), &ctx).await {
+                    Ok((again, prefer)) => {
+                        queue.prefer(&key, prefer);
+                        again
+                    }
+                    Err(e) => {
+                        queue.prefer(&key, false);
+                        error_policy(&svc, &e, &ctx)
+                    }
+                };
+                Some(again)
             }
         },
     );

@@ -37,6 +37,9 @@ pub enum Progress {
     Pending,
     /// The Service changed while its plan ran: plan again at once.
     Superseded,
+    /// A new load balancer serves (or will, once its first members are up); its other
+    /// members come once the Services queued before this one came back had their turn.
+    Yielded,
 }
 
 async fn set_finalizer(
@@ -379,6 +382,7 @@ pub async fn ensure(
             }
             Pass::Pending => return Ok(Progress::Pending),
             Pass::Superseded => return Ok(Progress::Superseded),
+            Pass::Yielded => return Ok(Progress::Yielded),
             Pass::Applied(p) => (None, None, p),
         };
     }
@@ -417,6 +421,8 @@ enum Pass {
     Applied(Plan),
     /// The Service changed while the plan ran: stopped, to be planned again.
     Superseded,
+    /// What makes a new load balancer serve is done: the rest after the Services queued.
+    Yielded,
 }
 
 /// One pass: announce a disruptive plan, apply it.
@@ -439,15 +445,41 @@ async fn one_pass(
             });
         };
         if let Some(a) = actual.as_ref().filter(|a| a.changing()) {
+            // A load balancer that serves every port before it settled (a new one takes
+            // its other members after its first) is published at once: the users of a
+            // Service need not wait for members that only add capacity.
+            let unpublished = ingress_of(svc).is_empty() && !published(ctx, svc);
+            let first_serving = unpublished && serves_every_port(desired, a);
+            if first_serving {
+                publish((svc, cfg), ctx, desired, &lb).await?;
+            }
+            let recheck = if unpublished && !first_serving {
+                Recheck::Serves {
+                    lb: a.uuid,
+                    pools: a.pools.iter().map(|p| p.uuid).collect(),
+                }
+            } else {
+                Recheck::Settled(a.uuid)
+            };
             let applying = Pending::new("the load balancer to apply its configuration", "")
-                .rechecked_by(Recheck::Settled(a.uuid));
+                .rechecked_by(recheck);
             note_waiting(svc, ctx, desired, &[applying], true).await;
             return Ok(Pass::Pending);
         }
         return Ok(Pass::Done(Box::new(lb)));
     }
     let members_only = p.steps.iter().all(|s| s.action.writes_members_only());
-    let serving = !ingress_of(svc).is_empty();
+    let serving = !ingress_of(svc).is_empty() || published(ctx, svc);
+    // A new load balancer that serves every port already (its listeners and first members
+    // up) is published before it takes its other members, and those come after the
+    // Services queued meanwhile (the controller no longer prefers it).
+    if !serving
+        && let (Some(lb), Some(a)) = (&lb, &actual)
+        && serves_every_port(desired, a)
+    {
+        publish((svc, cfg), ctx, desired, lb).await?;
+        return Ok(Pass::Yielded);
+    }
     // A new change (not the continuation of one that waits) is announced, as Kubernetes'
     // service controller does, except members following Nodes on a load balancer that
     // serves: Node churn would otherwise cost every Service two Events per Node change.
@@ -465,11 +497,19 @@ async fn one_pass(
             )
             .await;
     }
+    // A new load balancer not yet published does what makes it serve, then lets the
+    // Services queued behind it do the same before it takes its other members: in a burst,
+    // each Service serves after its own few writes instead of after everyone's members.
+    let head = p.serves_after.filter(|_| !serving).map(|n| Plan {
+        steps: p.steps[..n].to_vec(),
+        serves_after: None,
+        ..Plan::default()
+    });
     let executed = apply::execute(
         &ctx.cloud,
         desired,
         actual.as_ref().map(|a| a.uuid),
-        &p,
+        head.as_ref().unwrap_or(&p),
         &ctx.apply,
         &owner.tags,
         &|| changed_since(svc, cfg, ctx),
@@ -498,6 +538,27 @@ async fn one_pass(
         note_waiting(svc, ctx, desired, &outcome.pending, true).await;
         return Ok(Pass::Pending);
     }
+    if head.is_some() {
+        // What makes it serve is queued on the load balancer: wait (cheaply, and before the
+        // Services that serve) for each port's first member to be up, then publish.
+        let mut pools: Vec<uuid::Uuid> = actual
+            .iter()
+            .flat_map(|a| &a.pools)
+            .map(|p| p.uuid)
+            .collect();
+        let created = outcome.edits.iter().flatten().filter_map(|e| match e {
+            Edit::Pool(p) => p.uuid.parse::<uuid::Uuid>().ok(),
+            _ => None,
+        });
+        pools.extend(created);
+        let first = Pending::new("the load balancer to serve its first members", "");
+        let first = match (outcome.lb_uuid, &outcome.edits) {
+            (Some(lb), Some(_)) => first.rechecked_by(Recheck::Serves { lb, pools }),
+            _ => first,
+        };
+        note_waiting(svc, ctx, desired, &[first], true).await;
+        return Ok(Pass::Pending);
+    }
     // Members added or removed on a load balancer that serves (a node joined or left): every
     // write succeeded, so nothing else can differ; the load balancer applies them while
     // the old members serve, and the next resync looks again. Planning once more would
@@ -509,6 +570,46 @@ async fn one_pass(
         return Ok(Pass::Done(Box::new(lb)));
     }
     Ok(Pass::Applied(p))
+}
+
+/// Publishes a load balancer that serves before it settled (see [`finish`]), and records
+/// it in the Service's wait (the cache may not show the status yet).
+async fn publish(
+    (svc, cfg): (&Service, &ServiceConfig),
+    ctx: &ServiceContext,
+    desired: &DesiredLb,
+    lb: &LoadBalancer,
+) -> Result<(), ServiceError> {
+    let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &svc.namespace().unwrap_or_default());
+    finish(svc, cfg, ctx, &api, lb).await?;
+    ctx.waiting
+        .lock()
+        .entry(service_key(svc))
+        .or_insert_with(|| super::context::Waiting::new(desired.clone()))
+        .published = true;
+    Ok(())
+}
+
+/// Whether this CCM published the Service's ingress while its change still waits.
+fn published(ctx: &ServiceContext, svc: &Service) -> bool {
+    ctx.waiting
+        .lock()
+        .get(&service_key(svc))
+        .is_some_and(|w| w.published)
+}
+
+/// Whether every desired port has its listener and a member up on `actual` (pure).
+fn serves_every_port(desired: &DesiredLb, actual: &ActualLb) -> bool {
+    desired.pools.iter().all(|d| {
+        actual.pools.iter().any(|a| {
+            a.listeners
+                .iter()
+                .any(|l| l.listener.key() == d.listener.key())
+                && a.members
+                    .iter()
+                    .any(|m| m.serving() && m.member.protocol_port == d.node_port)
+        })
+    })
 }
 
 /// The annotations the CCM writes and the status, once the load balancer is in place and

@@ -111,8 +111,14 @@ struct Build<'a> {
     urgent: Vec<usize>,
 }
 
-/// Appends the pool-level steps of the plan to `steps`.
-pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step>) {
+/// Appends the pool-level steps of the plan to `steps`. On a load balancer that listens
+/// nowhere yet, answers how many steps of `steps` make it serve (every port its listener
+/// and a first member), when more follow.
+pub(super) fn pools(
+    desired: &DesiredLb,
+    actual: &ActualLb,
+    steps: &mut Vec<Step>,
+) -> Option<usize> {
     let mut b = Build::new(desired, actual);
     for (i, d) in desired.pools.iter().enumerate() {
         b.target(i, d);
@@ -135,6 +141,7 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
         .map(|&i| b.targets[i].desired.listener.key())
         .collect();
     let moved = b.moved_off_their_node_port();
+    let fresh = b.holders.is_empty();
     let (switch_first, switch) = schedule::order_urgent_first(b.ops, &urgent_keys);
     let (mut front, mut members) = (b.front, b.member_creates);
     let targets = &b.targets;
@@ -175,18 +182,29 @@ pub(super) fn pools(desired: &DesiredLb, actual: &ActualLb, steps: &mut Vec<Step
             .into_iter()
             .partition(|m| m.first().is_some_and(of(i)));
         let mut own = own.into_iter().flatten();
-        steps.extend(own.next());
-        steps.extend(first);
+        if fresh {
+            // Nothing listens yet, so a listener early costs nothing; queued before the
+            // first member, it is in place once that member is found up (the load
+            // balancer applies one change after another), which is what tells the
+            // reconcile that the port serves.
+            steps.extend(first);
+            steps.extend(own.next());
+        } else {
+            steps.extend(own.next());
+            steps.extend(first);
+        }
         rest.push(own.collect());
     }
     // One member up serves a port: every restored port gets its first before any gets
     // its others.
+    let serves_after = (fresh && !b.urgent.is_empty()).then_some(steps.len());
     steps.extend(interleave(rest));
     steps.extend(clear);
     steps.extend(front);
     steps.extend(interleave(members));
     steps.extend(b.back);
     steps.extend(switch);
+    serves_after.filter(|n| *n < steps.len())
 }
 
 /// Whether `step` restores target `i` before its switch: its new pool, its members, and a
@@ -435,7 +453,11 @@ impl<'a> Build<'a> {
                                 || moved_off_its_number(l, d)
                         })
                 });
-            if !self.holders.contains_key(&key) && (t.home.is_some() || lost_listener) {
+            // On a load balancer that listens nowhere (a new one) nothing serves: every
+            // port is restored as a broken one would be, so the load balancer serves as
+            // soon as each port has a member up, and takes its other members after.
+            let fresh = self.holders.is_empty();
+            if !self.holders.contains_key(&key) && (t.home.is_some() || lost_listener || fresh) {
                 self.urgent.push(i);
             }
             let impact = if outage {

@@ -428,6 +428,10 @@ pub struct Plan {
     pub steps: Vec<Step>,
     pub refusals: Vec<Refusal>,
     pub notes: Vec<Note>,
+    /// A new load balancer serves once the first this many steps are carried out (every
+    /// port its listener and a first member, and its floating IPs); the rest only adds
+    /// members. `None`: no such point before the end.
+    pub serves_after: Option<usize>,
 }
 
 impl Plan {
@@ -534,8 +538,17 @@ pub fn plan(
             &empty
         }
     };
-    build::pools(desired, actual, &mut plan.steps);
+    let serves_after = build::pools(desired, actual, &mut plan.steps);
+    let before_fips = plan.steps.len();
     floating_ips(desired, actual, account, &mut plan);
+    // The floating IPs of a new load balancer go with what makes it serve, not after all
+    // its members.
+    plan.serves_after = serves_after.map(|n| {
+        let fips: Vec<Step> = plan.steps.drain(before_fips..).collect();
+        let count = fips.len();
+        plan.steps.splice(n..n, fips);
+        n + count
+    });
     // A rename serves nobody: it goes last, not between a change and the load balancer
     // reconfigurations that serve it (each write is one, applied in order).
     plan.steps.extend(rename);
