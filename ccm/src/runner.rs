@@ -131,6 +131,35 @@ impl Queue {
         }
     }
 
+    /// How many keys due now and not running will be taken before `key` (`None`: it is
+    /// not queued, or not due yet).
+    pub fn ahead_of(&self, key: &Key) -> Option<usize> {
+        let now = Instant::now();
+        let s = self.state.lock();
+        let &(at, n) = s.queued.get(key)?;
+        if at > now {
+            return None;
+        }
+        let before = |t: Instant, m: u64| t <= now && (t, m) < (at, n);
+        let idle = |k: &Key| !s.running.contains(k) && k != key;
+        let preferred_ahead = s
+            .ahead
+            .iter()
+            .take_while(|(t, m, _)| *t <= now && (!s.preferred.contains(key) || before(*t, *m)))
+            .filter(|(_, _, k)| idle(k))
+            .count();
+        let others_ahead = if s.preferred.contains(key) {
+            0
+        } else {
+            s.due
+                .iter()
+                .take_while(|(t, m, _)| before(*t, *m))
+                .filter(|(_, _, k)| idle(k) && !s.preferred.contains(k))
+                .count()
+        };
+        Some(preferred_ahead + others_ahead)
+    }
+
     /// How many keys are preferred (for a long run to judge growth).
     pub fn preferred(&self) -> usize {
         self.state.lock().preferred.len()
@@ -514,6 +543,18 @@ mod tests {
             2,
             "c and d stay preferred until told otherwise"
         );
+
+        // Who is ahead of whom: the preferred keys due, then the others in their order.
+        let q = Queue::default();
+        q.schedule_all(["a", "b", "c"].map(key));
+        q.prefer(&key("c"), true);
+        q.schedule(key("later"), Duration::from_secs(60));
+        assert_eq!(q.ahead_of(&key("c")), Some(0));
+        assert_eq!(q.ahead_of(&key("a")), Some(1));
+        assert_eq!(q.ahead_of(&key("b")), Some(2));
+        assert_eq!(q.ahead_of(&key("later")), None, "not due yet");
+        assert_eq!(q.take(), Ok(key("c")));
+        assert_eq!(q.ahead_of(&key("b")), Some(1), "running keys are not ahead");
     }
 
     #[tokio::test(start_paused = true)]

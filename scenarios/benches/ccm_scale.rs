@@ -22,6 +22,7 @@
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
+use scenarios::sim::burst::{self, Burst};
 use scenarios::sim::schedule::{self, Shape};
 use scenarios::sim::{World, WorldConfig, runtime};
 use std::collections::BTreeMap;
@@ -214,181 +215,55 @@ fn peak_rss_kib() -> u64 {
 /// All Services created at once, a Node registering 5 s in.
 async fn burst(world: &mut World, services: u64, nodes: usize) {
     let from = world.trace.len();
-    let start = world.cloud.now();
-    let began = tokio::time::Instant::now();
-    create(world, "svc-", services).await;
-    let mut ingress = BTreeMap::new();
-    let mut watch = |w: &World| {
-        for name in names_with_ingress(w, "svc-") {
-            ingress.entry(name).or_insert_with(|| began.elapsed());
-        }
-        ingress.len() == services as usize
-    };
-    let step = Duration::from_secs(1);
+    let mut b = Burst::create(world, "svc-", services as usize).await;
     for _ in 0..5 {
-        world.run_for(step).await;
-        watch(world);
+        world.run_for(Duration::from_secs(1)).await;
+        b.watch(world);
     }
     let joiner = format!("node-{}", nodes + 1);
     world.add_node(&joiner).await.expect("node");
-    let mut init = None;
-    let mut took = None;
-    while began.elapsed() < Duration::from_secs(6 * 3600) {
-        if init.is_none() && initialized(world, &joiner) {
-            init = Some(began.elapsed() - Duration::from_secs(5));
-        }
-        if watch(world) {
-            took = Some(began.elapsed());
-            break;
-        }
-        world.run_for(step).await;
-    }
-    if let Ok(path) = std::env::var("TRACE_OUT") {
-        let _ = std::fs::write(path, world.trace.lines().join("\n"));
-    }
+    let init = until(world, Duration::from_secs(600), |w| initialized(w, &joiner)).await;
+    let published = b
+        .run_until_published(world, Duration::from_secs(6 * 3600))
+        .await;
     let r = requests(world, from);
     println!(
-        "burst: every ingress after {} virtual s; {} cloud reads, {} cloud writes, {} Kubernetes requests; a Node registering 5 s in initialized after {} s",
-        took.map_or("(not within 6 h)".into(), |d| d.as_secs().to_string()),
+        "burst: every ingress after {} virtual s; {} cloud reads, {} cloud writes, {} Kubernetes requests until then; a Node registering 5 s in initialized after {} s",
+        if published {
+            b.started.elapsed().as_secs().to_string()
+        } else {
+            "(not within 6 h)".into()
+        },
         total(&r, "cloud GET"),
         total(&r, "cloud") - total(&r, "cloud GET"),
         total(&r, "kube"),
-        init.map_or("(not yet)".into(), |d| d.as_secs().to_string()),
+        init.map_or("(not within 600 s)".into(), |d| d.as_secs().to_string()),
     );
+    print_requests(&r, services as f64, " per Service");
+    let members = services as usize * (nodes + 1);
     let complete = until(world, Duration::from_secs(6 * 3600), |w| {
-        complete(w, services as usize * (nodes + 1))
+        burst::complete(w, members)
     })
     .await
-    .map(|_| began.elapsed());
+    .map(|_| b.started.elapsed());
     println!(
         "burst: every member in place and applied after {} virtual s",
         complete.map_or("(not within 6 h more)".into(), |d| d.as_secs().to_string())
     );
-    let ingress: Vec<f64> = ingress.values().map(Duration::as_secs_f64).collect();
-    println!("burst: ingress set after {}", spread(ingress));
-    let serving = first_served(world, "svc-", start);
+    println!(
+        "burst: ingress set after {}",
+        burst::spread(&b.ingress_times())
+    );
+    let served: Vec<f64> = b.first_served(world).into_values().collect();
     println!(
         "burst: first serving after {} ({} of {} Services served)",
-        spread(serving.clone()),
-        serving.len(),
+        burst::spread(&served),
+        served.len(),
         services
     );
-    print_requests(&r, services as f64, " per Service");
-}
-
-/// Whether the account holds `members` members and no load balancer is `changing`.
-fn complete(world: &World, members: usize) -> bool {
-    world.cloud.read("", |ctx| {
-        ctx.st.members().values().count() == members
-            && ctx
-                .st
-                .load_balancers()
-                .values()
-                .all(|lb| lb.status(ctx.now) != "changing")
-    })
-}
-
-/// `first / median / p90 / last` of `times` (seconds), as a phrase.
-fn spread(mut times: Vec<f64>) -> String {
-    if times.is_empty() {
-        return "(none)".into();
+    if let Ok(path) = std::env::var("TRACE_OUT") {
+        let _ = std::fs::write(path, world.trace.lines().join("\n"));
     }
-    times.sort_by(f64::total_cmp);
-    let at = |q: f64| times[((times.len() - 1) as f64 * q).round() as usize];
-    format!(
-        "first {:.0} s, median {:.0} s, p90 {:.0} s, last {:.0} s",
-        at(0.0),
-        at(0.5),
-        at(0.9),
-        at(1.0)
-    )
-}
-
-/// The names of the Services named `prefix*` that have an ingress.
-fn names_with_ingress(world: &World, prefix: &str) -> Vec<String> {
-    world
-        .api
-        .objects::<Service>("services")
-        .iter()
-        .filter(|s| scenarios::ccm_bed::has_ingress(s))
-        .filter_map(|s| s.metadata.name.clone())
-        .filter(|n| n.starts_with(prefix))
-        .collect()
-}
-
-/// For each Service named `prefix*` whose load balancer served, the seconds from `start`
-/// until every port of its address first answered new connections (fakecloud's data-plane
-/// oracle).
-fn first_served(world: &World, prefix: &str, start: fakecloud::clock::Time) -> Vec<f64> {
-    let now = world.cloud.now();
-    let propagation = world.cloud.config().timing.floating_ip_propagation_s;
-    let mut out = Vec::new();
-    for svc in world.api.objects::<Service>("services") {
-        if !svc
-            .metadata
-            .name
-            .as_deref()
-            .is_some_and(|n| n.starts_with(prefix))
-        {
-            continue;
-        }
-        let Some(lb) = svc
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get("k8s.cloudscale.ch/loadbalancer-uuid"))
-            .and_then(|u| u.parse().ok())
-        else {
-            continue;
-        };
-        let served = world.cloud.read("", |ctx| {
-            let entries = fakecloud::dataplane::availability(
-                ctx.st.dataplane(),
-                lb,
-                start,
-                now,
-                std::net::IpAddr::from([10, 1, 2, 3]),
-                propagation,
-            )?;
-            if entries.is_empty() {
-                return None;
-            }
-            if std::env::var("DEBUG_SERVED").is_ok() {
-                for e in &entries {
-                    eprintln!(
-                        "{lb} {} {:?} {:?}",
-                        e.port,
-                        e.kind,
-                        e.down
-                            .iter()
-                            .map(|d| (
-                                (d.from - start).num_milliseconds(),
-                                (d.to - start).num_milliseconds(),
-                                d.reason
-                            ))
-                            .collect::<Vec<_>>()
-                    );
-                }
-            }
-            // Served from the end of the first outage (the load balancer not yet there).
-            let mut at = start;
-            for e in &entries {
-                let mut up = start;
-                for d in &e.down {
-                    if d.from > up {
-                        break;
-                    }
-                    up = up.max(d.to);
-                }
-                at = at.max(up);
-            }
-            Some(at)
-        });
-        if let Some(at) = served.filter(|at| *at < now) {
-            out.push((at - start).num_milliseconds() as f64 / 1000.0);
-        }
-    }
-    out
 }
 
 async fn idle(world: &World, minutes: u64) {

@@ -4,6 +4,7 @@
 //! - API reads and writes per reconcile for one Service with 1 port on 3 nodes (create and
 //!   steady state);
 //! - time from Service creation to status ingress;
+//! - for N Services created at once on M nodes, first, median, p90 and last ingress;
 //! - for N Services on M nodes, the API requests a node join costs.
 
 use k8s_openapi::api::core::v1::Service;
@@ -77,20 +78,28 @@ fn service(name: &str, port: u16) -> Service {
     .expect("service")
 }
 
-async fn wait_ingress(api: &Api<Service>, names: &[String], limit: Duration) -> Duration {
+/// Waits until every Service of `names` has an ingress; how long that took, and the
+/// seconds (from `since`) at which each was first seen with one (polled every 10 ms).
+async fn wait_ingress_each(
+    api: &Api<Service>,
+    names: &[String],
+    limit: Duration,
+    since: Instant,
+) -> (Duration, Vec<f64>) {
     let started = Instant::now();
+    let mut seen: std::collections::BTreeMap<String, f64> = Default::default();
     loop {
         let list = api.list(&Default::default()).await.expect("list");
-        let ready = list
-            .items
-            .iter()
-            .filter(|s| {
-                names.contains(&s.metadata.name.clone().unwrap_or_default())
-                    && scenarios::ccm_bed::has_ingress(s)
-            })
-            .count();
+        for s in &list.items {
+            let name = s.metadata.name.clone().unwrap_or_default();
+            if names.contains(&name) && scenarios::ccm_bed::has_ingress(s) {
+                seen.entry(name)
+                    .or_insert_with(|| since.elapsed().as_secs_f64());
+            }
+        }
+        let ready = seen.len();
         if ready == names.len() {
-            return started.elapsed();
+            return (started.elapsed(), seen.into_values().collect());
         }
         assert!(
             started.elapsed() < limit,
@@ -99,6 +108,10 @@ async fn wait_ingress(api: &Api<Service>, names: &[String], limit: Duration) -> 
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+async fn wait_ingress(api: &Api<Service>, names: &[String], limit: Duration) -> Duration {
+    wait_ingress_each(api, names, limit, Instant::now()).await.0
 }
 
 async fn settle(bed: &Bed) {
@@ -178,11 +191,17 @@ async fn main() {
                 .await
                 .expect("create");
         }
-        let took = wait_ingress(&api, &names, Duration::from_secs(1800)).await;
+        let (took, each) =
+            wait_ingress_each(&api, &names, Duration::from_secs(1800), started).await;
         println!(
             "{services} Services x {nodes} nodes: all ingresses after {:.1} s ({:.1} s since the first create)",
             took.as_secs_f64(),
             started.elapsed().as_secs_f64()
+        );
+        let [first, median, p90, last] =
+            scenarios::sim::burst::quantiles(&each).unwrap_or_default();
+        println!(
+            "  ingress since the first create: first {first:.1} s, median {median:.1} s, p90 {p90:.1} s, last {last:.1} s"
         );
         settle(&bed).await;
         bed.clear_request_log().await;

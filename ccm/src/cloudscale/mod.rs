@@ -340,6 +340,11 @@ impl Client {
 
     /// Changes each time an endpoint class answers again after a long trouble (see
     /// `trouble.rs`): what backed off meanwhile may be tried at once.
+    /// The client-side rate limit in requests per second (`None`: unlimited).
+    pub fn requests_per_second(&self) -> Option<f64> {
+        self.inner.limiter.as_ref().map(Limiter::rate)
+    }
+
     pub fn recoveries(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.trouble.recoveries()
     }

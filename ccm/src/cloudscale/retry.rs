@@ -156,6 +156,11 @@ impl Limiter {
         }
     }
 
+    /// Requests per second of the limit.
+    pub(crate) fn rate(&self) -> f64 {
+        self.shared.rate
+    }
+
     pub(crate) async fn acquire(&self, priority: bool) {
         if priority {
             // Debited from the shared queue without waiting in it.

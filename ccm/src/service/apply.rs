@@ -138,6 +138,9 @@ pub enum Cause {
     LoadBalancer,
     /// Backends: a new member's health monitor finds it down.
     MembersDown,
+    /// This CCM: most of the wait was spent in its own queue, behind other Services' work
+    /// (its request budget, `--api-rate-limit`), not on the load balancer.
+    Budget,
 }
 
 impl Pending {

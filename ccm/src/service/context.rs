@@ -44,6 +44,21 @@ pub struct Waiting {
     /// Its ingress was published while it still waits (a new load balancer serves before
     /// it has all its members).
     pub published: bool,
+    /// When it last yielded its turn to the Services queued behind it (see
+    /// `ensure::Progress::Yielded`), until its next reconcile.
+    pub yielded: Option<Instant>,
+    /// How long it waited in this CCM's queue after yielding: time its change spent on
+    /// this CCM's request budget, not on the load balancer.
+    pub queued: std::time::Duration,
+}
+
+impl Waiting {
+    /// A reconcile begins: the time since it yielded was spent in this CCM's queue.
+    pub fn resume(&mut self, now: Instant) {
+        if let Some(at) = self.yielded.take() {
+            self.queued += now.saturating_duration_since(at);
+        }
+    }
 }
 
 impl Waiting {
@@ -57,6 +72,8 @@ impl Waiting {
             pending: Vec::new(),
             planned: Instant::now(),
             published: false,
+            yielded: None,
+            queued: std::time::Duration::ZERO,
         }
     }
 }

@@ -49,6 +49,32 @@ pub fn poll_after(
     (waited / 4).clamp(poll, poll * 4)
 }
 
+/// Tells a Service just queued how much of this CCM's request budget is spent before its
+/// turn, when that is long (a burst): without it, its Events later blame the load balancer.
+fn announce_queued(ctx: &Arc<ServiceContext>, queue: &Queue, key: &Key, svc: &Arc<Service>) {
+    let (Some(ahead), Some(rate)) = (queue.ahead_of(key), ctx.cloud.requests_per_second()) else {
+        return;
+    };
+    // The requests a reconcile has cost so far (all controllers' requests over the
+    // Services' reconciles); a new load balancer's first pass until there is a record.
+    let reconciles = ctx.metrics.reconciles(CONTROLLER);
+    let per_reconcile = if reconciles < 10 {
+        8.0
+    } else {
+        ctx.metrics.api_request_total() as f64 / reconciles as f64
+    };
+    let Some(message) = super::wait::queued_message(ahead, per_reconcile, rate) else {
+        return;
+    };
+    tracing::info!(service = %key, ahead, "{message}");
+    let (ctx, reference) = (ctx.clone(), svc.object_ref(&()));
+    tokio::spawn(async move {
+        ctx.events
+            .publish(&reference, false, "Queued", "EnsureLoadBalancer", message)
+            .await;
+    });
+}
+
 /// A Service of type `LoadBalancer`, not being deleted, without an ingress yet: its work
 /// goes before the other Services' (see [`runner::Queue::prefer`]): in a burst, every new
 /// load balancer is made to serve and published before any takes its remaining members.
@@ -293,6 +319,9 @@ pub async fn run(
                     ctx.touched.lock().insert(service_key(svc));
                     queue.prefer(&key, live.as_deref().is_some_and(unpublished));
                     queue.schedule(key.clone(), Duration::ZERO);
+                    if live.is_some() {
+                        announce_queued(&ctx, &queue, &key, svc);
+                    }
                 }
                 let now = live
                     .as_deref()

@@ -336,6 +336,9 @@ pub async fn ensure(
     let ns = svc.namespace().unwrap_or_default();
     let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &ns);
     set_finalizer(&api, svc, true).await?;
+    if let Some(w) = ctx.waiting.lock().get_mut(&service_key(svc)) {
+        w.resume(tokio::time::Instant::now());
+    }
     if let Some(progress) = recheck_waiting(svc, ctx).await {
         return Ok(progress);
     }
@@ -478,6 +481,9 @@ async fn one_pass(
         && serves_every_port(desired, a)
     {
         publish((svc, cfg), ctx, desired, lb).await?;
+        if let Some(w) = ctx.waiting.lock().get_mut(&service_key(svc)) {
+            w.yielded = Some(tokio::time::Instant::now());
+        }
         return Ok(Pass::Yielded);
     }
     // A new change (not the continuation of one that waits) is announced, as Kubernetes'

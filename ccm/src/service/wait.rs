@@ -8,6 +8,7 @@ use super::ensure::Progress;
 use super::model::DesiredLb;
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
+use std::time::Duration;
 use tokio::time::Instant;
 
 /// Records that the Service's change waits (`planned`: found by a whole pass, not by a
@@ -46,7 +47,7 @@ pub(super) async fn note_waiting(
         }
         let announce = w.reason != what;
         w.reason = what;
-        let cause = held_by(pending);
+        let cause = held_by(pending, w.queued, w.since.elapsed());
         let warn = w.since.elapsed() >= ctx.apply.members_timeout && warn_again(w.warned, cause);
         if warn {
             w.warned = Some(cause);
@@ -85,15 +86,19 @@ pub(super) async fn note_waiting(
 fn warn_again(warned: Option<Cause>, cause: Cause) -> bool {
     match warned {
         None => true,
-        Some(before) => before == Cause::LoadBalancer && cause == Cause::MembersDown,
+        Some(before) => before != Cause::MembersDown && cause == Cause::MembersDown,
     }
 }
 
-/// What holds a change (pure): members found down, if any pending wait has them; else the
-/// load balancer's queue.
-fn held_by(pending: &[Pending]) -> Cause {
+/// What holds a change that has waited `waited`, `queued` of it in this CCM's own queue
+/// (pure): members found down, if any pending wait has them; else this CCM's budget when
+/// most of the wait was spent queued behind other Services; else the load balancer's
+/// queue.
+fn held_by(pending: &[Pending], queued: Duration, waited: Duration) -> Cause {
     if pending.iter().any(|p| p.cause == Cause::MembersDown) {
         Cause::MembersDown
+    } else if queued * 2 >= waited && !queued.is_zero() {
+        Cause::Budget
     } else {
         Cause::LoadBalancer
     }
@@ -109,11 +114,41 @@ pub(super) fn held_message(after: std::time::Duration, reason: &str, cause: Caus
         format!(
             "The change has waited {secs}s for {reason}: the members that serve now stay until then. New members found down usually mean their backend does not answer on its node port; revert the change or fix the backends"
         )
+    } else if cause == Cause::Budget {
+        format!(
+            "The change has waited {secs}s for {reason}, most of it in this controller's queue behind other Services' work (its API request budget, --api-rate-limit): the load balancer serves meanwhile. Nothing needs fixing; the change goes on by itself"
+        )
     } else {
         format!(
             "The change has waited {secs}s for {reason}: the load balancer is still working through the operations queued on it, and the members that serve now stay until it is done. Nothing needs fixing; the change goes on by itself"
         )
     }
+}
+
+/// A queued Service's wait is told when its turn is at least this far off.
+pub const QUEUED_NOTICE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What a Service queued behind `ahead` others is told (pure): how many API requests are
+/// likely sent before its turn (`per_reconcile` each) at the client's limit of `rate`
+/// per second, so that a user does not blame the load balancer for this CCM's own
+/// budget; `None` when its turn is less than [`QUEUED_NOTICE`] away.
+pub fn queued_message(ahead: usize, per_reconcile: f64, rate: f64) -> Option<String> {
+    if ahead == 0 || rate.is_nan() || rate <= 0.0 || !per_reconcile.is_finite() {
+        return None;
+    }
+    let requests = (ahead as f64 * per_reconcile.max(1.0)).round();
+    let secs = requests / rate;
+    if secs < QUEUED_NOTICE.as_secs_f64() {
+        return None;
+    }
+    let services = if ahead == 1 {
+        "Service is"
+    } else {
+        "Services are"
+    };
+    Some(format!(
+        "Queued: about {requests:.0} requests ahead at {rate}/s (about {secs:.0}s): {ahead} {services} ahead of it in this controller's queue; its load balancer is not the cause of this wait"
+    ))
 }
 
 /// A poll of a waiting Service that nothing has touched since it started waiting (neither
@@ -180,7 +215,12 @@ mod tests {
     #[test]
     fn a_held_change_blames_the_backends_only_when_a_member_is_down() {
         let after = Duration::from_secs(306);
-        let queued = held_message(after, "r", held_by(&[pending(Cause::LoadBalancer)]));
+        let none = Duration::ZERO;
+        let queued = held_message(
+            after,
+            "r",
+            held_by(&[pending(Cause::LoadBalancer)], none, after),
+        );
         assert!(
             queued.starts_with("The change has waited 306s for r: "),
             "{queued}"
@@ -193,15 +233,57 @@ mod tests {
         let down = held_message(
             after,
             "r",
-            held_by(&[pending(Cause::LoadBalancer), pending(Cause::MembersDown)]),
+            held_by(
+                &[pending(Cause::LoadBalancer), pending(Cause::MembersDown)],
+                after,
+                after,
+            ),
         );
         assert!(down.contains("fix the backends"), "{down}");
         assert!(!down.contains("queued"), "{down}");
+        // Most of the wait spent in this CCM's own queue: its budget is named, not the
+        // load balancer.
+        let cause = held_by(&[pending(Cause::LoadBalancer)], after / 2, after);
+        assert_eq!(cause, Cause::Budget);
+        let budget = held_message(after, "r", cause);
+        assert!(budget.contains("this controller's queue"), "{budget}");
+        assert!(budget.contains("--api-rate-limit"), "{budget}");
+        assert!(
+            !budget.contains("working through the operations"),
+            "{budget}"
+        );
+        assert_eq!(
+            held_by(&[pending(Cause::LoadBalancer)], after / 3, after),
+            Cause::LoadBalancer
+        );
+    }
+
+    #[test]
+    fn a_queued_service_is_told_how_much_work_is_ahead_of_it() {
+        let m = queued_message(30, 8.0, 20.0).expect("12 s away");
+        assert!(
+            m.starts_with(
+                "Queued: about 240 requests ahead at 20/s (about 12s): 30 Services are ahead"
+            ),
+            "{m}"
+        );
+        assert!(m.contains("load balancer is not the cause"), "{m}");
+        assert_eq!(
+            queued_message(20, 8.0, 20.0),
+            None,
+            "8 s away: not worth a word"
+        );
+        assert_eq!(queued_message(0, 8.0, 20.0), None);
+        assert_eq!(queued_message(100, 8.0, 0.0), None, "no limit, no queue");
+        let one = queued_message(1, 300.0, 20.0).expect("15 s away");
+        assert!(one.contains(": 1 Service is ahead"), "{one}");
     }
 
     #[test]
     fn a_held_change_is_warned_once_more_when_its_members_are_found_down() {
-        use Cause::{LoadBalancer, MembersDown};
+        use Cause::{Budget, LoadBalancer, MembersDown};
+        assert!(warn_again(Some(Budget), MembersDown));
+        assert!(!warn_again(Some(Budget), LoadBalancer));
         assert!(warn_again(None, LoadBalancer));
         assert!(warn_again(None, MembersDown));
         assert!(warn_again(Some(LoadBalancer), MembersDown));

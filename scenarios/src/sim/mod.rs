@@ -5,6 +5,7 @@
 //!
 //! See `scenarios/README.md` ("Simulation") for how to run it and what it checks.
 
+pub mod burst;
 pub mod check;
 pub mod downtime;
 pub mod props;

@@ -2,6 +2,7 @@
 //! seeded fault schedules that keep every invariant (`SIM_SCHEDULES=N` runs more,
 //! `SIM_SEED=S` starts elsewhere or replays one); checks that find what they look for.
 
+mod bursts;
 mod claims;
 mod guards;
 mod soak;
