@@ -73,9 +73,11 @@ struct State {
     running: BTreeSet<Key>,
     asked: u64,
     /// Keys served before the others that are due (see [`Queue::prefer`]).
-    preferred: BTreeSet<Key>,
-    /// The entries of `due` whose key is preferred.
-    ahead: BTreeSet<(Instant, u64, Key)>,
+    /// Each preferred key's rank: the order in which it was first preferred.
+    preferred: BTreeMap<Key, u64>,
+    /// The preferred keys by rank.
+    ranked: BTreeSet<(u64, Key)>,
+    ranks: u64,
 }
 
 /// Keys waiting to be reconciled, each at a time.
@@ -95,39 +97,33 @@ impl Queue {
                 if t <= at {
                     return;
                 }
-                let entry = (t, n, key.clone());
-                s.due.remove(&entry);
-                s.ahead.remove(&entry);
+                s.due.remove(&(t, n, key.clone()));
             }
             s.asked += 1;
             let n = s.asked;
             s.due.insert((at, n, key.clone()));
-            if s.preferred.contains(&key) {
-                s.ahead.insert((at, n, key.clone()));
-            }
             s.queued.insert(key, (at, n));
         }
         self.wake.notify_one();
     }
 
     /// Serves `key` (`yes`) before the keys that are not preferred whenever both are due,
-    /// or no longer: the service controller prefers the Services not yet published, so a
-    /// burst's new load balancers are made to serve (and their ingress published) before
-    /// the others take their remaining members.
+    /// or no longer. Among preferred keys due at once, the one first preferred goes first
+    /// (its rank stays while it is preferred): the service controller prefers the Services
+    /// not yet published, so in a burst each new load balancer is made to serve and
+    /// published in turn (the first Services after their own few requests) before the
+    /// others take their remaining members.
     pub fn prefer(&self, key: &Key, yes: bool) {
         let mut s = self.state.lock();
-        let changed = if yes {
-            s.preferred.insert(key.clone())
-        } else {
-            s.preferred.remove(key)
-        };
-        if let Some(&(at, n)) = s.queued.get(key).filter(|_| changed) {
-            let entry = (at, n, key.clone());
-            if yes {
-                s.ahead.insert(entry);
-            } else {
-                s.ahead.remove(&entry);
+        if yes {
+            if !s.preferred.contains_key(key) {
+                s.ranks += 1;
+                let rank = s.ranks;
+                s.preferred.insert(key.clone(), rank);
+                s.ranked.insert((rank, key.clone()));
             }
+        } else if let Some(rank) = s.preferred.remove(key) {
+            s.ranked.remove(&(rank, key.clone()));
         }
     }
 
@@ -140,24 +136,27 @@ impl Queue {
         if at > now {
             return None;
         }
-        let before = |t: Instant, m: u64| t <= now && (t, m) < (at, n);
-        let idle = |k: &Key| !s.running.contains(k) && k != key;
-        let preferred_ahead = s
-            .ahead
-            .iter()
-            .take_while(|(t, m, _)| *t <= now && (!s.preferred.contains(key) || before(*t, *m)))
-            .filter(|(_, _, k)| idle(k))
-            .count();
-        let others_ahead = if s.preferred.contains(key) {
-            0
-        } else {
-            s.due
-                .iter()
-                .take_while(|(t, m, _)| before(*t, *m))
-                .filter(|(_, _, k)| idle(k) && !s.preferred.contains(k))
-                .count()
+        let waiting = |k: &Key| {
+            k != key && !s.running.contains(k) && s.queued.get(k).is_some_and(|(t, _)| *t <= now)
         };
-        Some(preferred_ahead + others_ahead)
+        let ahead = match s.preferred.get(key) {
+            Some(&rank) => s
+                .ranked
+                .range(..(rank, key.clone()))
+                .filter(|(_, k)| waiting(k))
+                .count(),
+            None => {
+                let preferred = s.ranked.iter().filter(|(_, k)| waiting(k)).count();
+                let others = s
+                    .due
+                    .iter()
+                    .take_while(|(t, m, _)| (*t, *m) < (at, n))
+                    .filter(|(_, _, k)| waiting(k) && !s.preferred.contains_key(k))
+                    .count();
+                preferred + others
+            }
+        };
+        Some(ahead)
     }
 
     /// How many keys are preferred (for a long run to judge growth).
@@ -198,12 +197,10 @@ impl Queue {
     fn take(&self) -> Result<Key, Option<Instant>> {
         let now = Instant::now();
         let mut s = self.state.lock();
-        let preferred = s
-            .ahead
-            .iter()
-            .take_while(|(at, _, _)| *at <= now)
-            .find(|(_, _, k)| !s.running.contains(k))
-            .cloned();
+        let preferred = s.ranked.iter().find_map(|(_, k)| {
+            let &(at, n) = s.queued.get(k)?;
+            (at <= now && !s.running.contains(k)).then(|| (at, n, k.clone()))
+        });
         let first = preferred.or_else(|| {
             s.due
                 .iter()
@@ -212,9 +209,7 @@ impl Queue {
         });
         match first {
             Some((at, n, key)) if at <= now => {
-                let entry = (at, n, key.clone());
-                s.due.remove(&entry);
-                s.ahead.remove(&entry);
+                s.due.remove(&(at, n, key.clone()));
                 s.queued.remove(&key);
                 s.running.insert(key.clone());
                 Ok(key)
@@ -543,6 +538,18 @@ mod tests {
             2,
             "c and d stay preferred until told otherwise"
         );
+
+        // Among preferred keys due together, the first preferred goes first, whenever it
+        // came due: a burst's first Service comes back from its wait before the later
+        // ones take their first turn.
+        let q = Queue::default();
+        q.prefer(&key("first"), true);
+        q.schedule(key("first"), Duration::from_secs(10));
+        q.prefer(&key("second"), true);
+        q.schedule(key("second"), Duration::ZERO);
+        tokio::time::advance(Duration::from_secs(10)).await;
+        assert_eq!(q.take(), Ok(key("first")));
+        assert_eq!(q.take(), Ok(key("second")));
 
         // Who is ahead of whom: the preferred keys due, then the others in their order.
         let q = Queue::default();

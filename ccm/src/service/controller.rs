@@ -49,20 +49,33 @@ pub fn poll_after(
     (waited / 4).clamp(poll, poll * 4)
 }
 
+/// How long the keys due now take to be served at the request budget (at most a minute).
+fn backlog(ctx: &ServiceContext, queue: &Queue) -> Duration {
+    let Some(rate) = ctx.cloud.requests_per_second() else {
+        return Duration::ZERO;
+    };
+    let secs = queue.due_now() as f64 * requests_per_reconcile(ctx) / rate;
+    Duration::from_secs_f64(secs.clamp(0.0, 60.0))
+}
+
+/// The requests a reconcile has cost so far (all controllers' requests over the Services'
+/// reconciles); a new load balancer's first pass until there is a record.
+fn requests_per_reconcile(ctx: &ServiceContext) -> f64 {
+    let reconciles = ctx.metrics.reconciles(CONTROLLER);
+    if reconciles < 10 {
+        8.0
+    } else {
+        ctx.metrics.api_request_total() as f64 / reconciles as f64
+    }
+}
+
 /// Tells a Service just queued how much of this CCM's request budget is spent before its
 /// turn, when that is long (a burst): without it, its Events later blame the load balancer.
 fn announce_queued(ctx: &Arc<ServiceContext>, queue: &Queue, key: &Key, svc: &Arc<Service>) {
     let (Some(ahead), Some(rate)) = (queue.ahead_of(key), ctx.cloud.requests_per_second()) else {
         return;
     };
-    // The requests a reconcile has cost so far (all controllers' requests over the
-    // Services' reconciles); a new load balancer's first pass until there is a record.
-    let reconciles = ctx.metrics.reconciles(CONTROLLER);
-    let per_reconcile = if reconciles < 10 {
-        8.0
-    } else {
-        ctx.metrics.api_request_total() as f64 / reconciles as f64
-    };
+    let per_reconcile = requests_per_reconcile(ctx);
     let Some(message) = super::wait::queued_message(ahead, per_reconcile, rate) else {
         return;
     };
@@ -438,7 +451,15 @@ pub async fn run(
                 let again = match reconcile(svc.clone(), &ctx).await {
                     Ok((again, prefer)) => {
                         queue.prefer(&key, prefer);
-                        again
+                        // A wait of a Service not yet published is looked at again no
+                        // sooner than the work queued meanwhile takes to be sent: in a
+                        // burst, the first Services' polls would otherwise take the budget
+                        // the next Services need to be created.
+                        if prefer && again < ctx.resync.period {
+                            again.max(backlog(&ctx, &queue))
+                        } else {
+                            again
+                        }
                     }
                     Err(e) => {
                         queue.prefer(&key, false);

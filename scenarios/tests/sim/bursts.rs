@@ -93,3 +93,55 @@ fn a_burst_serves_the_first_services_first_and_publishes_each_when_it_serves() {
         }
     });
 }
+
+/// With a small request budget, a published Service's other members wait in this CCM's
+/// queue behind the Services not yet served: the Warning of its held change names this
+/// CCM's queue and budget, not the load balancer's queue or the backends.
+#[test]
+fn a_change_held_by_this_ccms_budget_says_so() {
+    let rt = runtime().expect("runtime");
+    rt.block_on(async {
+        let mut config = WorldConfig::new(27);
+        config.nodes = 10;
+        config.ccm_flags = [
+            "--leader-elect=false",
+            "--cluster-name",
+            "sim",
+            "--api-rate-limit",
+            "1",
+            "--load-balancer-members-timeout",
+            "60s",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut world = World::start(config).await.expect("world");
+        world.revive();
+        world.run_for(Duration::from_secs(30)).await;
+        let mut b = Burst::create(&world, "slow-", 20).await;
+        assert!(
+            b.run_until_published(&world, Duration::from_secs(3600))
+                .await,
+            "published within an hour: {} of 20",
+            b.ingress.len()
+        );
+        let mut waited = Duration::ZERO;
+        while !burst::complete(&world, 20 * 10) && waited < Duration::from_secs(3600) {
+            world.run_for(Duration::from_secs(5)).await;
+            waited += Duration::from_secs(5);
+        }
+        let held: Vec<String> = (0..20)
+            .flat_map(|i| events_of(&world, "default", &format!("slow-{i}")))
+            .filter(|(_, reason, _)| reason == "ChangeHeld")
+            .map(|(_, _, message)| message)
+            .collect();
+        assert!(
+            held.iter().any(|m| m.contains("in this controller's queue")
+                && m.contains("--api-rate-limit")),
+            "{held:#?}"
+        );
+        assert!(
+            held.iter().all(|m| !m.contains("fix the backends")),
+            "no backend is down: {held:#?}"
+        );
+    });
+}
