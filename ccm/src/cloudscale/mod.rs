@@ -24,7 +24,7 @@ mod types;
 
 pub use error::{ClientError, Result};
 pub use resources::{Idempotency, REQUEST_ID_TAG};
-pub use retry::{RateLimit, RetryPolicy, doubling};
+pub use retry::{RateLimit, RetryPolicy, doubling, throttled};
 pub use root::{RootHealth, WrongRoot, is_collection};
 pub use transport::{
     Request as TransportRequest, Reqwest, Response as TransportResponse, Transport, TransportError,

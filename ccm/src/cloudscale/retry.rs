@@ -167,9 +167,28 @@ impl Limiter {
             let _ = self.shared.reserve();
             self.priority.acquire().await;
         } else {
+            let started = Instant::now();
             self.shared.acquire().await;
+            let waited = started.elapsed();
+            let _ = THROTTLED.try_with(|t| t.set(t.get() + waited));
         }
     }
+}
+
+tokio::task_local! {
+    /// The time the requests of a [`throttled`] future waited for the rate limit.
+    static THROTTLED: std::cell::Cell<Duration>;
+}
+
+/// Runs `work`, and says how long its requests waited for the client-side rate limit (the
+/// CCM's own budget, as opposed to the API's answers).
+pub async fn throttled<F: std::future::Future>(work: F) -> (F::Output, Duration) {
+    THROTTLED
+        .scope(std::cell::Cell::new(Duration::ZERO), async move {
+            let out = work.await;
+            (out, THROTTLED.with(std::cell::Cell::get))
+        })
+        .await
 }
 
 /// What `Retry-After` applies to: the resource family of a path (`/v1/load-balancers/pools/x`

@@ -47,8 +47,9 @@ pub struct Waiting {
     /// When it last yielded its turn to the Services queued behind it (see
     /// `ensure::Progress::Yielded`), until its next reconcile.
     pub yielded: Option<Instant>,
-    /// How long it waited in this CCM's queue after yielding: time its change spent on
-    /// this CCM's request budget, not on the load balancer.
+    /// How long it waited in this CCM's queue after yielding, and its requests for the
+    /// rate limit: time its change spent on this CCM's request budget, not on the load
+    /// balancer.
     pub queued: std::time::Duration,
 }
 

@@ -103,7 +103,13 @@ async fn reconcile(
     svc: Arc<Service>,
     ctx: &ServiceContext,
 ) -> Result<(Duration, bool), ServiceError> {
-    let result = reconcile_timed(&svc, ctx).await?;
+    let (result, throttled) = cloudscale::throttled(reconcile_timed(&svc, ctx)).await;
+    // Time its requests waited for this CCM's rate limit: its budget, not the load
+    // balancer (a held change says so, `wait.rs`).
+    if let Some(w) = ctx.waiting.lock().get_mut(&service_key(&svc)) {
+        w.queued += throttled;
+    }
+    let result = result?;
     let after = next_look(&svc, ctx, result);
     let current = ctx
         .services

@@ -80,14 +80,18 @@ pub(super) async fn note_waiting(
 }
 
 /// Whether a change held past the members timeout by `cause` gets a Warning, after the one
-/// it got for `warned` (pure): the first, and one more when members are found down after a
-/// Warning that blamed the load balancer's queue (in their first checks, new members are
-/// neither up nor down yet).
+/// it got for `warned` (pure): the first, and one more each time the cause found says more
+/// than the one warned of (in their first checks, new members are neither up nor down yet;
+/// a published Service's other members may then wait in this CCM's queue).
 fn warn_again(warned: Option<Cause>, cause: Cause) -> bool {
-    match warned {
-        None => true,
-        Some(before) => before != Cause::MembersDown && cause == Cause::MembersDown,
-    }
+    // The load balancer's queue, then this CCM's, then the backends: each says more about
+    // what to do (wait, wait for this CCM, fix the backends) than the one before.
+    let weight = |c: Cause| match c {
+        Cause::LoadBalancer => 0,
+        Cause::Budget => 1,
+        Cause::MembersDown => 2,
+    };
+    warned.is_none_or(|before| weight(cause) > weight(before))
 }
 
 /// What holds a change that has waited `waited`, `queued` of it in this CCM's own queue
@@ -284,6 +288,9 @@ mod tests {
         use Cause::{Budget, LoadBalancer, MembersDown};
         assert!(warn_again(Some(Budget), MembersDown));
         assert!(!warn_again(Some(Budget), LoadBalancer));
+        assert!(warn_again(Some(LoadBalancer), Budget));
+        assert!(!warn_again(Some(MembersDown), Budget));
+        assert!(!warn_again(Some(Budget), Budget));
         assert!(warn_again(None, LoadBalancer));
         assert!(warn_again(None, MembersDown));
         assert!(warn_again(Some(LoadBalancer), MembersDown));
