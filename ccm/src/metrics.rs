@@ -150,6 +150,13 @@ impl Metrics {
         self.inner.lock().api_requests.values().sum()
     }
 
+    /// The mean duration of `controller`'s reconciles so far (`None` before the first).
+    pub fn mean_reconcile_seconds(&self, controller: &str) -> Option<f64> {
+        let m = self.inner.lock();
+        let h = m.reconcile_duration.get(controller)?;
+        (h.count > 0).then(|| h.sum / h.count as f64)
+    }
+
     /// Reconciles of `controller` so far, whatever their result (for tests and benchmarks).
     pub fn reconciles(&self, controller: &str) -> u64 {
         self.inner

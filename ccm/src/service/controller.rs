@@ -49,12 +49,15 @@ pub fn poll_after(
     (waited / 4).clamp(poll, poll * 4)
 }
 
-/// How long the keys due now take to be served at the request budget (at most a minute).
-fn backlog(ctx: &ServiceContext, queue: &Queue) -> Duration {
-    let Some(rate) = ctx.cloud.requests_per_second() else {
-        return Duration::ZERO;
-    };
-    let secs = queue.due_now() as f64 * requests_per_reconcile(ctx) / rate;
+/// How long the keys due now take to be reconciled by `concurrency` workers, at the mean
+/// duration of a reconcile so far (at most a minute): whatever holds them, the request
+/// budget or the API's answers.
+fn backlog(ctx: &ServiceContext, queue: &Queue, concurrency: u16) -> Duration {
+    let mean = ctx
+        .metrics
+        .mean_reconcile_seconds(CONTROLLER)
+        .unwrap_or(0.0);
+    let secs = queue.due_now() as f64 * mean / f64::from(concurrency.max(1));
     Duration::from_secs_f64(secs.clamp(0.0, 60.0))
 }
 
@@ -462,7 +465,7 @@ pub async fn run(
                         // burst, the first Services' polls would otherwise take the budget
                         // the next Services need to be created.
                         if prefer && again < ctx.resync.period {
-                            again.max(backlog(&ctx, &queue))
+                            again.max(backlog(&ctx, &queue, concurrency))
                         } else {
                             again
                         }
