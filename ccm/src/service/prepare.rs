@@ -309,6 +309,10 @@ pub async fn prepare(
         check_subnets(cfg, &reads.subnets().await?)?;
     }
     let nodes = reads.nodes().await?;
+    // Read with the Nodes, not after the server reads: a Node deleted and registered again
+    // meanwhile would be in neither (absent from the Nodes read, its grace ended by its
+    // return), and every member of a Service it alone served would be deleted.
+    let returning = reads.returning();
     let servers = account_servers(reads, &nodes).await?;
     let mut servers = servers;
     let mut mapped = map::desired(cfg, &nodes, &servers)?;
@@ -318,8 +322,7 @@ pub async fn prepare(
         servers = reads.servers(true).await?;
         mapped = map::desired(cfg, &nodes, &servers)?;
     }
-    let (mapped, kept_until) =
-        map::with_returning(cfg, mapped, &nodes, &reads.returning(), &servers);
+    let (mapped, kept_until) = map::with_returning(cfg, mapped, &nodes, &returning, &servers);
     if kept_until.is_some() {
         tracing::info!(
             service = %format!("{}/{}", cfg.namespace, cfg.name),

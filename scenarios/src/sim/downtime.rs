@@ -56,7 +56,10 @@ use std::time::Duration;
 /// `listener-recreate`: a port without listener for one reconfiguration (about 10 s).
 const LISTENER_RECREATE: f64 = 15.0;
 /// `member-recreate`: a node port change; down until the port's first new member is up.
+/// The least bound; [`member_recreate`] gives a Service's own.
 const MEMBER_RECREATE: f64 = 30.0;
+/// One write on a load balancer (fakecloud's default `lb_reconfigure_s`).
+const ONE_WRITE: f64 = 10.0;
 /// After outside hands broke a part: one resync period (60 s in the simulation) to notice,
 /// and 90 s to rebuild a deleted pool (pool, monitor, up to 6 members and the listener, one
 /// write of 10 s after another, members checked anew).
@@ -186,23 +189,33 @@ fn bound_of(action: &Action, model: &Model) -> Option<f64> {
         // Kubernetes serves, is deleted and made again on it: its deletion is part of the
         // outage too (found by the sweep: pool, monitor, member, delete, create, 50 s).
         Action::SetPorts(..) if pending_change(model, POOLS_REPLACED) => {
-            MEMBER_RECREATE + LISTENER_RECREATE
+            member_recreate(model) + LISTENER_RECREATE
         }
         Action::Annotate(_, changes) => changes
             .iter()
             .map(|(k, _)| annotation_bound(k, model))
             .fold(0.0, f64::max),
         // Kept ports may get new node ports: member-recreate.
-        Action::SetPorts(..) => MEMBER_RECREATE,
+        Action::SetPorts(..) => member_recreate(model),
         // Leaving Local: Kubernetes closes the health-check node port at once, the CCM
         // announces member-recreate (entering it: listener-recreate).
-        Action::SetPolicy(..) => MEMBER_RECREATE,
+        Action::SetPolicy(..) => member_recreate(model),
         // On the VIPs: none.
         Action::ClaimFloatingIp { .. }
         | Action::ClaimFloatingIpsOf { .. }
         | Action::DropFloatingIps(_) => 0.0,
         _ => return None,
     })
+}
+
+/// The member-recreate bound of a Service's ports: the CCM makes each port's first new
+/// member one port after another (`ccm/README.md`, "Ports"), so the last port's comes after
+/// one write per port, and is up once the monitor saw it up (delay × up threshold). Found
+/// by the sweep: two ports given new node ports under a monitor of 4 s × 3, the second
+/// port's first member written second, 32 s.
+fn member_recreate(m: &Model) -> f64 {
+    let writes = ONE_WRITE * m.ports.len() as f64;
+    MEMBER_RECREATE.max(writes + (m.delay_s * m.up_threshold) as f64)
 }
 
 /// Applies a step to the Service's model; its kind for the rule (`None`: nothing that
@@ -446,7 +459,7 @@ fn reregistered(
             seen: at,
             rv: None,
             kind: Kind::Changed {
-                bound: MEMBER_RECREATE,
+                bound: member_recreate(m),
                 kept: m.ports.clone(),
                 resumes: false,
             },

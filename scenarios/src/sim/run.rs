@@ -149,6 +149,12 @@ pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
     };
     let (mut outcome, logs) =
         with_logs(|converged| rt.block_on(play(schedule, keep_trace, converged)));
+    // Each run logs into its own buffer (the global subscriber never sees it): `SIM_LOG`
+    // set shows that buffer, the CCMs' INFO lines in order, once the run is over.
+    if std::env::var_os("SIM_LOG").is_some() {
+        eprintln!("--- logs of seed {} ---", schedule.seed);
+        eprintln!("{}", String::from_utf8_lossy(&logs.0.lock()));
+    }
     if let Some(token) = &outcome.token
         && logs.contains(token)
     {

@@ -109,6 +109,9 @@ struct Build<'a> {
     /// phase and their switch go before other ports' make phase. Also ports whose pool is
     /// kept but that have no listener at all.
     urgent: Vec<usize>,
+    /// Of [`Build::urgent`], the ports with no pool of their name on a load balancer that
+    /// serves other ports: built after the ports known to be broken.
+    unbuilt: Vec<usize>,
 }
 
 /// Appends the pool-level steps of the plan to `steps`. On a load balancer that listens
@@ -167,38 +170,51 @@ pub(super) fn pools(
     // The broken port that needs the fewest writes goes first (its pool, monitor, first
     // member and the steps that give it its listener): that keeps the most ports down the
     // shortest.
-    let mut broken: Vec<(usize, Vec<Step>)> = b.urgent.iter().copied().zip(switch_first).collect();
-    broken.sort_by_key(|(i, first)| {
-        let own = front.iter().filter(|s| of(*i)(s)).count();
-        let member = members.iter().any(|m| m.first().is_some_and(of(*i)));
-        own + usize::from(member) + first.len()
-    });
-    for (i, first) in broken {
-        let own: Vec<Step>;
-        (own, front) = front.into_iter().partition(of(i));
-        steps.extend(own);
-        let own: Vec<Vec<Step>>;
-        (own, members) = members
-            .into_iter()
-            .partition(|m| m.first().is_some_and(of(i)));
-        let mut own = own.into_iter().flatten();
-        if fresh {
-            // Nothing listens yet, so a listener early costs nothing; queued before the
-            // first member, it is in place once that member is found up (the load
-            // balancer applies one change after another), which is what tells the
-            // reconcile that the port serves.
-            steps.extend(first);
-            steps.extend(own.next());
-        } else {
-            steps.extend(own.next());
-            steps.extend(first);
+    // Then the ports with no pool at all (new, or their pool deleted by outside hands),
+    // the same way, after every broken port's members.
+    let (unbuilt, mut broken): (Vec<_>, Vec<_>) = b
+        .urgent
+        .iter()
+        .copied()
+        .zip(switch_first)
+        .partition(|(i, _)| b.unbuilt.contains(i));
+    let mut unbuilt = unbuilt;
+    let mut serves_after = None;
+    for tier in [&mut broken, &mut unbuilt] {
+        tier.sort_by_key(|(i, first)| {
+            let own = front.iter().filter(|s| of(*i)(s)).count();
+            let member = members.iter().any(|m| m.first().is_some_and(of(*i)));
+            own + usize::from(member) + first.len()
+        });
+        for (i, first) in std::mem::take(tier) {
+            let own: Vec<Step>;
+            (own, front) = front.into_iter().partition(of(i));
+            steps.extend(own);
+            let own: Vec<Vec<Step>>;
+            (own, members) = members
+                .into_iter()
+                .partition(|m| m.first().is_some_and(of(i)));
+            let mut own = own.into_iter().flatten();
+            if fresh {
+                // Nothing listens yet, so a listener early costs nothing; queued before
+                // the first member, it is in place once that member is found up (the load
+                // balancer applies one change after another), which is what tells the
+                // reconcile that the port serves.
+                steps.extend(first);
+                steps.extend(own.next());
+            } else {
+                steps.extend(own.next());
+                steps.extend(first);
+            }
+            rest.push(own.collect());
         }
-        rest.push(own.collect());
+        // One member up serves a port: every restored port gets its first before any
+        // gets its others.
+        if fresh && !b.urgent.is_empty() && serves_after.is_none() {
+            serves_after = Some(steps.len());
+        }
+        steps.extend(interleave(std::mem::take(&mut rest)));
     }
-    // One member up serves a port: every restored port gets its first before any gets
-    // its others.
-    let serves_after = (fresh && !b.urgent.is_empty()).then_some(steps.len());
-    steps.extend(interleave(rest));
     steps.extend(clear);
     steps.extend(front);
     steps.extend(interleave(members));
@@ -299,6 +315,7 @@ impl<'a> Build<'a> {
                 .map(|d| d.node_port)
                 .collect(),
             urgent: Vec::new(),
+            unbuilt: Vec::new(),
         }
     }
 
@@ -443,8 +460,7 @@ impl<'a> Build<'a> {
             // its own moved off its number: an earlier pass removed its listener to move
             // the port (or to swap numbers with another) and stopped, or outside hands
             // moved it, so the port served before and serves nothing now.
-            // A port only renumbered still serves its old number, and a new port has no
-            // old pool: neither is urgent.
+            // A port only renumbered still serves its old number: it is not urgent.
             let lost_listener = t.home.is_none()
                 && actual.pools.iter().any(|a| {
                     a.name == d.name
@@ -457,8 +473,18 @@ impl<'a> Build<'a> {
             // port is restored as a broken one would be, so the load balancer serves as
             // soon as each port has a member up, and takes its other members after.
             let fresh = self.holders.is_empty();
-            if !self.holders.contains_key(&key) && (t.home.is_some() || lost_listener || fresh) {
+            // A port with no pool of its name serves nothing: a new port, or one whose
+            // pool outside hands deleted (its listener with it), which served until the
+            // load balancer applied that. One snapshot cannot tell them apart, and a new
+            // port built first delays no other port's service, so both are.
+            let unbuilt = t.home.is_none() && !actual.pools.iter().any(|a| a.name == d.name);
+            if !self.holders.contains_key(&key)
+                && (t.home.is_some() || lost_listener || fresh || unbuilt)
+            {
                 self.urgent.push(i);
+                if unbuilt && !fresh && !lost_listener {
+                    self.unbuilt.push(i);
+                }
             }
             let impact = if outage {
                 Impact::Outage

@@ -1302,3 +1302,63 @@ fn a_chain_of_moves_between_broken_ports_is_restored_before_other_barriers() {
     assert_eq!(restored, 2, "{}", p.describe());
     assert!(made < barrier.min(other), "{}", p.describe());
 }
+
+/// A new load balancer serves once every port has its listener and a first member: the
+/// plan says where that prefix ends, and only other members follow it.
+#[test]
+fn a_new_load_balancer_serves_after_each_port_s_first_member() {
+    let after = two_ports(tcp("web", 80, 30000), tcp("api", 8080, 30001));
+    let p = plan_of(&after, None);
+    let at = p.serves_after.expect("a prefix that serves");
+    let prefix = &kinds(&p)[..at];
+    for kind in [
+        "create-pool",
+        "create-monitor",
+        "create-listener",
+        "create-member",
+    ] {
+        assert_eq!(
+            prefix.iter().filter(|k| **k == kind).count(),
+            2,
+            "{kind} per port:\n{}",
+            p.describe()
+        );
+    }
+    assert!(
+        kinds(&p)[at..].iter().all(|k| *k == "create-member"),
+        "{}",
+        p.describe()
+    );
+}
+
+/// Found by the sweep (seed 75035229): outside hands deleted a port's pool (its listener
+/// with it) while its load balancer was still being built. The planner sees a port with
+/// no pool, as a new one: it is built pool, monitor, first member and listener before any
+/// other port's make phase (here another port's new pool, for a new algorithm), not with
+/// the listeners at the end, where its listener came 17 writes late.
+#[test]
+fn a_port_whose_pool_is_gone_is_built_before_other_ports_make_phase() {
+    let before = two_ports(tcp("web", 80, 30000), tcp("api", 8080, 30001));
+    let mut actual = converged(&before, &owner());
+    actual.pools.retain(|p| p.name != "tcp/api");
+    let mut after = before.clone();
+    after.pools[0].algorithm = PoolAlgorithm::LeastConnections;
+    let p = plan_of(&after, Some(&actual));
+    let restored = first(&p, "create-listener", Some("tcp/api"));
+    assert_eq!(
+        kinds(&p)[..=restored],
+        [
+            "create-pool",
+            "create-monitor",
+            "create-member",
+            "create-listener"
+        ],
+        "{}",
+        p.describe()
+    );
+    assert!(restored < first(&p, "create-pool", Some("tcp/web")));
+    assert_eq!(
+        p.serves_after, None,
+        "the load balancer serves another port"
+    );
+}

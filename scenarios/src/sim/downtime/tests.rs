@@ -230,6 +230,27 @@ fn a_node_port_change_behind_a_pending_pool_replacement_allows_the_listener_re_c
 }
 
 #[test]
+fn a_node_port_change_allows_one_first_member_per_port_and_the_monitor_s_check() {
+    let ports = Action::SetPorts("svc-0".into(), Vec::new());
+    let mut m = Model {
+        delay_s: 4,
+        up_threshold: 3,
+        ..Model::default()
+    };
+    m.ports = [("tcp", 8080), ("tcp", 9000), ("tcp", 53)]
+        .iter()
+        .map(|(p, n)| (p.to_string(), *n))
+        .collect();
+    // The third port's first member is the third write, then checked 4 s × 3.
+    assert_eq!(bound_of(&ports, &m), Some(3.0 * ONE_WRITE + 12.0));
+    // One port under the default monitor: the documented class's least bound.
+    m.ports.retain(|(_, n)| *n == 53);
+    m.delay_s = 2;
+    m.up_threshold = 2;
+    assert_eq!(bound_of(&ports, &m), Some(MEMBER_RECREATE));
+}
+
+#[test]
 fn a_lost_patch_is_held_until_a_read_of_it_or_a_retry_succeeds() {
     let lines: Vec<String> = [
         "1000 cloud ccm-1 PATCH /v1/load-balancers/listeners/l lost",
