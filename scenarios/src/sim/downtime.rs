@@ -290,6 +290,19 @@ fn step_kind(action: &Action, m: &mut Model, running: &BTreeSet<String>) -> Opti
                 None => Kind::Unjudged,
             }
         }
+        // Outside hands breaking a part while no selected node runs: the load balancer
+        // may apply it after one runs again (behind its queue), and the repair is bounded
+        // as any (found by the sweep: a listener moved by hand in an outage, applied
+        // minutes later and repaired in 10 s, judged against nothing pending).
+        Action::OutsideDelete(..) | Action::OutsideChange(..)
+            if !serves && !m.served && !m.replaced && !m.local =>
+        {
+            Kind::Changed {
+                bound: REPAIR.as_secs_f64(),
+                kept: m.ports.clone(),
+                resumes: false,
+            }
+        }
         _ if m.replaced || !serves => Kind::Unjudged,
         // A Local Service serves nothing here (no pods run): whatever it does to the ports
         // is not judged until a CCM has applied it, even after a switch back to Cluster

@@ -192,6 +192,12 @@ fn a_change_made_while_no_selected_node_runs_is_pending_once_one_runs_again() {
         step_kind(&algorithm, &mut m, &none),
         Some(Kind::Changed { bound, resumes: false, .. }) if bound == LISTENER_RECREATE
     ));
+    // Outside hands breaking a part meanwhile: a repair, judged once a node runs again.
+    let moved = Action::OutsideChange("svc-0".into(), "listener port");
+    assert!(matches!(
+        step_kind(&moved, &mut m, &none),
+        Some(Kind::Changed { bound, resumes: false, .. }) if bound == REPAIR.as_secs_f64()
+    ));
     // A change that itself leaves no running node selected is the documented outage.
     m.served = true;
     let exclude = Action::Annotate(
