@@ -106,7 +106,9 @@ async fn reconcile(
     svc: Arc<Service>,
     ctx: &ServiceContext,
 ) -> Result<(Duration, bool), ServiceError> {
-    let (result, throttled) = cloudscale::throttled(reconcile_timed(&svc, ctx)).await;
+    // Boxed: a reconcile's state is kilobytes, copied on every move (into the task-local
+    // scope, and the whole of it into the runner's box).
+    let (result, throttled) = cloudscale::throttled(Box::pin(reconcile_timed(&svc, ctx))).await;
     // Time its requests waited for this CCM's rate limit: its budget, not the load
     // balancer (a held change says so, `wait.rs`).
     if let Some(w) = ctx.waiting.lock().get_mut(&service_key(&svc)) {
