@@ -24,7 +24,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
 use scenarios::sim::burst::{self, Burst};
 use scenarios::sim::schedule::{self, Shape};
-use scenarios::sim::{World, WorldConfig, runtime};
+use scenarios::sim::{World, runtime};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -362,16 +362,7 @@ fn main() {
     let rt = runtime().expect("runtime");
     let wall = std::time::Instant::now();
     rt.block_on(async {
-        // Production flags: no leader election aside, the defaults (resync 5 minutes,
-        // rate limit 20/s, two Services at once).
-        let mut config = WorldConfig::new(1);
-        config.nodes = nodes;
-        config.ccm_flags = ["--leader-elect=false", "--cluster-name", "sim"]
-            .map(String::from)
-            .to_vec();
-        let mut world = World::start(config).await.expect("world");
-        world.revive();
-        world.run_for(Duration::from_secs(30)).await;
+        let mut world = burst::production_world(1, nodes, &[]).await.expect("world");
         println!("{services} Services (1 port) on {nodes} nodes");
 
         // `--storm-only`: the 429 storm in a first burst, without the phases before it (at

@@ -2,7 +2,8 @@
 //! when its load balancer first served (fakecloud's data-plane oracle), and when every
 //! load balancer had all its members. Shared by `benches/ccm_scale.rs` and the burst tests.
 
-use super::World;
+use super::{World, WorldConfig};
+use crate::testbed::TestbedError;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
 use std::collections::BTreeMap;
@@ -11,6 +12,27 @@ use tokio::time::Instant;
 
 /// The client address the oracle is asked for (any address outside the cluster).
 const CLIENT: [u8; 4] = [10, 1, 2, 3];
+
+/// A world of `nodes` nodes whose one CCM runs with the production defaults (resync 5
+/// minutes, rate limit 20/s, two Services at once; no leader election) and `flags` on top,
+/// started and warmed up 30 s: where a burst is measured.
+pub async fn production_world(
+    seed: u64,
+    nodes: usize,
+    flags: &[&str],
+) -> Result<World, TestbedError> {
+    let mut config = WorldConfig::new(seed);
+    config.nodes = nodes;
+    config.ccm_flags = ["--leader-elect=false", "--cluster-name", "sim"]
+        .iter()
+        .chain(flags)
+        .map(|f| f.to_string())
+        .collect();
+    let mut world = World::start(config).await?;
+    world.revive();
+    world.run_for(Duration::from_secs(30)).await;
+    Ok(world)
+}
 
 /// A burst under way: the Services `prefix0..prefix{count}` created at `started`.
 pub struct Burst {

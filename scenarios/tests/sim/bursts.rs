@@ -8,7 +8,7 @@
 
 use super::claims::events_of;
 use scenarios::sim::burst::{self, Burst};
-use scenarios::sim::{World, WorldConfig, runtime};
+use scenarios::sim::runtime;
 use std::time::Duration;
 
 const SERVICES: usize = 40;
@@ -18,14 +18,9 @@ const NODES: usize = 30;
 fn a_burst_serves_the_first_services_first_and_publishes_each_when_it_serves() {
     let rt = runtime().expect("runtime");
     rt.block_on(async {
-        let mut config = WorldConfig::new(26);
-        config.nodes = NODES;
-        config.ccm_flags = ["--leader-elect=false", "--cluster-name", "sim"]
-            .map(String::from)
-            .to_vec();
-        let mut world = World::start(config).await.expect("world");
-        world.revive();
-        world.run_for(Duration::from_secs(30)).await;
+        let world = burst::production_world(26, NODES, &[])
+            .await
+            .expect("world");
 
         let mut b = Burst::create(&world, "burst-", SERVICES).await;
         assert!(
@@ -101,22 +96,15 @@ fn a_burst_serves_the_first_services_first_and_publishes_each_when_it_serves() {
 fn a_change_held_by_this_ccms_budget_says_so() {
     let rt = runtime().expect("runtime");
     rt.block_on(async {
-        let mut config = WorldConfig::new(27);
-        config.nodes = 10;
-        config.ccm_flags = [
-            "--leader-elect=false",
-            "--cluster-name",
-            "sim",
+        let flags = [
             "--api-rate-limit",
             "1",
             "--load-balancer-members-timeout",
             "60s",
-        ]
-        .map(String::from)
-        .to_vec();
-        let mut world = World::start(config).await.expect("world");
-        world.revive();
-        world.run_for(Duration::from_secs(30)).await;
+        ];
+        let world = burst::production_world(27, 10, &flags)
+            .await
+            .expect("world");
         let mut b = Burst::create(&world, "slow-", 20).await;
         assert!(
             b.run_until_published(&world, Duration::from_secs(3600))
