@@ -387,6 +387,34 @@ impl CcmBed {
             .await
     }
 
+    /// Waits until a whole reconcile pass of the CCM (from one read of the floating IPs to
+    /// the next) wrote nothing: a new load balancer serves and is published with one member
+    /// per port, and a later pass adds the others (ccm/README.md, "New load balancers and
+    /// bursts"), which a settled snapshot does not show.
+    pub async fn quiet(&self) {
+        let deadline = tokio::time::Instant::now() + LIMIT;
+        loop {
+            self.clear_request_log().await;
+            eventually("a whole reconcile pass", LIMIT, || async {
+                let log = self.request_log().await;
+                let passes = log
+                    .iter()
+                    .filter(|r| r["method"] == "GET" && r["path"] == "/v1/floating-ips")
+                    .count();
+                (passes >= 2).then_some(())
+            })
+            .await;
+            let writes = self.writes().await;
+            if writes.is_empty() {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no reconcile pass without writes within {LIMIT:?}: {writes:#?}"
+            );
+        }
+    }
+
     /// Waits until the Service `name` has an ingress in its status; returns the Service.
     pub async fn wait_ingress(&self, name: &str) -> Service {
         eventually(&format!("ingress of {name}"), LIMIT, || async {

@@ -28,6 +28,8 @@ async fn http_options_on_a_tcp_monitor(rule: Strictness) {
         2,
     )
     .await;
+    // Its other members come after it is published: from then on, nothing more.
+    bed.quiet().await;
     let writes = bed.writes_of_two_passes().await;
     assert!(writes.is_empty(), "{rule}: {writes:#?}");
     bed.wait_event("web", "SettingIgnored", "the HTTP options are ignored")
