@@ -394,17 +394,7 @@ impl CcmBed {
     pub async fn quiet(&self) {
         let deadline = tokio::time::Instant::now() + LIMIT;
         loop {
-            self.clear_request_log().await;
-            eventually("a whole reconcile pass", LIMIT, || async {
-                let log = self.request_log().await;
-                let passes = log
-                    .iter()
-                    .filter(|r| r["method"] == "GET" && r["path"] == "/v1/floating-ips")
-                    .count();
-                (passes >= 2).then_some(())
-            })
-            .await;
-            let writes = self.writes().await;
+            let writes = self.writes_of_two_passes().await;
             if writes.is_empty() {
                 return;
             }
