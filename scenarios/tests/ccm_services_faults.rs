@@ -342,9 +342,12 @@ async fn run(case: &Case, effect: FaultEffect) {
         return;
     }
 
+    // Every pool with as many members as the others (each port selects the same nodes):
+    // a port added to a serving load balancer gets its listener after its first member,
+    // and its other members after that.
     let after = bed
         .converge(&format!("{label}: converged"), case.end_ports, |s| {
-            (case.end)(s)
+            (case.end)(s) && s.member_counts().windows(2).all(|w| w[0] == w[1])
         })
         .await;
     if let Err(e) = no_duplicates(&after) {
