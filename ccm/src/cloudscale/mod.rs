@@ -338,13 +338,13 @@ impl Client {
             .map(|_| ())
     }
 
-    /// Changes each time an endpoint class answers again after a long trouble (see
-    /// `trouble.rs`): what backed off meanwhile may be tried at once.
     /// The client-side rate limit in requests per second (`None`: unlimited).
     pub fn requests_per_second(&self) -> Option<f64> {
         self.inner.limiter.as_ref().map(Limiter::rate)
     }
 
+    /// Changes each time an endpoint class answers again after a long trouble (see
+    /// `trouble.rs`): what backed off meanwhile may be tried at once.
     pub fn recoveries(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.trouble.recoveries()
     }

@@ -130,7 +130,7 @@ pub(super) fn held_message(after: std::time::Duration, reason: &str, cause: Caus
 }
 
 /// A queued Service's wait is told when its turn is at least this far off.
-pub const QUEUED_NOTICE: std::time::Duration = std::time::Duration::from_secs(10);
+pub const QUEUED_NOTICE: Duration = Duration::from_secs(10);
 
 /// What a Service queued behind `ahead` others is told (pure): how many API requests are
 /// likely sent before its turn (`per_reconcile` each) at the client's limit of `rate`

@@ -172,13 +172,12 @@ pub(super) fn pools(
     // shortest.
     // Then the ports with no pool at all (new, or their pool deleted by outside hands),
     // the same way, after every broken port's members.
-    let (unbuilt, mut broken): (Vec<_>, Vec<_>) = b
+    let (mut unbuilt, mut broken): (Vec<_>, Vec<_>) = b
         .urgent
         .iter()
         .copied()
         .zip(switch_first)
         .partition(|(i, _)| b.unbuilt.contains(i));
-    let mut unbuilt = unbuilt;
     let mut serves_after = None;
     for tier in [&mut broken, &mut unbuilt] {
         tier.sort_by_key(|(i, first)| {
