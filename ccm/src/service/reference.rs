@@ -1,6 +1,6 @@
 //! The annotation reference users read: every `k8s.cloudscale.ch/...` key with its values,
 //! default and what a change does to a running load balancer. `ccm/README.md` shows
-//! [`markdown`]'s table, and `tests/readme.rs` fails when the two differ
+//! [`markdown`]'s table, and `tests/it/readme.rs` fails when the two differ
 //! (`UPDATE_README=1` rewrites the README's copy).
 
 use super::annotations::*;

@@ -48,7 +48,7 @@
 //! are RFC 3339 with seconds, byte fields (Secret `data`, ConfigMap `binaryData`) are base64,
 //! and IntOrString `targetPort` is a number or a string as set (an unset, zero `targetPort`
 //! is left out, which the API server treats the same as 0). The tests in
-//! `tests/protobuf_bodies.rs` check this against real kubectl 1.33 protobuf bodies and the
+//! `tests/it/protobuf_bodies.rs` check this against real kubectl 1.33 protobuf bodies and the
 //! kubectl 1.31 JSON bodies for the same commands.
 
 use std::collections::BTreeMap;

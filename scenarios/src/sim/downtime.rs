@@ -9,7 +9,7 @@
 //!   down again, whatever the faults: 0 s;
 //! - changes (annotations, ports, traffic policy, floating IPs, and those made before `b`):
 //!   at most the sum of the bounds of their documented classes (`ccm/README.md`, "Impact of
-//!   Service changes", proven by `tests/props.rs`; [`bound_of`]), plus the
+//!   Service changes", proven by `tests/it/props.rs`; [`bound_of`]), plus the
 //!   time faults took from the CCM within `[a, b)` (a retry cannot happen sooner): from a
 //!   failed request of a CCM (cloud: no answer, 429, 5xx; Kubernetes: 409, 410, 5xx) to its
 //!   retry that succeeded (other Services' requests succeed meanwhile while a failed one

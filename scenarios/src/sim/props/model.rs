@@ -3,7 +3,7 @@
 //!
 //! The reference's classes are those of the Go reference CCM's README and behaviour (see
 //! `ccm/README.md`, "Impact of Service changes"); its figures on fakecloud come from
-//! replaying its own call sequences in `fakecloud/tests/dataplane.rs`, which asserts them.
+//! replaying its own call sequences in `fakecloud/tests/it/dataplane.rs`, which asserts them.
 
 use super::{A, Change};
 use ccm::service::plan::Impact;

@@ -2,13 +2,13 @@
 //! fakecloud/MODEL.md, "Objects users" (`check_NN_…`, numbered apart from the other
 //! conformance files), plus `extra_*` tests (dump/restore/reset).
 //!
-//! Harness: `tests/support` (an in-process fake with a manual clock per test, real HTTP).
+//! Harness: `tests/it/support` (an in-process fake with a manual clock per test, real HTTP).
 
 use fakecloud::{Config, FakeCloud};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-mod support;
+use crate::support;
 use support::*;
 
 async fn make_user(api: &Api, name: &str, extra: Value) -> Value {

@@ -1,4 +1,4 @@
-//! The case definitions of `tests/props.rs` on the socket testbed: the CCM over real HTTP
+//! The case definitions of `tests/it/props.rs` on the socket testbed: the CCM over real HTTP
 //! against fakecloud's scaled clock (100×) and the embedded API server, the same generator,
 //! runner and properties as on the simulation's virtual clock, with a small count
 //! (`PROPS_SOCKET_CASES`, 3 by default; seed `PROPS_SOCKET_SEED`, 11). Downtime figures

@@ -84,7 +84,7 @@ fn seeded_fault_schedules_keep_every_invariant() {
 /// (`scenarios/sim-regression-seeds.txt`) keep every one.
 #[test]
 fn the_seeds_that_once_failed_keep_every_invariant() {
-    let text = include_str!("../../sim-regression-seeds.txt");
+    let text = include_str!("../../../sim-regression-seeds.txt");
     let seeds: Vec<u64> = text
         .lines()
         .map(|l| l.split('#').next().unwrap_or_default().trim())

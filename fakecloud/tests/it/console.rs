@@ -5,7 +5,7 @@
 //! What one refresh of each view costs the server is measured by the bench binary
 //! `fakecloud-console-bench` (fakecloud/README.md, "Console").
 
-mod support;
+use crate::support;
 
 use fakecloud::console::ASSETS;
 use reqwest::StatusCode;

@@ -13,7 +13,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION, USER_AGENT};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-mod support;
+use crate::support;
 use support::*;
 
 // ---------------------------------------------------------------------------

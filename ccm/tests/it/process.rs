@@ -1,6 +1,6 @@
 //! The CCM binary's start-up errors: one clear line, exit code 2, never the token. (The
 //! process with a cluster, health, metrics, leader election and SIGTERM is tested against
-//! the testbed in `scenarios/tests/ccm_process.rs`.)
+//! the testbed in `scenarios/tests/it/ccm_process.rs`.)
 
 use std::process::Command;
 

@@ -1,7 +1,7 @@
 //! The CCM process against the testbed: health, readiness and metrics, two instances
 //! under leader election, and the binary (built from `ccm::cli`, as the released one)
 //! stopping cleanly on SIGTERM and releasing its lease. Start-up errors are tested in
-//! `ccm/tests/process.rs`.
+//! `ccm/tests/it/process.rs`.
 
 use ccm::node::metadata::is_initialized;
 use k8s_openapi::api::core::v1::Node;

@@ -1,9 +1,9 @@
 //! Conformance checks for volumes, servers' volumes and volume snapshots: one test per
 //! rule of fakecloud/MODEL.md, "Volumes and volume snapshots" (`check_NN_…`, numbered
-//! apart from `tests/conformance.rs`), plus `extra_*` tests for the rules MODEL.md marks
+//! apart from `tests/it/conformance.rs`), plus `extra_*` tests for the rules MODEL.md marks
 //! as inferred.
 //!
-//! The harness of `tests/conformance.rs` (`tests/support`): an in-process fake with a manual clock per test,
+//! The harness of `tests/it/conformance.rs` (`tests/it/support`): an in-process fake with a manual clock per test,
 //! real HTTP, time moves only through `FakeCloud::advance`.
 
 use std::time::Duration;
@@ -12,7 +12,7 @@ use fakecloud::FakeCloud;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-mod support;
+use crate::support;
 use support::*;
 
 async fn make_volume(api: &Api, name: &str, extra: Value) -> Value {

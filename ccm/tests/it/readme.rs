@@ -1,6 +1,6 @@
 //! The reference tables in `ccm/README.md` are the code's: every flag of `Options` has a
 //! row with its default, and the annotation table is `ccm::service::reference::markdown()`
-//! (`UPDATE_README=1 cargo test -p ccm --test readme` rewrites it).
+//! (`UPDATE_README=1 cargo test -p ccm --test it readme::` rewrites it).
 
 use ccm::options::Options;
 use clap::CommandFactory;

@@ -4,7 +4,7 @@
 //! (validation, immutable fields, the simulated downloads, dump/restore/reset, fault rules,
 //! seeded ids).
 //!
-//! Harness: `tests/support` (an in-process fake with a manual clock per test, real HTTP).
+//! Harness: `tests/it/support` (an in-process fake with a manual clock per test, real HTTP).
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use fakecloud::{Config, FakeCloud, FaultEffect, FaultRule};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-mod support;
+use crate::support;
 use support::*;
 
 const URL: &str = "https://example.com/foo.raw";

@@ -3,7 +3,7 @@
 //! lost answers, validation errors, token hygiene and rotation, rate limit, metrics labels and
 //! call counters.
 
-mod support;
+use crate::support;
 use ccm::cloudscale::*;
 use ccm::metrics::Metrics;
 use ccm::secret::{Token, TokenSource};

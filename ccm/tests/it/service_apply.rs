@@ -2,7 +2,7 @@
 //! (100 virtual seconds per real second), and the downtime each change costs as fakecloud's
 //! availability oracle measures it.
 
-mod support;
+use crate::support;
 use ccm::cloudscale::*;
 use ccm::secret::{Token, TokenSource};
 use ccm::service::apply::{self, ApplyError, ApplyOptions};

@@ -2,7 +2,7 @@
 //! the CORS headers on every answer and the project log. `check_28_…` is check 28 of the
 //! API reference's list of conformance checks; `extra_*` tests cover the modelled rules.
 
-mod support;
+use crate::support;
 
 use fakecloud::{FaultEffect, FaultRule};
 use reqwest::{Method, StatusCode};

@@ -2,13 +2,13 @@
 //! "Seed files"): each section loads settled and shows through `/v1`, references work by
 //! name and by UUID, and a bad entry fails naming it and loads nothing.
 //!
-//! The harness of the conformance suites (`tests/support`): an in-process fake with a
+//! The harness of the conformance suites (`tests/it/support`): an in-process fake with a
 //! manual clock, so "settled" means visible without the clock moving.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-mod support;
+use crate::support;
 use support::*;
 
 const SERVER_UUID: &str = "8f6d1f8c-5a5e-4d7a-9a43-2b7f3f3c0a01";

@@ -3,7 +3,7 @@
 //! checks of the metrics reference (`check_26_…`, `check_27_…`) plus `extra_*` tests for
 //! every rule of fakecloud/MODEL.md, "Routers" and "Bucket metrics".
 //!
-//! Harness: `tests/support` (an in-process fake with a manual clock per test, real HTTP).
+//! Harness: `tests/it/support` (an in-process fake with a manual clock per test, real HTTP).
 //! The manual clock starts at 2026-01-01T00:00:00Z, which is 2026-01-01 in Zurich.
 
 use std::time::Duration;
@@ -12,7 +12,7 @@ use fakecloud::{Config, FakeCloud};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-mod support;
+use crate::support;
 use support::*;
 
 const GATEWAY_RANGE: &str = "185.98.124.0/22";

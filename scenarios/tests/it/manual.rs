@@ -203,7 +203,7 @@ const COMMANDS: &[(&str, Here)] = &[
     (
         "kubectl get services -A -o jsonpath='{range .items[?(@.spec.type==\"LoadBalancer\")]}{.metadata.namespace}/{.metadata.name}{\"\\n\"}{end}' | xargs -I{} cloudscale-cloud-controller-manager plan --service {} --cluster-name prod-1",
         // This CCM made the load balancer, so nothing is to adopt: adoption of the
-        // reference's load balancers is scenarios/tests/adoption.rs.
+        // reference's load balancers is scenarios/tests/it/adoption.rs.
         Here::Run(&["Service default/web: no changes."]),
     ),
     (
@@ -213,7 +213,7 @@ const COMMANDS: &[(&str, Here)] = &[
     (
         "kubectl -n kube-system delete daemonset cloudscale-cloud-controller-manager",
         Here::Not(
-            "needs the Go reference CCM's DaemonSet, which is not here; the switch is scenarios/tests/adoption.rs",
+            "needs the Go reference CCM's DaemonSet, which is not here; the switch is scenarios/tests/it/adoption.rs",
         ),
     ),
     (
@@ -345,7 +345,7 @@ fn every_command_of_the_manual_is_classified() {
         .collect();
     assert!(
         unlisted.is_empty(),
-        "commands of the manual that scenarios/tests/manual.rs does not list (add each to COMMANDS: run it here, or say why not):\n{}",
+        "commands of the manual that scenarios/tests/it/manual.rs does not list (add each to COMMANDS: run it here, or say why not):\n{}",
         unlisted.join("\n")
     );
     let texts: BTreeSet<&str> = found.iter().map(|c| c.text.as_str()).collect();
@@ -499,7 +499,7 @@ fn reasons_in_source() -> BTreeMap<String, String> {
                 heads
             } else {
                 panic!(
-                    "{name}:{line}: an Event reason passed as `{reason}`: teach reasons_in_source (scenarios/tests/manual.rs) to find it"
+                    "{name}:{line}: an Event reason passed as `{reason}`: teach reasons_in_source (scenarios/tests/it/manual.rs) to find it"
                 )
             };
             for r in found {
@@ -680,7 +680,7 @@ fn check_metric_names(exposition: &str) {
 #[test]
 fn metric_mentions_are_found_with_their_selector_labels() {
     let m = metric_mentions(
-        "`ccm_leader`, sum(rate(cloudscale_api_requests_total{status=~\"5..|error\", endpoint=\"a,b\"}[5m])), scenarios/tests/manual.rs, CLOUDSCALE_API_TIMEOUT",
+        "`ccm_leader`, sum(rate(cloudscale_api_requests_total{status=~\"5..|error\", endpoint=\"a,b\"}[5m])), scenarios/tests/it/manual.rs, CLOUDSCALE_API_TIMEOUT",
     );
     assert_eq!(
         m,

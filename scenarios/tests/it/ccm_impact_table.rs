@@ -1,7 +1,7 @@
 //! Every kind of Service change on the socket testbed (CCM in-process over real HTTP,
 //! fakecloud's clock at 100×): one Service goes through a fixed walk of changes, fakecloud's
 //! data-plane oracle measures the downtime of each for new connections, and every change must
-//! stay within its class. The generated cases of `tests/props.rs` prove the same classes
+//! stay within its class. The generated cases of `tests/it/props.rs` prove the same classes
 //! by search on the simulation's virtual clock (and give `ccm/README.md` its table); this
 //! walk shows they hold over real sockets and a scaled wall clock too.
 

@@ -1,0 +1,18 @@
+//! fakecloud's integration tests, one binary (each module was a test target of its own; one
+//! binary links the crate once instead of once per file).
+
+mod admin;
+mod binary;
+mod conformance;
+mod conformance_custom_images;
+mod conformance_objects_users;
+mod conformance_routers_metrics;
+mod conformance_transport;
+mod conformance_volumes;
+mod console;
+mod dataplane;
+mod faults;
+mod module_graph;
+mod python_cli;
+mod seed_resources;
+mod support;
