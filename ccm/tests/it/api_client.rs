@@ -1,46 +1,18 @@
 //! The cloudscale.ch API client against an in-process fakecloud (manual clock): typed round
 //! trips, 404 handling, retries and `Retry-After`, POST idempotency after lost requests and
-//! lost answers, validation errors, token hygiene and rotation, rate limit, metrics labels and
+//! lost answers, validation errors, token rotation, rate limit, metrics labels and
 //! call counters.
 
 use crate::support;
 use ccm::cloudscale::*;
 use ccm::metrics::Metrics;
-use ccm::secret::{Token, TokenSource};
+use ccm::secret::TokenSource;
 use fakecloud::{Config, FakeCloud, FaultEffect, FaultRule};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::admin;
-use tracing::instrument::WithSubscriber as _;
-
-const TOKEN: &str = "test-token";
-
-async fn start(config: Config) -> FakeCloud {
-    FakeCloud::start(config).await.expect("start fakecloud")
-}
-
-/// A fast retry policy for tests: tiny backoff, short settle.
-fn fast_retry() -> RetryPolicy {
-    RetryPolicy {
-        max_attempts: 5,
-        base_delay: Duration::from_millis(10),
-        max_delay: Duration::from_millis(50),
-        max_retry_after: Duration::from_secs(5),
-        settle_before_lookup: Duration::from_millis(50),
-    }
-}
-
-fn config(fc: &FakeCloud, token: &str) -> ClientConfig {
-    let mut c = ClientConfig::new(
-        fc.base_url(),
-        Arc::new(TokenSource::Static(Token::new(token).expect("token"))),
-    );
-    c.timeout = Duration::from_secs(5);
-    c.retry = fast_retry();
-    c.rate_limit = None;
-    c
-}
+use support::client::*;
 
 fn client(fc: &FakeCloud) -> Client {
     Client::new(config(fc, TOKEN)).expect("client")
@@ -74,10 +46,6 @@ async fn clear_log(fc: &FakeCloud) {
     admin(fc, reqwest::Method::DELETE, "/requests", None).await;
 }
 
-fn fault(fc: &FakeCloud, rule: FaultRule) {
-    fc.faults().add(rule).expect("add fault");
-}
-
 fn status_fault(status: u16, retry_after: Option<u64>) -> FaultEffect {
     FaultEffect::Status {
         status,
@@ -103,30 +71,6 @@ async fn seed(fc: &FakeCloud) {
         })),
     )
     .await;
-}
-
-fn new_lb(name: &str) -> CreateLoadBalancer {
-    CreateLoadBalancer {
-        name: name.to_string(),
-        flavor: "lb-standard".to_string(),
-        vip_addresses: vec![],
-        zone: Some("rma1".to_string()),
-        tags: Tags::from([("ccm/service".to_string(), "default/web".to_string())]),
-    }
-}
-
-fn new_pool(lb: &str, name: &str) -> CreatePool {
-    CreatePool {
-        name: name.to_string(),
-        load_balancer: lb.to_string(),
-        algorithm: PoolAlgorithm::RoundRobin,
-        protocol: PoolProtocol::Tcp,
-        tags: Tags::from([("ccm/port".to_string(), "80".to_string())]),
-    }
-}
-
-fn random_uuid() -> String {
-    uuid::Uuid::new_v4().to_string()
 }
 
 // -------------------------------------------------------------------------------------------
@@ -1266,188 +1210,8 @@ async fn never_idempotency_returns_the_unknown_outcome() {
 }
 
 // -------------------------------------------------------------------------------------------
-// Token: never shown, rotated from a file
+// Token: rotated from a file (never shown: tests/token_logs.rs)
 // -------------------------------------------------------------------------------------------
-
-#[derive(Clone, Default)]
-struct Captured(Arc<parking_lot::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock()).into_owned()
-    }
-}
-
-#[tokio::test]
-async fn the_token_never_appears_in_errors_debug_or_logs() {
-    const SECRET: &str = "tok-SECRET-5b7a9c1e";
-    let mut fcfg = Config::for_tests();
-    fcfg.tokens = vec![SECRET.to_string()];
-    let fc = start(fcfg).await;
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(captured.clone())
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .finish();
-    let cfg = config(&fc, SECRET);
-    let cfg_debug = format!("{cfg:?}");
-    let c = Client::new(cfg).expect("client");
-    let mut errors: Vec<ClientError> = Vec::new();
-    async {
-        // Writes succeed and are logged.
-        let lb = c
-            .create_load_balancer(&new_lb("secret-lb"), Idempotency::RequestId)
-            .await
-            .expect("create");
-        c.update_load_balancer(
-            &lb.uuid,
-            &UpdateLoadBalancer {
-                name: Some("x".into()),
-                tags: None,
-            },
-        )
-        .await
-        .expect("patch");
-        // Failures of every kind.
-        let mut bad = new_lb("bad");
-        bad.zone = Some("nowhere1".into());
-        errors.push(
-            c.create_load_balancer(&bad, Idempotency::RequestId)
-                .await
-                .expect_err("400"),
-        );
-        fault(
-            &fc,
-            FaultRule::new(
-                Some("GET"),
-                "/v1/servers",
-                FaultEffect::Status {
-                    status: 500,
-                    body: Some(
-                        [(
-                            "detail".to_string(),
-                            format!("upstream said Bearer {SECRET}"),
-                        )]
-                        .into(),
-                    ),
-                    retry_after: None,
-                },
-            ),
-        );
-        errors.push(c.list_servers(&Filter::all()).await.expect_err("500"));
-        fault(
-            &fc,
-            FaultRule::new(Some("POST"), "/v1/load-balancers/pools", FaultEffect::Drop),
-        );
-        errors.push(
-            c.create_pool(&new_pool(&lb.uuid, "p"), Idempotency::Never, &[])
-                .await
-                .expect_err("drop"),
-        );
-        errors.push(
-            c.update_pool(
-                &random_uuid(),
-                &UpdatePool {
-                    name: Some("x".into()),
-                    tags: None,
-                },
-            )
-            .await
-            .expect_err("404"),
-        );
-        c.delete_load_balancer(&lb.uuid).await.expect("delete");
-        c.delete_load_balancer(&lb.uuid)
-            .await
-            .expect("delete again");
-        // An unusable base URL.
-        let mut cfg = config(&fc, SECRET);
-        cfg.base_url = "http://127.0.0.1:1".into();
-        let dead = Client::new(cfg).expect("client");
-        errors.push(
-            dead.list_servers(&Filter::all())
-                .await
-                .expect_err("connection refused"),
-        );
-    }
-    .with_subscriber(subscriber)
-    .await;
-
-    assert_eq!(errors.len(), 5);
-    assert!(matches!(errors[1], ClientError::Api { status: 500, .. }));
-    assert!(
-        errors[1].to_string().contains("upstream said Bearer ***"),
-        "{}",
-        errors[1]
-    );
-    for e in &errors {
-        for text in [e.to_string(), format!("{e:?}"), format!("{e:#?}")] {
-            assert!(!text.contains(SECRET), "token in error: {text}");
-        }
-    }
-    for text in [cfg_debug, format!("{c:?}")] {
-        assert!(!text.contains(SECRET), "token in Debug: {text}");
-    }
-    let logs = captured.text();
-    assert!(!logs.contains(SECRET), "token in logs:\n{logs}");
-    assert!(
-        !logs.to_ascii_lowercase().contains("bearer tok"),
-        "authorization in logs"
-    );
-    // One line per write, with resource and outcome.
-    let writes: Vec<&str> = logs
-        .lines()
-        .filter(|l| l.contains("cloudscale API write"))
-        .collect();
-    assert!(
-        writes
-            .iter()
-            .any(|l| l.contains("POST") && l.contains("load-balancer") && l.contains("created")),
-        "{logs}"
-    );
-    assert!(
-        writes
-            .iter()
-            .any(|l| l.contains("PATCH") && l.contains("updated")),
-        "{logs}"
-    );
-    assert!(
-        writes
-            .iter()
-            .any(|l| l.contains("DELETE") && l.contains("deleted")),
-        "{logs}"
-    );
-    assert!(
-        writes
-            .iter()
-            .any(|l| l.contains("DELETE") && l.contains("already absent")),
-        "{logs}"
-    );
-    assert!(
-        writes
-            .iter()
-            .any(|l| l.contains("POST") && l.contains("failed")),
-        "{logs}"
-    );
-    assert_eq!(writes.len(), 7, "{logs}");
-}
 
 #[tokio::test]
 async fn a_rotated_token_file_is_used_on_the_next_request() {

@@ -1,5 +1,5 @@
-//! The ccm crate's integration tests, one binary (each module was a test target of its own;
-//! one binary links the crate once instead of once per file).
+//! The ccm crate's integration tests, one binary (one binary links the crate once instead
+//! of once per file). `tests/token_logs.rs` stands apart: it captures the process's logs.
 
 mod annotations_props;
 mod api_client;

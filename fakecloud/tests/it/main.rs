@@ -1,5 +1,5 @@
-//! fakecloud's integration tests, one binary (each module was a test target of its own; one
-//! binary links the crate once instead of once per file).
+//! fakecloud's integration tests, one binary (one binary links the crate once instead of
+//! once per file).
 
 mod admin;
 mod binary;

@@ -1,5 +1,5 @@
-//! The scenarios' integration tests, one binary: each module was a test target of its own,
-//! and each linked the whole of `scenarios` (the API server, fakecloud, the CCM) again. The one
+//! The scenarios' integration tests, one binary: a binary per file would link the whole of
+//! `scenarios` (the API server, fakecloud, the CCM) again for each. The one
 //! target apart is `tests/ccm_nodes.rs`: it installs a process-wide log subscriber at debug level
 //! to prove no log line carries the token, which in this binary would capture every other test's
 //! logs.

@@ -77,6 +77,10 @@ const COMMANDS: &[(&str, Here)] = &[
         Here::Not("the whole test suite, this test among it"),
     ),
     (
+        "cargo test -p scenarios --test it kubectl::",
+        Here::Not("a part of the test suite this test belongs to"),
+    ),
+    (
         "cargo run --release -p scenarios --bin sim -- --schedules 200",
         Here::Not("ci/test runs the simulation (2,000 schedules)"),
     ),

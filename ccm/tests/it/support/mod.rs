@@ -2,6 +2,8 @@
 
 use fakecloud::FakeCloud;
 
+pub mod client;
+
 /// A request to fakecloud's admin API that must succeed.
 pub async fn admin(
     fc: &FakeCloud,
