@@ -2,7 +2,8 @@
 //! property checks of the planner: it refuses what the API refuses (a second listener on a
 //! protocol and port, a second monitor on a pool, and, with [`MemberRule::Strict`], a second
 //! member on one address and port), cascades pool deletion as the API does, and brings
-//! every member up at once (so barriers hold). Pure: no I/O.
+//! every member up at once (so barriers hold). It also refuses a third pool of one name,
+//! which the API accepts but the planner must never make. Pure: no I/O.
 
 use super::model::*;
 use super::plan::{Action, Plan, PoolRef};
@@ -123,12 +124,28 @@ impl Sim {
     ) -> Result<(), Refused> {
         self.new_pools = vec![None; desired.pools.len()];
         for (i, s) in plan.steps.iter().enumerate() {
-            self.apply(&s.action).map_err(|reason| Refused {
-                step: i + 1,
-                action: s.action.kind(),
-                reason,
-            })?;
+            self.apply(&s.action)
+                .and_then(|()| self.pools_at_most_twice())
+                .map_err(|reason| Refused {
+                    step: i + 1,
+                    action: s.action.kind(),
+                    reason,
+                })?;
             after_each(self);
+        }
+        Ok(())
+    }
+
+    /// Not the API's rule but the planner's: a pool and its replacement may share a name
+    /// while traffic moves between them, a third of that name never (the next reader could
+    /// not tell which one a port is moving to; the simulation checks the same).
+    fn pools_at_most_twice(&self) -> Result<(), String> {
+        let Some(lb) = &self.lb else { return Ok(()) };
+        for p in &lb.pools {
+            let n = lb.pools.iter().filter(|q| q.name == p.name).count();
+            if n > 2 {
+                return Err(format!("{n} pools named {} at once", p.name));
+            }
         }
         Ok(())
     }

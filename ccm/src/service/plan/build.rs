@@ -145,7 +145,11 @@ pub(super) fn pools(
         .collect();
     let moved = b.moved_off_their_node_port();
     let fresh = b.holders.is_empty();
-    let (switch_first, switch) = schedule::order_urgent_first(b.ops, &urgent_keys);
+    let schedule::Switch {
+        first: switch_first,
+        after_urgent,
+        rest: switch,
+    } = schedule::order_urgent_first(b.ops, &urgent_keys);
     let (mut front, mut members) = (b.front, b.member_creates);
     let targets = &b.targets;
     let of = |i: usize| move |step: &Step| restores(&targets[i], i, step);
@@ -214,6 +218,10 @@ pub(super) fn pools(
         }
         steps.extend(interleave(std::mem::take(&mut rest)));
     }
+    // A pool whose listeners all moved to urgent ports routes nothing now: it goes before
+    // a new pool of its name is made, which would be the third of that name otherwise
+    // (the one it replaces still serves until the switch).
+    steps.extend(after_urgent);
     steps.extend(clear);
     steps.extend(front);
     steps.extend(interleave(members));
@@ -610,6 +618,10 @@ impl<'a> Build<'a> {
             );
             op.leaves = cascaded;
             op.after = explicit;
+            op.early = self
+                .front
+                .iter()
+                .any(|f| matches!(&f.action, Action::CreatePool { name, .. } if *name == a.name));
             self.ops.push(op);
         }
         for l in &actual.orphan_listeners {

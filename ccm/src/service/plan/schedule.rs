@@ -45,6 +45,9 @@ pub(super) struct Op {
     /// Ops (by index) it must follow.
     pub after: Vec<usize>,
     pub split: Option<Split>,
+    /// Goes right after the urgent ports' steps when everything it follows is among them
+    /// (a pool whose listeners all move there, and whose name a new pool takes).
+    pub early: bool,
 }
 
 impl Op {
@@ -58,6 +61,7 @@ impl Op {
             occupies: None,
             after: Vec::new(),
             split: None,
+            early: false,
         }
     }
 }
@@ -181,6 +185,7 @@ fn split_one(ops: &mut Vec<Op>, cycle: &[usize]) {
             a
         },
         split: None,
+        early: false,
     });
 }
 
@@ -198,25 +203,36 @@ fn find(parent: &mut [usize], x: usize) -> usize {
     r
 }
 
+/// The switch-and-break phase in three parts (see [`order_urgent_first`]).
+pub(super) struct Switch {
+    /// Per urgent port, the steps that give it its listener.
+    pub first: Vec<Vec<Step>>,
+    /// The [`Op::early`] steps whose every predecessor is in `first`.
+    pub after_urgent: Vec<Step>,
+    pub rest: Vec<Step>,
+}
+
 /// Orders `ops` (dependencies first; among ready ops by rank, then as given), turns them
 /// into steps with their barrier groups, and splits them: for each port of `urgent` in
 /// turn, the steps that give it its listener (and what they follow) when none of them waits
-/// for a barrier; then the rest, in order. A port's part depends on nothing after it, so
-/// it can run right after its own make phase, before other ports'.
-pub(super) fn order_urgent_first(
-    ops: Vec<Op>,
-    urgent: &[ListenerKey],
-) -> (Vec<Vec<Step>>, Vec<Step>) {
+/// for a barrier; the early ops those steps free; then the rest, in order. A port's part
+/// depends on nothing after it, so it can run right after its own make phase, before
+/// other ports'.
+pub(super) fn order_urgent_first(ops: Vec<Op>, urgent: &[ListenerKey]) -> Switch {
     let (steps, marks) = order_marked(ops, urgent);
-    let mut first: Vec<Vec<Step>> = vec![Vec::new(); urgent.len()];
-    let mut rest = Vec::new();
+    let mut split = Switch {
+        first: vec![Vec::new(); urgent.len()],
+        after_urgent: Vec::new(),
+        rest: Vec::new(),
+    };
     for (step, mark) in steps.into_iter().zip(marks) {
         match mark {
-            Some(k) => first[k].push(step),
-            None => rest.push(step),
+            Some(k) if k < urgent.len() => split.first[k].push(step),
+            Some(_) => split.after_urgent.push(step),
+            None => split.rest.push(step),
         }
     }
-    (first, rest)
+    split
 }
 
 /// For each op, the first port of `urgent` whose listener it gives or precedes, where
@@ -258,6 +274,16 @@ fn urgent_closure(ops: &[Op], urgent: &[ListenerKey]) -> Vec<Option<usize>> {
                     marked[c].get_or_insert(k);
                 }
             }
+        }
+    }
+    // Marked `urgent.len()`: after every urgent port's part.
+    for (i, op) in ops.iter().enumerate() {
+        if op.early
+            && marked[i].is_none()
+            && !op.after.is_empty()
+            && op.after.iter().all(|&d| marked[d].is_some())
+        {
+            marked[i] = Some(urgent.len());
         }
     }
     marked

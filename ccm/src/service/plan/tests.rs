@@ -1362,3 +1362,45 @@ fn a_port_whose_pool_is_gone_is_built_before_other_ports_make_phase() {
         "the load balancer serves another port"
     );
 }
+
+/// Port `b` left two pools behind (an algorithm change held by an outage): the old one
+/// still holds 8080, which a renamed port `a` now takes on a new node port, and the newer
+/// one holds `b`'s 80. A pool-protocol change then needs a third pool named `tcp/b`: the
+/// old one, routing nothing once 8080 moved to `a`, goes first (the API model refuses a
+/// third pool of one name).
+#[test]
+fn a_pool_whose_listeners_moved_to_urgent_ports_goes_before_a_third_pool_of_its_name() {
+    let old = two_ports(tcp("b", 8080, 30004), tcp("c", 5000, 30003));
+    let mut actual = converged(&old, &owner());
+    let mut newer = tcp("b", 80, 30004);
+    newer.algorithm = PoolAlgorithm::LeastConnections;
+    let mut held = converged(&two_ports(newer, tcp("c", 5000, 30003)), &owner()).pools[0].clone();
+    let fresh = |n: u128| Uuid::from_u128(0x4e1d_0000_0000_4000_8000_0000_0000_0000 | n);
+    held.uuid = fresh(1);
+    held.listeners[0].uuid = fresh(2);
+    held.monitors[0].uuid = fresh(3);
+    for (m, n) in held.members.iter_mut().zip(4..) {
+        m.uuid = fresh(n);
+    }
+    actual.pools.push(held.clone());
+    let old_b = actual.pools[0].uuid;
+    let mut next = two_ports(tcp("a", 8080, 30006), tcp("b", 80, 30004));
+    for p in &mut next.pools {
+        p.algorithm = PoolAlgorithm::LeastConnections;
+        p.protocol = PoolProtocol::Proxy;
+    }
+    let (p, _) = apply(&actual, &next, MemberRule::Strict);
+    let removal = p
+        .steps
+        .iter()
+        .position(|s| matches!(&s.action, Action::DeletePool { uuid, .. } if *uuid == old_b));
+    let built = p
+        .steps
+        .iter()
+        .position(|s| matches!(&s.action, Action::CreatePool { name, .. } if name == "tcp/b"));
+    assert!(
+        removal.is_some() && built.is_some() && removal < built,
+        "the old tcp/b goes before the new one is made:\n{}",
+        p.describe()
+    );
+}
