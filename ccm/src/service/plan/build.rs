@@ -574,13 +574,16 @@ impl<'a> Build<'a> {
             if self.homes.contains(&Some(j)) {
                 continue;
             }
+            // A new pool of its name is about to be made.
+            let name_taken = self
+                .front
+                .iter()
+                .any(|f| matches!(&f.action, Action::CreatePool { name, .. } if *name == a.name));
             let stray = !a.listeners.is_empty()
                 && a.listeners
                     .iter()
                     .all(|l| !self.desired_keys.contains_key(&l.listener.key()))
-                && self.front.iter().any(
-                    |f| matches!(&f.action, Action::CreatePool { name, .. } if *name == a.name),
-                );
+                && name_taken;
             if a.listeners.is_empty() || stray {
                 // An abandoned replacement (its change was superseded) or a leftover:
                 // removing it costs nothing and keeps one spare pool per port at most.
@@ -618,10 +621,7 @@ impl<'a> Build<'a> {
             );
             op.leaves = cascaded;
             op.after = explicit;
-            op.early = self
-                .front
-                .iter()
-                .any(|f| matches!(&f.action, Action::CreatePool { name, .. } if *name == a.name));
+            op.early = name_taken;
             self.ops.push(op);
         }
         for l in &actual.orphan_listeners {
