@@ -109,19 +109,9 @@ pub async fn cleanup(
         }
     }
     let reference = svc.object_ref(&());
-    let doomed: Vec<&LoadBalancer> = match &resolution {
-        Resolution::Owned(lb) | Resolution::Adopt(lb) => vec![*lb],
-        // Several tagged with this Service's UID: all of them are its own.
-        Resolution::Ambiguous(lbs)
-            if lbs
-                .iter()
-                .all(|lb| lb.tags.get(ownership::TAG_SERVICE_UID) == Some(&uid)) =>
-        {
-            lbs.clone()
-        }
-        Resolution::None => Vec::new(),
-        other => {
-            let why = ownership::refusal(other, &uid).unwrap_or_default();
+    let doomed = match ownership::doomed(&resolution, &uid) {
+        Ok(doomed) => doomed,
+        Err(why) => {
             ctx.events
                 .publish(
                     &reference,
@@ -134,6 +124,7 @@ pub async fn cleanup(
             Vec::new()
         }
     };
+    let deleting = !doomed.is_empty();
     for lb in doomed {
         let deleted = ctx.cloud.delete_load_balancer(&lb.uuid).await;
         ctx.shared.invalidate();
@@ -147,6 +138,14 @@ pub async fn cleanup(
                 format!("Deleted load balancer {} ({})", lb.name, lb.uuid),
             )
             .await;
+    }
+    if deleting {
+        // A DELETE answers 404 for "already gone", and also when the token switched to
+        // another project after the snapshot: the finalizer goes only once the deletions
+        // are known to have reached the cluster's own account.
+        if let Some(why) = foreign_account(&nodes, &reads.servers(true).await?) {
+            return Err(ServiceError::ForeignAccount(why));
+        }
     }
     if clear_status && !ingress_of(svc).is_empty() {
         // As the upstream service controller does once the load balancer is gone.

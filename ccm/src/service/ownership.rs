@@ -197,6 +197,24 @@ pub fn refusal(r: &Resolution, own_uid: &str) -> Option<String> {
     }
 }
 
+/// What a Service being removed may delete: every load balancer that is its own. `Err`
+/// says why one it found is left alone (another Service's, or not provably its own).
+pub fn doomed<'a>(r: &Resolution<'a>, own_uid: &str) -> Result<Vec<&'a LoadBalancer>, String> {
+    match r {
+        Resolution::Owned(lb) | Resolution::Adopt(lb) => Ok(vec![*lb]),
+        // Several tagged with this Service's UID: all of them are its own.
+        Resolution::Ambiguous(lbs)
+            if lbs
+                .iter()
+                .all(|lb| lb.tags.get(TAG_SERVICE_UID).map(String::as_str) == Some(own_uid)) =>
+        {
+            Ok(lbs.clone())
+        }
+        Resolution::None => Ok(Vec::new()),
+        other => Err(refusal(other, own_uid).unwrap_or_default()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,9 +338,30 @@ mod tests {
             name: "a",
             uuid: None,
         };
-        assert!(matches!(
-            resolve(&s, &lbs, "c1", &[]),
-            Resolution::Ambiguous(v) if v.len() == 2
-        ));
+        let r = resolve(&s, &lbs, "c1", &[]);
+        assert!(matches!(&r, Resolution::Ambiguous(v) if v.len() == 2));
+        assert_eq!(doomed(&r, "a1").map(|v| v.len()), Ok(2));
+    }
+
+    #[test]
+    fn a_removed_service_deletes_only_load_balancers_that_are_its_own() {
+        let mixed = [lb(1, "a", tagged("a1")), lb(2, "a", json!({}))];
+        let s = Seeker {
+            uid: "a1",
+            name: "a",
+            uuid: None,
+        };
+        let own = resolve(&s, &mixed[..1], "c1", &[]);
+        assert_eq!(doomed(&own, "a1"), Ok(vec![&mixed[0]]));
+        assert_eq!(doomed(&Resolution::None, "a1"), Ok(vec![]));
+        // One tagged, one untagged of the same name: the untagged one is not provably its own.
+        let both = Resolution::Ambiguous(vec![&mixed[0], &mixed[1]]);
+        let kept = doomed(&both, "a1").expect_err("kept");
+        assert!(kept.contains("more than one load balancer"), "{kept}");
+        let taken = [lb(3, "a", tagged("b2"))];
+        let others = [claimant("default/b", "b2", "a", None)];
+        let foreign = resolve(&s, &taken, "c1", &others);
+        let kept = doomed(&foreign, "a1").expect_err("kept");
+        assert!(kept.contains("belongs to Service default/b"), "{kept}");
     }
 }

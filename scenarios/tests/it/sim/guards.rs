@@ -107,6 +107,33 @@ fn a_service_removed_under_another_projects_token_keeps_its_finalizer_until_its_
     ];
     let out = run::run(&scripted(1742, steps), false);
     assert!(out.violations.is_empty(), "{:#?}", out.violations);
+    // Found by seed 91018035: every answer took 9.5 s, the cleanup's snapshot (read with the
+    // cluster's token) showed the load balancer, the token switched before the DELETE, whose
+    // 404 from the other account read as "already gone": the finalizer went, the load
+    // balancer stayed. The account is judged again after the deletions.
+    let slow_all = Action::CloudFault {
+        method: None,
+        path: "/v1/**",
+        effect: fakecloud::FaultEffect::Latency { ms: 9473 },
+        percent: 100,
+    };
+    // The switch at every second of the cleanup's reads, so one lands between the snapshot
+    // and the DELETE whatever the cleanup's order of reads.
+    for switch in 195..=225 {
+        let steps = vec![
+            (5, Action::Create("svc-0".into(), Shape::http())),
+            (181, slow_all.clone()),
+            (194, Action::Delete("svc-0".into())),
+            (switch, Action::Misconfigure(Misconfig::OtherAccount)),
+            (400, Action::ClearCloudFaults),
+        ];
+        let out = run::run(&scripted(1742, steps), false);
+        assert!(
+            out.violations.is_empty(),
+            "switch at {switch} s: {:#?}",
+            out.violations
+        );
+    }
 }
 
 /// A Node tainted `ToBeDeletedByClusterAutoscaler` leaves the load balancer's pools (as
