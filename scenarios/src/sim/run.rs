@@ -166,10 +166,46 @@ pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
     outcome
 }
 
+/// Keeps every `tracing` callsite asking the current subscriber whether it is enabled.
+///
+/// `tracing` caches, process-wide, whether a callsite is enabled and the highest level any
+/// subscriber wants, recomputing both from the live subscribers whenever one is created.
+/// Two threads creating scoped subscribers at once can store a result computed from an
+/// older set (say, only a WARN subscriber of another test): a run's "service converged"
+/// debug events are then skipped before its subscriber sees them, and its trace misses
+/// them. A subscriber that lives for the whole process and answers "ask each time, any
+/// level" makes every such result the same. It is never any thread's default, so it
+/// receives no events.
+pub fn keep_callsites_asking() {
+    struct AlwaysAsk;
+    impl tracing::Subscriber for AlwaysAsk {
+        fn register_callsite(&self, _: &tracing::Metadata<'_>) -> tracing::subscriber::Interest {
+            tracing::subscriber::Interest::sometimes()
+        }
+        fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+            Some(tracing::level_filters::LevelFilter::TRACE)
+        }
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            false
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {}
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+    static KEEP: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    KEEP.get_or_init(|| tracing::Dispatch::new(AlwaysAsk));
+}
+
 /// Runs `f` with the run's logging: everything logged at INFO and above is kept (to be
 /// searched for the token), and the CCMs' "service converged" lines go to the trace
 /// [`Converged::to`] names.
 pub(crate) fn with_logs<T>(f: impl FnOnce(&Converged) -> T) -> (T, Logs) {
+    keep_callsites_asking();
     let logs = Logs::default();
     let converged = Converged::default();
     let writer = {
@@ -216,6 +252,7 @@ where
 pub(crate) fn global_converged() -> Converged {
     static ONCE: std::sync::OnceLock<Converged> = std::sync::OnceLock::new();
     ONCE.get_or_init(|| {
+        keep_callsites_asking();
         let converged = Converged::default();
         let _ = tracing::subscriber::set_global_default(subscriber(
             tracing::Level::WARN,
@@ -510,4 +547,23 @@ pub fn shrink(schedule: &Schedule, invariant: &str) -> (Schedule, Outcome, Optio
         passing = Some(out);
     }
     (schedule.clone(), run(schedule, true), passing)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Another subscriber that wants only warnings, created while no run's subscriber lives,
+    /// leaves debug events enabled for the runs that follow.
+    #[test]
+    fn a_warn_only_subscriber_never_turns_debug_events_off() {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        super::keep_callsites_asking();
+        let warn_only =
+            tracing_subscriber::registry().with(tracing_subscriber::filter::LevelFilter::WARN);
+        let dispatch = tracing::Dispatch::new(warn_only);
+        assert_eq!(
+            tracing::level_filters::LevelFilter::current(),
+            tracing::level_filters::LevelFilter::TRACE
+        );
+        drop(dispatch);
+    }
 }

@@ -540,6 +540,7 @@ fn the_preview_lists_exactly_the_steps_the_reconcile_then_executes() {
         }
     }
     let steps = Steps::default();
+    scenarios::sim::run::keep_callsites_asking();
     let subscriber = tracing_subscriber::registry().with(steps.clone());
     let rt = runtime().expect("runtime");
     let (preview, announced) = tracing::subscriber::with_default(subscriber, || {
