@@ -1,5 +1,5 @@
 //! What the process draws from its surroundings besides the two APIs: the wall clock and
-//! randomness (retry jitter, leader-election jitter, identities, Event names).
+//! randomness (retry jitter, leader-election jitter, identities).
 //!
 //! Production uses [`Ambient::system`]. A deterministic simulation (see `scenarios/`) runs
 //! the same code with [`Ambient::simulated`]: wall time follows tokio's clock from a fixed

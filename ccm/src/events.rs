@@ -42,6 +42,8 @@ pub struct Events {
     instance: String,
     ambient: crate::ambient::Ambient,
     recorded: std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<EventKey, Recorded>>>,
+    /// The time stamp (Unix nanoseconds) of the last Event name handed out.
+    last_name: std::sync::Arc<parking_lot::Mutex<i128>>,
 }
 
 impl Events {
@@ -55,7 +57,25 @@ impl Events {
             ambient,
             instance: instance.unwrap_or_else(|| crate::COMPONENT.to_string()),
             recorded: Default::default(),
+            last_name: Default::default(),
         }
+    }
+
+    /// A new Event's name: the object's name and the time in hex Unix nanoseconds, as
+    /// client-go's recorders name them. `kubectl describe` lists Events in the order the API
+    /// server lists them, which is name order (it sorts on `lastTimestamp`, which
+    /// events.k8s.io/v1 Events must leave unset), so names must grow with time. Two Events
+    /// in the same nanosecond (a paused clock) get the next free one.
+    fn event_name(&self, object: &str, now: k8s_openapi::jiff::Timestamp) -> String {
+        let nanos = {
+            let mut last = self.last_name.lock();
+            *last = (*last + 1).max(now.as_nanosecond());
+            *last
+        };
+        let suffix = format!("{nanos:x}");
+        // Names are at most 253 characters (a DNS subdomain): keep room for the suffix.
+        let cut: String = object.chars().take(252 - suffix.len()).collect();
+        format!("{}.{suffix}", cut.trim_end_matches(['.', '-']))
     }
 
     /// How many Event series it remembers (those recorded in the last [`SERIES_TTL`],
@@ -94,7 +114,8 @@ impl Events {
 
         let note = truncate(note, NOTE_MAX);
         let now = tokio::time::Instant::now();
-        let stamp = MicroTime(self.ambient.now());
+        let wall = self.ambient.now();
+        let stamp = MicroTime(wall);
         let key = EventKey {
             regarding: (
                 object.uid.clone(),
@@ -141,11 +162,7 @@ impl Events {
                 Err(e) => return Err(e),
             }
         }
-        // Names are at most 253 characters (a DNS subdomain): keep room for the suffix.
-        let full = object.name.as_deref().unwrap_or(crate::COMPONENT);
-        let cut: String = full.chars().take(253 - 17).collect();
-        let base = cut.trim_end_matches(['.', '-']);
-        let name = format!("{base}.{}", &self.ambient.uuid().simple().to_string()[..16]);
+        let name = self.event_name(object.name.as_deref().unwrap_or(crate::COMPONENT), wall);
         let event = Event {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
@@ -190,6 +207,32 @@ fn truncate(mut s: String, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn event_names_grow_with_time_even_within_one_nanosecond() {
+        let events = Events::new(
+            kube::Client::try_from(kube::Config::new(
+                "http://127.0.0.1:1".parse().expect("uri"),
+            ))
+            .expect("client"),
+            None,
+            crate::ambient::Ambient::system(),
+        );
+        let t = |s: i64| k8s_openapi::jiff::Timestamp::from_second(s).expect("time");
+        let names = [
+            events.event_name("web", t(1_800_000_000)),
+            events.event_name("web", t(1_800_000_000)),
+            events.event_name("web", t(1_800_000_001)),
+            // A clock that stepped back still gives a later name.
+            events.event_name("web", t(1_799_999_999)),
+        ];
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(sorted, names);
+        assert_eq!(names[0], format!("web.{:x}", 1_800_000_000_000_000_000i128));
+        let long = events.event_name(&"a".repeat(300), t(1_800_000_002));
+        assert_eq!(long.len(), 253, "{long}");
+    }
 
     #[test]
     fn long_notes_are_cut_on_a_character_boundary() {

@@ -1,5 +1,6 @@
 //! Events about managed objects: a repeat is counted on the first Event, a different message
-//! is an Event of its own (kube's Recorder would only count it, hiding the new message).
+//! is an Event of its own (kube's Recorder would only count it, hiding the new message), and
+//! the API server lists them in the order they happened.
 
 use ccm::events::Events;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -91,4 +92,35 @@ async fn a_repeat_of_an_event_deleted_on_the_server_is_recorded_anew() {
     assert_eq!(again.len(), 1, "recorded anew after the first expired");
     assert_ne!(again[0].metadata.name.as_deref(), Some(name.as_str()));
     assert!(again[0].series.is_none());
+}
+
+/// `kubectl describe` shows Events in the order the API server lists them (name order): the
+/// names grow with time, so that is the order they happened in, also for Events recorded
+/// within one clock tick.
+#[tokio::test]
+async fn events_are_listed_in_the_order_they_happened() {
+    let cluster = Cluster::embedded().await.expect("cluster");
+    let events = Events::new(cluster.ccm_client(), None, Default::default());
+    let api: Api<Event> = Api::namespaced(cluster.client(), "default");
+    let notes: Vec<String> = (0..15).map(|i| format!("step {i}")).collect();
+    for note in &notes {
+        events
+            .publish(
+                &reference(),
+                false,
+                "EnsuringLoadBalancer",
+                "EnsureLoadBalancer",
+                note.clone(),
+            )
+            .await;
+    }
+    let listed: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .into_iter()
+        .filter_map(|e| e.note)
+        .collect();
+    assert_eq!(listed, notes);
 }
