@@ -96,7 +96,7 @@ impl Events {
             .try_publish(object, warning, reason, action, note)
             .await
         {
-            tracing::warn!(reason, error = %e, "cannot publish event");
+            tracing::warn!(reason, error = %crate::kube_text::KubeText(&e), "cannot publish event");
         }
     }
 

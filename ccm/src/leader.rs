@@ -437,7 +437,12 @@ impl LeaderElector {
                     }
                 }
                 End::WorkDone | End::Shutdown => {
-                    tracing::info!(identity = %identity, ?ended, "leader election: stopping");
+                    let why = if matches!(ended, End::WorkDone) {
+                        "the work is done"
+                    } else {
+                        "shutting down"
+                    };
+                    tracing::info!(identity = %identity, why, "leader election: stopping");
                     break;
                 }
             }
@@ -557,7 +562,7 @@ impl LeaderElector {
             }
             Err(kube::Error::Api(e)) if e.code == 409 => None,
             Err(e) => {
-                tracing::warn!(error = %e, "leader election: cannot write the lease");
+                tracing::warn!(error = %crate::kube_text::KubeText(&e), "leader election: cannot write the lease");
                 // The resourceVersion still holds unless someone wrote since: keep it.
                 lease.spec = Some(current);
                 self.written = Some(lease);
@@ -572,7 +577,7 @@ impl LeaderElector {
         let lease = match self.api.get_opt(&self.config.lease_name).await {
             Ok(l) => l,
             Err(e) => {
-                tracing::warn!(error = %e, lease = %self.config.lease_name, "leader election: cannot read the lease");
+                tracing::warn!(error = %crate::kube_text::KubeText(&e), lease = %self.config.lease_name, "leader election: cannot read the lease");
                 return Attempt::Failed;
             }
         };
@@ -648,7 +653,7 @@ impl LeaderElector {
                 Attempt::Conflict
             }
             Err(e) => {
-                tracing::warn!(error = %e, "leader election: cannot write the lease");
+                tracing::warn!(error = %crate::kube_text::KubeText(&e), "leader election: cannot write the lease");
                 Attempt::Failed
             }
         }
@@ -678,7 +683,9 @@ impl LeaderElector {
                 tracing::info!(identity = %self.config.identity, "leader election: released the lease")
             }
             Ok(Ok(false)) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "leader election: cannot release the lease"),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %crate::kube_text::KubeText(&e), "leader election: cannot release the lease")
+            }
             Err(_) => tracing::warn!("leader election: releasing the lease timed out"),
         }
         self.may_hold = false;

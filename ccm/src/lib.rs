@@ -7,6 +7,7 @@ pub mod cli;
 pub mod cloudscale;
 pub mod events;
 pub mod health;
+pub mod kube_text;
 pub mod leader;
 pub mod metrics;
 pub mod node;

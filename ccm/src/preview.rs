@@ -44,7 +44,7 @@ pub enum PreviewError {
     Setup(String),
     #[error(transparent)]
     Plan(#[from] crate::service::error::ServiceError),
-    #[error("Kubernetes API: {0}")]
+    #[error("Kubernetes API: {}", crate::kube_text::KubeText(.0))]
     Kube(#[from] kube::Error),
 }
 

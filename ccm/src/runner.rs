@@ -353,7 +353,9 @@ pub async fn watch<K>(
             Ok(watcher::Event::InitApply(o)) => on_change(Change::Touched(Arc::new(o))),
             Ok(watcher::Event::InitDone) => on_change(Change::Synced),
             Ok(watcher::Event::Init) => {}
-            Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying"),
+            Err(e) => {
+                tracing::warn!(kind = %kind, error = %crate::kube_text::WatchText(&e), "watch failed; retrying")
+            }
         }
     }
 }

@@ -27,7 +27,7 @@ const NODE_WORKERS: usize = 4;
 pub enum NodeError {
     #[error("server lookup failed: {0}")]
     Directory(#[from] DirectoryError),
-    #[error("Kubernetes API: {0}")]
+    #[error("Kubernetes API: {}", crate::kube_text::KubeText(.0))]
     Kube(#[from] kube::Error),
     #[error(transparent)]
     ProviderId(#[from] ProviderIdError),

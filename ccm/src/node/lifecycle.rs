@@ -192,7 +192,7 @@ async fn check_node<D: ServerDirectory>(
             let add = decision == Decision::AddShutdownTaint;
             set_taint(&nodes, node, add)
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| crate::kube_text::KubeText(&e).to_string())?;
             let (reason, note) = if add {
                 (
                     "NodeShutdown",
@@ -327,7 +327,7 @@ async fn confirm_and_delete<D: ServerDirectory>(
             Ok(())
         }
         Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(crate::kube_text::KubeText(&e).to_string()),
     }
 }
 

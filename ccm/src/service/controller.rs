@@ -221,7 +221,7 @@ fn error_policy(svc: &Service, error: &ServiceError, ctx: &ServiceContext) -> Du
     };
     let delay = retry_delay(failures, ctx.retry.0, ctx.retry.1);
     tracing::warn!(
-        service = %svc.name_any(),
+        service = %service_key(svc),
         error = %error,
         failures,
         retry_in_ms = delay.as_millis() as u64,

@@ -13,7 +13,7 @@ pub enum ServiceError {
     Cloud(#[from] cloudscale::ClientError),
     #[error(transparent)]
     Apply(#[from] apply::ApplyError),
-    #[error("Kubernetes API: {0}")]
+    #[error("Kubernetes API: {}", crate::kube_text::KubeText(.0))]
     Kube(#[from] kube::Error),
     /// Changes were applied, yet planning again still finds these steps to do.
     #[error(

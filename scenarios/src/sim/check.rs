@@ -589,6 +589,17 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
             "the API token appears in an Event or the trace".into(),
         ));
     }
+    // People read Events: no Rust `Debug` renderings in them.
+    if let Some(shown) = events
+        .iter()
+        .filter_map(|e| e.message.as_deref())
+        .find_map(debug_text)
+    {
+        out.push(violation(
+            "debug-text",
+            format!("an Event shows Rust Debug text: {shown}"),
+        ));
+    }
     // The CCMs run as the ServiceAccount of deploy/config.yml: a refusal is a missing rule.
     let refused: Vec<String> = world
         .api
@@ -609,4 +620,34 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
         ));
     }
     out
+}
+
+/// Rust `Debug` renderings that reach text people read (an `Option` or a kube `Status`
+/// printed as such): the line that shows one, if any.
+pub(crate) fn debug_text(text: &str) -> Option<&str> {
+    const SHAPES: [&str; 5] = [
+        "Some(",
+        "None,",
+        "Status {",
+        "ListMeta {",
+        "StatusDetails {",
+    ];
+    text.lines()
+        .find(|line| SHAPES.iter().any(|shape| line.contains(shape)))
+}
+
+#[cfg(test)]
+mod tests {
+    /// What kube's own rendering of an API error looks like in a log line is caught; plain
+    /// words, quoted names and parentheses are not.
+    #[test]
+    fn debug_renderings_are_found_and_plain_text_is_not() {
+        let logs = "INFO ccm::app: starting health=off\n WARN ccm::service::controller: service reconcile failed error=Kubernetes API: ApiError: the object has been modified: Conflict (Status { status: Some(Failure), code: 409 })\n";
+        assert!(
+            super::debug_text(logs).is_some_and(|l| l.contains("Conflict")),
+            "{logs}"
+        );
+        let plain = "WARN ccm: service reconcile failed service=default/web error=Kubernetes API: the object has been modified (Conflict, HTTP 409)\nINFO ccm: listener \"tcp/80\" (port 80) created";
+        assert_eq!(super::debug_text(plain), None);
+    }
 }

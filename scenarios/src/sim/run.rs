@@ -58,6 +58,10 @@ impl std::io::Write for Logs {
 }
 
 impl Logs {
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock()).into_owned()
+    }
+
     pub(crate) fn contains(&self, needle: &str) -> bool {
         let logs = self.0.lock();
         !needle.is_empty() && logs.windows(needle.len()).any(|w| w == needle.as_bytes())
@@ -154,6 +158,13 @@ pub fn run(schedule: &Schedule, keep_trace: bool) -> Outcome {
     if std::env::var_os("SIM_LOG").is_some() {
         eprintln!("--- logs of seed {} ---", schedule.seed);
         eprintln!("{}", String::from_utf8_lossy(&logs.0.lock()));
+    }
+    let shown = logs.text();
+    if let Some(line) = super::check::debug_text(&shown) {
+        outcome.violations.push(Violation {
+            invariant: "debug-text",
+            detail: format!("a log line shows Rust Debug text: {line}"),
+        });
     }
     if let Some(token) = &outcome.token
         && logs.contains(token)

@@ -138,6 +138,12 @@ pub fn run(case: &Case, keep_trace: bool) -> Outcome {
         })
     });
     outcome.checks += 1;
+    if let Some(line) = crate::sim::check::debug_text(&logs.text()) {
+        outcome.violations.push(Violation {
+            property: "debug-text",
+            detail: format!("a log line shows Rust Debug text: {line}"),
+        });
+    }
     if let Some(token) = token
         && logs.contains(&token)
     {
