@@ -162,8 +162,9 @@ impl Events {
                 Err(e) => return Err(e),
             }
         }
-        let name = self.event_name(object.name.as_deref().unwrap_or(crate::COMPONENT), wall);
-        let event = Event {
+        let object_name = object.name.as_deref().unwrap_or(crate::COMPONENT);
+        let mut name = self.event_name(object_name, wall);
+        let mut event = Event {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
                 namespace: Some(namespace.clone()),
@@ -179,7 +180,21 @@ impl Events {
             reporting_instance: Some(self.instance.clone()),
             ..Event::default()
         };
-        events.create(&PostParams::default(), &event).await?;
+        // The name is taken when another recorder (a replica, or this process before a
+        // restart under a clock that stepped back) wrote one in the same nanosecond: the
+        // next one is free.
+        let mut attempts = 0;
+        loop {
+            match events.create(&PostParams::default(), &event).await {
+                Ok(_) => break,
+                Err(kube::Error::Api(e)) if e.code == 409 && attempts < 3 => {
+                    attempts += 1;
+                    name = self.event_name(object_name, wall);
+                    event.metadata.name = Some(name.clone());
+                }
+                Err(e) => return Err(e),
+            }
+        }
         let recorded = Recorded {
             name,
             count: 1,
@@ -207,6 +222,7 @@ fn truncate(mut s: String, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ambient::Ambient;
 
     #[tokio::test]
     async fn event_names_grow_with_time_even_within_one_nanosecond() {
@@ -216,7 +232,7 @@ mod tests {
             ))
             .expect("client"),
             None,
-            crate::ambient::Ambient::system(),
+            Ambient::system(),
         );
         let t = |s: i64| k8s_openapi::jiff::Timestamp::from_second(s).expect("time");
         let names = [
@@ -232,6 +248,54 @@ mod tests {
         assert_eq!(names[0], format!("web.{:x}", 1_800_000_000_000_000_000i128));
         let long = events.event_name(&"a".repeat(300), t(1_800_000_002));
         assert_eq!(long.len(), 253, "{long}");
+    }
+
+    /// Another recorder took the name (the API server answers 409): the Event is written
+    /// under the next name, not lost.
+    #[tokio::test]
+    async fn a_taken_event_name_is_followed_by_the_next_free_one() {
+        use std::sync::{Arc, Mutex};
+        let posted: Arc<Mutex<Vec<String>>> = Arc::default();
+        let seen = posted.clone();
+        let api = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            let seen = seen.clone();
+            async move {
+                let body = req.into_body().collect_bytes().await?;
+                let event: serde_json::Value = serde_json::from_slice(&body)?;
+                let name = event["metadata"]["name"].as_str().unwrap_or("").to_string();
+                let first = {
+                    let mut seen = seen.lock().map_err(|_| "poisoned")?;
+                    seen.push(name);
+                    seen.len() == 1
+                };
+                let (code, answer) = if first {
+                    let taken = serde_json::json!({"kind": "Status", "apiVersion": "v1",
+                        "status": "Failure", "reason": "AlreadyExists", "code": 409,
+                        "message": "events \"web\" already exists"});
+                    (409, taken)
+                } else {
+                    (201, event)
+                };
+                let response = http::Response::builder()
+                    .status(code)
+                    .header("content-type", "application/json")
+                    .body(kube::client::Body::from(serde_json::to_vec(&answer)?))?;
+                Ok::<_, Box<dyn std::error::Error + Send + Sync>>(response)
+            }
+        });
+        let events = Events::new(kube::Client::new(api, "default"), None, Ambient::system());
+        let web = k8s_openapi::api::core::v1::ObjectReference {
+            namespace: Some("default".into()),
+            name: Some("web".into()),
+            ..Default::default()
+        };
+        let done = events
+            .try_publish(&web, false, "EnsuringLoadBalancer", "Ensure", "x".into())
+            .await;
+        assert!(done.is_ok(), "{done:?}");
+        let posted = posted.lock().expect("names").clone();
+        assert_eq!(posted.len(), 2, "{posted:?}");
+        assert!(posted[0] < posted[1], "{posted:?}");
     }
 
     #[test]

@@ -182,6 +182,9 @@ pub struct World {
     served: fakecloud::InProcess,
     config: WorldConfig,
     epoch: Timestamp,
+    /// When the world started: [`World::ambient`] gives components started later the
+    /// world's wall clock, not one that starts again at `epoch`.
+    started: tokio::time::Instant,
     next_host: u8,
     next_ccm: u32,
 }
@@ -234,6 +237,7 @@ impl World {
         let epoch: Timestamp = EPOCH
             .parse()
             .map_err(|_| TestbedError::Seed("bad epoch".into()))?;
+        let started = tokio::time::Instant::now();
         let seed = config.seed;
         let trace = Trace::new();
         let api = apiserver::Shared::new(ApiServerConfig {
@@ -280,6 +284,7 @@ impl World {
             next_host: config.host_base,
             config,
             epoch,
+            started,
             next_ccm: 0,
         };
         for i in 1..=world.config.nodes {
@@ -319,9 +324,18 @@ impl World {
         Ok(uuid)
     }
 
+    /// The world's wall clock (the epoch at its start, then tokio's time) and randomness
+    /// from `seed`, for a component starting now: a CCM started again after a crash
+    /// reads the time the others read, as a restarted process does.
+    fn ambient(&self, seed: u64) -> Ambient {
+        let since = k8s_openapi::jiff::SignedDuration::try_from(self.started.elapsed())
+            .unwrap_or(k8s_openapi::jiff::SignedDuration::ZERO);
+        Ambient::simulated(self.epoch.saturating_add(since).unwrap_or(self.epoch), seed)
+    }
+
     fn kubelet_config(&self) -> KubeletConfig {
         KubeletConfig {
-            ambient: Ambient::simulated(self.epoch, sub_seed(self.seed, 3)),
+            ambient: self.ambient(sub_seed(self.seed, 3)),
             ..self.config.kubelet.clone()
         }
     }
@@ -384,10 +398,7 @@ impl World {
         let wiring = Wiring {
             kube,
             cloud_transport: Some(Arc::new(transport)),
-            ambient: Ambient::simulated(
-                self.epoch,
-                sub_seed(self.seed, 100 + u64::from(self.next_ccm)),
-            ),
+            ambient: self.ambient(sub_seed(self.seed, 100 + u64::from(self.next_ccm))),
             serve_health: false,
         };
         let env = Environment {
@@ -441,7 +452,7 @@ impl World {
         };
         ccm::cloudscale::Client::new(ccm::cloudscale::ClientConfig {
             transport: Some(Arc::new(transport)),
-            ambient: Ambient::simulated(self.epoch, sub_seed(self.seed, 4)),
+            ambient: self.ambient(sub_seed(self.seed, 4)),
             ..ccm::cloudscale::ClientConfig::new(
                 CLOUD_URL,
                 Arc::new(ccm::secret::TokenSource::Static(token)),
