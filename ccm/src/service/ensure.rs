@@ -100,14 +100,6 @@ pub async fn cleanup(
         &ctx.cluster_name,
         &others,
     );
-    if matches!(resolution, Resolution::None) {
-        // Nothing found proves the load balancer gone only in the cluster's own account:
-        // the server list above may be a shared read from before a token switch, so the
-        // account is judged again on a list read after the snapshot.
-        if let Some(why) = foreign_account(&nodes, &reads.servers(true).await?) {
-            return Err(ServiceError::ForeignAccount(why));
-        }
-    }
     let reference = svc.object_ref(&());
     let doomed = match ownership::doomed(&resolution, &uid) {
         Ok(doomed) => doomed,
@@ -139,10 +131,11 @@ pub async fn cleanup(
             )
             .await;
     }
-    if deleting {
-        // A DELETE answers 404 for "already gone", and also when the token switched to
-        // another project after the snapshot: the finalizer goes only once the deletions
-        // are known to have reached the cluster's own account.
+    if deleting || matches!(resolution, Resolution::None) {
+        // "Gone" (nothing found, or a DELETE answering 404) holds only in the cluster's own
+        // account, and the token may have switched since the server list above (a shared
+        // read) or the snapshot: the finalizer goes only once a list read after the
+        // deletions shows the account is the cluster's.
         if let Some(why) = foreign_account(&nodes, &reads.servers(true).await?) {
             return Err(ServiceError::ForeignAccount(why));
         }
