@@ -377,14 +377,25 @@ impl CcmBed {
         .await
     }
 
-    /// Creates `svc` (with `ports` ports), waits for its ingress and until its load
-    /// balancer is settled with every member up; returns fakecloud's view then.
+    /// Creates `svc` (with `ports` ports, serving every Node), waits for its ingress and
+    /// until its load balancer is settled with a member per Node in each pool, every one
+    /// up; returns fakecloud's view then. The ingress comes once each port has a member up;
+    /// the others join in a later pass (ccm/README.md, "New load balancers and bursts").
     pub async fn create_converged(&self, svc: &Service, ports: usize) -> Snap {
         self.create(svc).await;
         let name = svc.metadata.name.clone().unwrap_or_default();
         self.wait_ingress(&name).await;
-        self.converge("settled load balancer", ports, |_| true)
+        let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(self.tb.cluster.client());
+        let nodes = nodes
+            .list(&Default::default())
             .await
+            .unwrap_or_else(|e| panic!("list nodes: {e}"))
+            .items
+            .len();
+        self.converge("a member per node, every one up", ports, |s| {
+            s.member_counts().iter().all(|&n| n == nodes)
+        })
+        .await
     }
 
     /// Waits until a whole reconcile pass of the CCM (from one read of the floating IPs to

@@ -65,6 +65,8 @@ async fn a_load_balancer_service_gets_its_load_balancer_status_and_cleanup() {
     assert_eq!(lbs[0]["name"], format!("k8s-service-{uid}").as_str());
     assert_eq!(lbs[0]["tags"][TAG_CLUSTER], "test-cluster");
     assert_eq!(lbs[0]["tags"][TAG_SERVICE_UID], uid.as_str());
+    // The ingress comes once each port has a member up; the other nodes join after.
+    bed.quiet().await;
     let s = bed.snap().await;
     assert_eq!(s.pool_names(), ["tcp/http", "tcp/https"]);
     assert_eq!(s.member_counts(), [3, 3], "one member per node");
@@ -262,6 +264,9 @@ async fn plan_previews_a_proposed_change_without_writing() {
         np(0),
         np(1)
     );
+    // The running CCM adds the other members after the ingress: only then does the
+    // request log hold the preview's requests alone.
+    bed.quiet().await;
     let log = format!("{}/_fake/requests", bed.tb.cloud.base_url());
     bed.http.delete(&log).send().await.expect("clear log");
     let stdout = preview_file(&bed, "web", &yaml).await;

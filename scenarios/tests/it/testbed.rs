@@ -18,7 +18,9 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    scenarios::wait::eventually(what, Duration::from_secs(10), check).await
+    // An upper bound, not a pause: alone these take well under a second, but CI runs eight
+    // tests at once on two cores.
+    scenarios::wait::eventually(what, Duration::from_secs(30), check).await
 }
 
 fn fast_config(nodes: usize) -> TestbedConfig {
@@ -232,12 +234,12 @@ async fn kube_proxy_view_declares_health_check_answers_for_local_services() {
             Some(st.dataplane().behaviour(addr, hc, now).http_status)
         }
     };
-    eventually("503 on node-1", || {
-        let f = status_of(n1);
-        async move { (f.await? == 503).then_some(()) }
+    // The view is declared node by node: wait for both.
+    eventually("503 on node-1 and 200 on node-2", || {
+        let (f1, f2) = (status_of(n1), status_of(n2));
+        async move { (f1.await? == 503 && f2.await? == 200).then_some(()) }
     })
     .await;
-    assert_eq!(status_of(n2).await, Some(200));
 }
 
 /// The private (InternalIP) address of a testbed node.
@@ -342,6 +344,15 @@ async fn post_server(tb: &Testbed, name: &str, address: Option<&str>) -> uuid::U
         .expect("server uuid")
 }
 
+/// The server of the kubelet that registered `node`. The watcher of new servers records a
+/// kubelet when its start returns, just after the kubelet made its Node Ready.
+async fn recorded_server_of(tb: &Testbed, node: &str) -> uuid::Uuid {
+    eventually(&format!("the kubelet of {node} recorded"), || async {
+        tb.server_of(node)
+    })
+    .await
+}
+
 async fn wait_ready(nodes: &Api<Node>, name: &str) -> Node {
     eventually(&format!("{name} registered and Ready"), || async {
         let n = nodes.get_opt(name).await.ok()??;
@@ -365,7 +376,7 @@ async fn a_server_created_through_fakecloud_gets_a_kubelet_and_its_node_register
     let nodes: Api<Node> = Api::all(tb.cluster.client());
     let server = post_server(&tb, "node-3", None).await;
     let node = wait_ready(&nodes, "node-3").await;
-    assert_eq!(tb.server_of("node-3"), Some(server));
+    assert_eq!(recorded_server_of(&tb, "node-3").await, server);
     // Registered as a kubelet with an external cloud provider does, with the server's
     // private address.
     let spec = node.spec.as_ref().expect("spec");
@@ -412,15 +423,22 @@ async fn new_server_kubelets_and_add_node_never_double_up() {
     // server at least once: it must have left it alone.
     post_server(&tb, "node-4", None).await;
     wait_ready(&nodes, "node-4").await;
+    // The watcher records a kubelet once its Node is up: wait for the record, then count.
+    recorded_server_of(&tb, "node-4").await;
     assert_eq!(tb.kubelet_count(), 4);
     let api = tb.cluster.api_server().expect("embedded API server");
-    let creates = api
+    let creates: Vec<String> = api
         .shared()
         .requests()
         .iter()
         .filter(|r| r.verb == "create" && r.resource == "nodes")
-        .count();
-    assert_eq!(creates, 4, "one Node registration per server");
+        .map(|r| format!("{} by {}", r.code, r.user_agent))
+        .collect();
+    assert_eq!(
+        creates.len(),
+        4,
+        "one Node registration per server: {creates:?}"
+    );
     let mut names: Vec<String> = nodes
         .list(&Default::default())
         .await

@@ -227,10 +227,12 @@ fn scale_expose_and_list(k: &Kubectl, store: &Store) {
         Some("web")
     );
 
+    // Until the slice exists kubectl prints no table at all ("No resources found").
     let wanted = |out: &str| {
-        rows(out, &["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"])
-            .first()
-            .is_some_and(|r| r[2] == "8080" && r[3].split(',').count() == 3)
+        !out.trim().is_empty()
+            && rows(out, &["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"])
+                .first()
+                .is_some_and(|r| r[2] == "8080" && r[3].split(',').count() == 3)
     };
     let deadline = Instant::now() + Duration::from_secs(20);
     let out = loop {
