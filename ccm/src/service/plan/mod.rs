@@ -30,6 +30,7 @@
 mod build;
 pub mod describe;
 mod matching;
+mod names;
 mod schedule;
 
 use super::model::*;
@@ -552,6 +553,7 @@ pub fn plan(
     // A rename serves nobody: it goes last, not between a change and the load balancer
     // reconfigurations that serve it (each write is one, applied in order).
     plan.steps.extend(rename);
+    names::at_most_two_of_a_name(&mut plan.steps, &mut plan.serves_after, desired, actual);
     plan
 }
 
