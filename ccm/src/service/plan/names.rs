@@ -83,7 +83,7 @@ fn old_pools_named(names: &HashMap<PoolId, String>, name: &str) -> Vec<Uuid> {
 /// Where a rename goes: moved from later in the plan, or a new step.
 enum Placement {
     Move(usize),
-    Add(Step),
+    Add(Box<Step>),
 }
 
 /// A rename that takes one of `holders` (pools named `name`) off that name before step `k`:
@@ -112,7 +112,7 @@ fn rename_first(
                 .any(|l| l.listener.key() == d.listener.key());
             (holds && d.name != name).then(|| d.name.clone())
         })?;
-        Some(Placement::Add(Step {
+        Some(Placement::Add(Box::new(Step {
             action: Action::RenamePool {
                 uuid: *uuid,
                 from: name.to_string(),
@@ -121,7 +121,7 @@ fn rename_first(
             impact: Impact::None,
             port: Some(to),
             group: None,
-        }))
+        })))
     })
 }
 
@@ -137,7 +137,7 @@ fn place(steps: &mut Vec<Step>, serves_after: &mut Option<usize>, k: usize, rena
             }
             steps.remove(r)
         }
-        Placement::Add(step) => step,
+        Placement::Add(step) => *step,
     };
     step.group = None;
     if let Some(n) = serves_after.as_mut()
