@@ -7,16 +7,19 @@ use crate::options::{Command, Options};
 use clap::Parser;
 use std::process::ExitCode;
 
+/// Whether log lines on stderr may carry terminal colour: only for a person at a terminal.
+/// Logs written to a file or a pipe (a pod's log) stay plain text; NO_COLOR (no-color.org)
+/// turns colour off everywhere.
+pub fn colour_wanted() -> bool {
+    std::io::IsTerminal::is_terminal(&std::io::stderr()) && std::env::var_os("NO_COLOR").is_none()
+}
+
 fn init_logging(format: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Colour only for a person at a terminal: logs written to a file or a pipe (a pod's
-    // log) stay plain text; NO_COLOR (no-color.org) turns it off everywhere.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
-        && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(ansi)
+        .with_ansi(colour_wanted())
         .with_writer(std::io::stderr);
     if format == "json" {
         builder.json().init();

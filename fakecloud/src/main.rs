@@ -210,8 +210,13 @@ fn parse_timestamps(s: &str) -> Result<Timestamps, String> {
 fn init_logging(format: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only for a person at a terminal: a log written to a file or a pipe stays
+    // plain text; NO_COLOR (no-color.org) turns it off everywhere.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         "text" => builder.init(),

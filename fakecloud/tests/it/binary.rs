@@ -518,6 +518,10 @@ fn exits_zero_on(sig: &str) {
     p.signal(sig);
     let status = p.wait_exit();
     assert!(status.success(), "exit after {sig}: {status:?}");
+    // The log goes to a pipe here, as to a file or a pod's log: plain text.
+    let log = p.take_stderr();
+    assert!(log.contains("shutting down"), "{log}");
+    assert!(!log.contains('\u{1b}'), "no terminal colour codes: {log}");
 }
 
 #[test]

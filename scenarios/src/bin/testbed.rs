@@ -50,6 +50,7 @@ fn main() -> std::process::ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
+        .with_ansi(ccm::cli::colour_wanted())
         .with_writer(std::io::stderr)
         .init();
     let rt = match tokio::runtime::Runtime::new() {
