@@ -108,7 +108,13 @@ async fn reconcile(
 ) -> Result<(Duration, bool), ServiceError> {
     // Boxed: a reconcile's state is kilobytes, copied on every move (into the task-local
     // scope, and the whole of it into the runner's box).
-    let (result, throttled) = cloudscale::throttled(Box::pin(reconcile_timed(&svc, ctx))).await;
+    // Every line logged meanwhile (plan steps, cloud API writes) names the Service.
+    let span = tracing::info_span!("reconcile", service = %service_key(&svc));
+    let (result, throttled) = cloudscale::throttled(Box::pin(tracing::Instrument::instrument(
+        reconcile_timed(&svc, ctx),
+        span,
+    )))
+    .await;
     // Time its requests waited for this CCM's rate limit: its budget, not the load
     // balancer (a held change says so, `wait.rs`).
     if let Some(w) = ctx.waiting.lock().get_mut(&service_key(&svc)) {

@@ -37,6 +37,10 @@ struct Args {
     /// Do not run the cloud controller manager (it runs in-process by default).
     #[arg(long)]
     without_ccm: bool,
+    /// Where the in-process cloud controller manager logs, at info (`RUST_LOG` sets what
+    /// goes to the terminal: warnings by default).
+    #[arg(long, default_value = "target/testbed/ccm.log")]
+    ccm_log: PathBuf,
 }
 
 /// The testbed's default `--time-scale`: brisk enough for a demo, slow enough that every
@@ -45,14 +49,10 @@ const DEFAULT_TIME_SCALE: f64 = 10.0;
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_ansi(ccm::cli::colour_wanted())
-        .with_writer(std::io::stderr)
-        .init();
+    if let Err(e) = init_logging((!args.without_ccm).then_some(&args.ccm_log)) {
+        eprintln!("testbed: {e:#}");
+        return std::process::ExitCode::FAILURE;
+    }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -67,6 +67,38 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// Warnings (or `RUST_LOG`) to the terminal; the in-process CCM's log at info to `ccm_log`,
+/// so that what it did can be read without drowning the terminal.
+fn init_logging(ccm_log: Option<&PathBuf>) -> anyhow::Result<()> {
+    use tracing_subscriber::{EnvFilter, Layer, fmt, prelude::*};
+    let terminal = fmt::layer()
+        .with_ansi(ccm::cli::colour_wanted())
+        .with_writer(std::io::stderr)
+        .with_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn")));
+    let file = match ccm_log {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            let f = std::fs::File::create(path)
+                .with_context(|| format!("--ccm-log: cannot write {}", path.display()))?;
+            Some(
+                fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(f))
+                    .with_filter(EnvFilter::new("ccm=info")),
+            )
+        }
+        None => None,
+    };
+    tracing_subscriber::registry()
+        .with(terminal)
+        .with(file)
+        .init();
+    Ok(())
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
@@ -151,7 +183,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
         loop {
             if let Some((Some(addr), _)) = ccm.started() {
                 println!(
-                    "cloud controller manager: running in-process, health and metrics on http://{addr}"
+                    "cloud controller manager: running in-process, health and metrics on http://{addr}; its log (info): {}",
+                    args.ccm_log.display()
                 );
                 break Some(ccm);
             }

@@ -143,9 +143,16 @@ impl Drop for Running {
     }
 }
 
+/// A testbed started by the quick start, with what its banner names.
+struct Testbed {
+    _running: Running,
+    cloud: String,
+    ccm_log: PathBuf,
+}
+
 /// Starts the testbed in `dir` with the quick start's arguments; returns it with fakecloud's
-/// URL, read off its banner once it says it is ready.
-fn start_testbed(dir: &Path, command: &str) -> (Running, String) {
+/// URL and the CCM's log, read off its banner once it says it is ready.
+fn start_testbed(dir: &Path, command: &str) -> Testbed {
     let args: Vec<&str> = command
         .split_once(" -- ")
         .map(|(_, a)| a.split_whitespace().collect())
@@ -167,7 +174,7 @@ fn start_testbed(dir: &Path, command: &str) -> (Running, String) {
             }
         }
     });
-    let mut cloud = None;
+    let (mut cloud, mut ccm_log) = (None, None);
     let deadline = Instant::now() + LIMIT;
     loop {
         let line = rx
@@ -176,11 +183,18 @@ fn start_testbed(dir: &Path, command: &str) -> (Running, String) {
         if let Some(rest) = line.strip_prefix("fakecloud: ") {
             cloud = rest.split_whitespace().next().map(str::to_string);
         }
+        if let Some((_, path)) = line.split_once("its log (info): ") {
+            ccm_log = Some(dir.join(path));
+        }
         if line.starts_with("Ctrl-C to stop") {
             break;
         }
     }
-    (running, cloud.expect("the banner names fakecloud's URL"))
+    Testbed {
+        _running: running,
+        cloud: cloud.expect("the banner names fakecloud's URL"),
+        ccm_log: ccm_log.expect("the banner names the CCM's log"),
+    }
 }
 
 fn run(dir: &Path, command: &str) -> String {
@@ -249,13 +263,13 @@ fn the_quick_start_runs_as_written() {
     let dir: PathBuf = Path::new(env!("CARGO_TARGET_TMPDIR")).join("quick-start");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch directory");
-    let mut testbed: Option<(Running, String)> = None;
+    let mut testbed: Option<Testbed> = None;
     let mut annotated_at = None;
     for command in quick_start_commands() {
         if command.starts_with("kubectl annotate")
-            && let Some((_, cloud)) = &testbed
+            && let Some(tb) = &testbed
         {
-            let clock = get_json(&format!("{cloud}/_fake/clock")).unwrap_or_default();
+            let clock = get_json(&format!("{}/_fake/clock", tb.cloud)).unwrap_or_default();
             annotated_at = clock["now"].as_str().map(str::to_string);
         }
         match classify(&command) {
@@ -282,7 +296,24 @@ fn the_quick_start_runs_as_written() {
             eprintln!("EXTERNAL-IP after {:.1?}", started.elapsed());
         }
     }
-    let (_running, cloud) = testbed.expect("the quick start starts the testbed");
+    let tb = testbed.expect("the quick start starts the testbed");
+    let cloud = tb.cloud.clone();
+    // The CCM's log file the banner names: info lines naming the Service, plain text.
+    let log = std::fs::read_to_string(&tb.ccm_log).expect("the CCM's log");
+    assert!(
+        log.lines()
+            .any(|l| l.contains(" INFO ") && l.contains("default/web")),
+        "{}: no info line naming default/web:\n{log}",
+        tb.ccm_log.display()
+    );
+    assert!(!log.contains('\u{1b}'), "no terminal colour codes: {log}");
+    // Every line about a load balancer's steps or the cloud writes done for it names the
+    // Service it serves.
+    for l in log.lines() {
+        if l.contains("load balancer step") || l.contains("cloudscale API write") {
+            assert!(l.contains("service=default/web"), "no Service named: {l}");
+        }
+    }
     let from = annotated_at.expect("the quick start annotates the Service");
     // The annotation's downtime, as the prose says: about 10 s without a listener per VIP.
     let down = poll("the listener recreation's downtime", || {
