@@ -11,7 +11,7 @@ use super::fetch::{Edit, Snapshot};
 use super::map::{self, Mapped};
 use super::model::{ActualLb, DesiredLb};
 use super::ownership::{self, Resolution, Seeker};
-use super::plan::{Impact, Ownership, Plan, RefusalKind};
+use super::plan::{Action, Impact, Ownership, Plan, RefusalKind};
 use super::prepare::{
     Prepared, Reads, account_servers, claimants, foreign_account, lookup, plan_for, prepare,
 };
@@ -174,6 +174,16 @@ pub fn ingress_of(svc: &Service) -> Vec<serde_json::Value> {
 async fn announce_ensuring(svc: &Service, ctx: &ServiceContext, p: &Plan) {
     ctx.ensuring.lock().insert(service_key(svc));
     let steps = p.steps.len();
+    // A new Service's first Event says that its load balancer is being created.
+    let what = match p.steps.first().map(|s| &s.action) {
+        Some(Action::CreateLb { name, flavor, zone }) => format!(
+            "Creating load balancer {name} ({flavor}{})",
+            zone.as_deref()
+                .map(|z| format!(", zone {z}"))
+                .unwrap_or_default()
+        ),
+        _ => "Ensuring load balancer".to_string(),
+    };
     ctx.events
         .publish(
             &svc.object_ref(&()),
@@ -181,7 +191,7 @@ async fn announce_ensuring(svc: &Service, ctx: &ServiceContext, p: &Plan) {
             "EnsuringLoadBalancer",
             "EnsureLoadBalancer",
             format!(
-                "Ensuring load balancer: {steps} change{} (impact {})",
+                "{what}: {steps} change{} (impact {})",
                 if steps == 1 { "" } else { "s" },
                 p.steps_impact()
             ),

@@ -335,6 +335,12 @@ async fn each_change_is_framed_by_ensuring_and_ensured_events_with_the_addresses
             .or(e.first_timestamp.as_ref().map(|t| t.0))
     };
     assert!(at(&ensuring).is_some(), "{ensuring:?}");
+    // The first Event of a new Service speaks of creation.
+    let first = ensuring.message.clone().unwrap_or_default();
+    assert!(
+        first.starts_with("Creating load balancer k8s-service-"),
+        "{first}"
+    );
     assert!(at(&ensuring) <= at(&waited) && at(&waited) <= at(&ensured));
     assert_eq!(times(&bed, "framed", "EnsuringLoadBalancer").await, 1);
 
