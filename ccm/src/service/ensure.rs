@@ -661,6 +661,19 @@ async fn finish(
         )
         .await?;
     }
+    // Status last, as the reference does: an ingress means everything else is written.
+    let status = json!({"status": {"loadBalancer": {"ingress": ingress(cfg, lb)}}});
+    let current = json!({"status": {"loadBalancer": {"ingress": ingress_of(svc)}}});
+    if status != current {
+        api.patch_status(
+            &svc.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&status),
+        )
+        .await?;
+    }
+    // `EnsuredLoadBalancer` once the status is written, so that a user who reads it finds
+    // the ingress; a status write that fails leaves it for the next pass.
     let announced = ctx.ensuring.lock().remove(&service_key(svc));
     if differs || announced {
         ctx.events
@@ -677,17 +690,6 @@ async fn finish(
                 ),
             )
             .await;
-    }
-    // Status last, as the reference does: an ingress means everything else is written.
-    let status = json!({"status": {"loadBalancer": {"ingress": ingress(cfg, lb)}}});
-    let current = json!({"status": {"loadBalancer": {"ingress": ingress_of(svc)}}});
-    if status != current {
-        api.patch_status(
-            &svc.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&status),
-        )
-        .await?;
     }
     Ok(())
 }

@@ -315,6 +315,17 @@ async fn each_change_is_framed_by_ensuring_and_ensured_events_with_the_addresses
         .wait_event("framed", "EnsuredLoadBalancer", " at ")
         .await;
     let message = ensured.message.clone().unwrap_or_default();
+    // Written after the status: a user reading it finds the ingress.
+    let version = |m: &kube::api::ObjectMeta| {
+        m.resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or_default()
+    };
+    assert!(
+        version(&ensured.metadata) > version(&served.metadata),
+        "EnsuredLoadBalancer before the status: {message}"
+    );
     for entry in ingress(&served) {
         let ip = entry["ip"].as_str().unwrap_or_default();
         assert!(
