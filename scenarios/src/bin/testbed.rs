@@ -9,7 +9,7 @@ use scenarios::ccm_bed::InProcessCcm;
 use scenarios::cluster::Cluster;
 use scenarios::testbed::{Testbed, TestbedConfig};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Parser)]
 #[command(name = "testbed", version)]
@@ -49,7 +49,7 @@ const DEFAULT_TIME_SCALE: f64 = 10.0;
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    if let Err(e) = init_logging((!args.without_ccm).then_some(&args.ccm_log)) {
+    if let Err(e) = init_logging((!args.without_ccm).then_some(args.ccm_log.as_path())) {
         eprintln!("testbed: {e:#}");
         return std::process::ExitCode::FAILURE;
     }
@@ -71,7 +71,7 @@ fn main() -> std::process::ExitCode {
 
 /// Warnings (or `RUST_LOG`) to the terminal; the in-process CCM's log at info to `ccm_log`,
 /// so that what it did can be read without drowning the terminal.
-fn init_logging(ccm_log: Option<&PathBuf>) -> anyhow::Result<()> {
+fn init_logging(ccm_log: Option<&Path>) -> anyhow::Result<()> {
     use tracing_subscriber::{EnvFilter, Layer, fmt, prelude::*};
     let terminal = fmt::layer()
         .with_ansi(ccm::cli::colour_wanted())

@@ -46,10 +46,10 @@ pub(super) fn at_most_two_of_a_name(
                 // The rename is walked next, then this creation again.
                 continue;
             }
-            if let Action::CreatePool { name, besides, .. } = &mut steps[k].action {
+            if let Action::CreatePool { besides, .. } = &mut steps[k].action {
                 // What a lookup after a lost answer must not take for the new pool: every
                 // pool of its name at this point of the plan.
-                for uuid in old_pools_named(&names, name) {
+                for uuid in holders {
                     if !besides.contains(&uuid) {
                         besides.push(uuid);
                     }
