@@ -6,7 +6,7 @@ use crate::cloudscale::{self, Client, ClientConfig, RateLimit, RetryPolicy, Tran
 use crate::events::Events;
 use crate::health::{self, Readiness};
 use crate::leader::{LeaderElectionConfig, LeaderElector};
-use crate::metrics::Metrics;
+use crate::metrics::{KubeRequestsLayer, Metrics};
 use crate::node::controller::{self as node_controller, NodeContext};
 use crate::node::lifecycle::{self, LifecycleContext};
 use crate::options::{self, Options};
@@ -65,7 +65,8 @@ impl Environment {
     }
 }
 
-async fn kube_client(opts: &Options) -> Result<kube::Client, AppError> {
+/// The Kubernetes client, its requests counted in `metrics` (`rest_client_*`).
+async fn kube_client(opts: &Options, metrics: &Arc<Metrics>) -> Result<kube::Client, AppError> {
     let config = match &opts.kubeconfig {
         Some(path) => {
             let kc =
@@ -84,7 +85,11 @@ async fn kube_client(opts: &Options) -> Result<kube::Client, AppError> {
             .await
             .map_err(|e| AppError::NoKubeConfig(e.to_string()))?,
     };
-    kube::Client::try_from(config).map_err(|e| AppError::KubeClient(e.to_string()))
+    let builder = kube::client::ClientBuilder::try_from(config)
+        .map_err(|e| AppError::KubeClient(e.to_string()))?;
+    Ok(builder
+        .with_layer(&KubeRequestsLayer::new(metrics.clone()))
+        .build())
 }
 
 /// A running CCM's handles (for tests and `main`).
@@ -102,7 +107,10 @@ pub struct Running {
 /// its clock and randomness, and whether it serves health and metrics on a socket.
 /// Production gets these from [`run`]; a simulation passes in-process ones to [`run_wired`].
 pub struct Wiring {
+    /// Its requests counted in `metrics` (see [`KubeRequestsLayer`]).
     pub kube: kube::Client,
+    /// The registry `/metrics` shows (the one the Kubernetes client counts in).
+    pub metrics: Arc<Metrics>,
     /// `None`: reqwest to the API URL.
     pub cloud_transport: Option<Arc<dyn Transport>>,
     pub ambient: Ambient,
@@ -126,9 +134,11 @@ pub async fn run(
         env.access_token.clone(),
     )?;
     cloudscale::install_crypto_provider();
-    let kube = kube_client(&opts).await?;
+    let metrics = Arc::new(Metrics::new());
+    let kube = kube_client(&opts, &metrics).await?;
     let wiring = Wiring {
         kube,
+        metrics,
         cloud_transport: None,
         ambient: Ambient::system(),
         serve_health: true,
@@ -173,11 +183,12 @@ pub async fn run_wired(
     let timeout = options::api_timeout(env.api_timeout.clone()).map_err(AppError::Config)?;
     let Wiring {
         kube,
+        metrics,
         cloud_transport,
         ambient,
         serve_health,
     } = wiring;
-    let metrics = Arc::new(Metrics::new());
+    metrics.set_lease(&opts.leader_elect_resource_name);
     let readiness = Arc::new(Readiness::default());
     let sizes = crate::sizes::Probe::new();
 
@@ -238,12 +249,13 @@ pub async fn run_wired(
     check_api(&cloud, &api_url).await?;
 
     let identity = crate::leader::default_identity(&ambient);
-    let events = Events::new(kube.clone(), Some(identity.clone()), ambient.clone());
+    let events = Events::new(kube.clone(), Some(identity.clone()), ambient.clone())
+        .counted_in(metrics.clone());
     // Node work goes ahead of load-balancer work under the rate limit.
-    let directory = Arc::new(cloud.prioritized());
+    let directory = |controller| Arc::new(cloud.prioritized().for_controller(controller));
     let node_ctx = Arc::new(NodeContext {
         client: kube.clone(),
-        directory: directory.clone(),
+        directory: directory(crate::node::controller::CONTROLLER),
         events: events.clone(),
         metrics: metrics.clone(),
         refresh: opts.node_status_update_frequency,
@@ -256,7 +268,7 @@ pub async fn run_wired(
         pace: parking_lot::Mutex::new(crate::node::guard::Pace::new(opts.node_deletion_rate)),
         ..LifecycleContext::new(
             kube.clone(),
-            directory,
+            directory(crate::node::lifecycle::CONTROLLER),
             events,
             metrics.clone(),
             opts.node_monitor_period,
@@ -267,8 +279,9 @@ pub async fn run_wired(
     let run_services = opts.controller_enabled("service");
     let service_ctx = Arc::new(ServiceContext {
         kube: kube.clone(),
-        cloud: cloud.clone(),
-        events: Events::new(kube.clone(), Some(identity.clone()), ambient.clone()),
+        cloud: cloud.for_controller(crate::service::controller::CONTROLLER),
+        events: Events::new(kube.clone(), Some(identity.clone()), ambient.clone())
+            .counted_in(metrics.clone()),
         metrics: metrics.clone(),
         cluster_name: opts.cluster_name.clone(),
         apply: ApplyOptions {

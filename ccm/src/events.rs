@@ -44,6 +44,8 @@ pub struct Events {
     recorded: std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<EventKey, Recorded>>>,
     /// The time stamp (Unix nanoseconds) of the last Event name handed out.
     last_name: std::sync::Arc<parking_lot::Mutex<i128>>,
+    /// Where each Event is counted (`cloudscale_ccm_events_total`).
+    metrics: Option<std::sync::Arc<crate::metrics::Metrics>>,
 }
 
 impl Events {
@@ -58,6 +60,15 @@ impl Events {
             instance: instance.unwrap_or_else(|| crate::COMPONENT.to_string()),
             recorded: Default::default(),
             last_name: Default::default(),
+            metrics: None,
+        }
+    }
+
+    /// Counts every Event it records in `metrics`, by type and reason.
+    pub fn counted_in(self, metrics: std::sync::Arc<crate::metrics::Metrics>) -> Events {
+        Events {
+            metrics: Some(metrics),
+            ..self
         }
     }
 
@@ -92,6 +103,9 @@ impl Events {
         action: &str,
         note: String,
     ) {
+        if let Some(m) = &self.metrics {
+            m.event(warning, reason);
+        }
         if let Err(e) = self
             .try_publish(object, warning, reason, action, note)
             .await

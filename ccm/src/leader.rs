@@ -384,7 +384,7 @@ impl LeaderElector {
         &self.config
     }
 
-    /// Leadership as a watch channel (for the `ccm_leader` metric and `/readyz`).
+    /// Leadership as a watch channel (for the `leader_election_master_status` metric and `/readyz`).
     pub fn status(&self) -> LeaderStatus {
         LeaderStatus {
             rx: self.status.subscribe(),

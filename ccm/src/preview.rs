@@ -110,16 +110,28 @@ pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewErro
                     path: path.display().to_string(),
                     reason: e.to_string(),
                 })?;
+            notes.extend(named_otherwise(&proposed, ns, name));
             proposed.metadata.namespace = Some(ns.to_string());
-            notes = complete(&mut proposed, live.as_ref());
+            notes.extend(complete(&mut proposed, live.as_ref()));
             proposed
         }
-        None => {
-            live.ok_or_else(|| PreviewError::Setup(format!("Service {ns}/{name} does not exist")))?
-        }
+        None => live
+            .clone()
+            .ok_or_else(|| PreviewError::Setup(format!("Service {ns}/{name} does not exist")))?,
     };
     let plan = controller::preview(&kube, &cloud, &args.cluster_name, &svc).await?;
+    // A proposal that takes a handled Service out of this CCM's hands deletes its load
+    // balancer, as the reconcile's cleanup would.
+    let leaving = match (&plan, &live) {
+        (None, Some(live)) if args.file.is_some() && handled(live) => {
+            Some(controller::preview_deletion(&kube, &cloud, &args.cluster_name, live).await?)
+        }
+        _ => None,
+    };
     let mut out = match plan {
+        None if leaving.is_some() => {
+            deletion_text(ns, name, leaving.as_deref().unwrap_or_default())
+        }
         None => format!(
             "Service {ns}/{name} is not handled by this CCM (not type LoadBalancer, or a loadBalancerClass)."
         ),
@@ -137,6 +149,59 @@ pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewErro
         out.push_str(&n);
     }
     Ok(out)
+}
+
+/// Whether this CCM handles `svc` (a LoadBalancer of its class, whatever its annotations).
+fn handled(svc: &Service) -> bool {
+    !matches!(crate::service::annotations::parse_service(svc), Ok(None))
+}
+
+/// A note when the file describes another Service than `--service` names (pure): the
+/// preview is of `ns/name` all the same, with the file's spec.
+pub fn named_otherwise(proposed: &Service, ns: &str, name: &str) -> Option<String> {
+    let file_name = proposed.metadata.name.as_deref().unwrap_or(name);
+    let file_ns = proposed.metadata.namespace.as_deref().unwrap_or(ns);
+    (file_name != name || file_ns != ns).then(|| {
+        format!(
+            "the file describes Service {file_ns}/{file_name}; this is the preview of {ns}/{name} (--service) with its spec"
+        )
+    })
+}
+
+/// What a Service leaving this CCM's hands loses (pure): each load balancer deleted with
+/// its addresses, and the floating IPs left unassigned.
+pub fn deletion_text(
+    ns: &str,
+    name: &str,
+    doomed: &[(crate::cloudscale::LoadBalancer, Vec<String>)],
+) -> String {
+    if doomed.is_empty() {
+        return format!(
+            "Service {ns}/{name} would no longer be handled by this CCM (not type LoadBalancer, or a loadBalancerClass); no load balancer of it is found: nothing is deleted."
+        );
+    }
+    let mut out = format!(
+        "Service {ns}/{name}: impact {} (it would no longer be handled by this CCM: not type LoadBalancer, or a loadBalancerClass)",
+        crate::service::plan::Impact::Outage
+    );
+    for (lb, fips) in doomed {
+        let addresses = lb
+            .vip_addresses
+            .iter()
+            .map(|v| v.address.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push_str(&format!(
+            "\n  delete load balancer {} ({}): its addresses {addresses} go, with the Service's ingress",
+            lb.name, lb.uuid
+        ));
+        for f in fips {
+            out.push_str(&format!(
+                "\n  floating IP {f} is unassigned (it stays in the account)"
+            ));
+        }
+    }
+    out
 }
 
 /// Placeholder node ports for what Kubernetes allocates on apply, from the top of its
@@ -256,6 +321,40 @@ mod tests {
         assert_eq!(proposed.metadata.uid.as_deref(), Some("u1"));
         assert_eq!(notes.len(), 1, "{notes:?}");
         assert!(notes[0].contains("spec.ports[1] (alt)"), "{notes:?}");
+    }
+
+    #[test]
+    fn a_file_of_another_service_or_namespace_is_noted() {
+        let named = |name: &str, ns: Option<&str>| {
+            let mut s = svc(serde_json::json!({"metadata": {"name": name}}));
+            s.metadata.namespace = ns.map(str::to_string);
+            s
+        };
+        assert_eq!(named_otherwise(&named("web", None), "default", "web"), None);
+        assert_eq!(
+            named_otherwise(&named("web", Some("default")), "default", "web"),
+            None
+        );
+        let other = named_otherwise(&named("shop", None), "default", "web");
+        assert!(
+            other
+                .as_deref()
+                .is_some_and(|n| n.contains("Service default/shop")),
+            "{other:?}"
+        );
+        let ns = named_otherwise(&named("web", Some("prod")), "default", "web");
+        assert!(
+            ns.as_deref()
+                .is_some_and(|n| n.contains("Service prod/web")),
+            "{ns:?}"
+        );
+    }
+
+    #[test]
+    fn leaving_without_a_load_balancer_deletes_nothing() {
+        let text = deletion_text("default", "web", &[]);
+        assert!(text.contains("nothing is deleted"), "{text}");
+        assert!(!text.contains("impact"), "{text}");
     }
 
     #[test]

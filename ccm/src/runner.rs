@@ -10,6 +10,7 @@
 //! a key that is already due earlier keeps the earlier time.
 
 use crate::ambient::Ambient;
+use crate::metrics::{Metrics, QueueGauges, Workqueue};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use kube::runtime::reflector::{self, Store};
@@ -18,7 +19,7 @@ use kube::runtime::watcher;
 use parking_lot::Mutex;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -70,7 +71,8 @@ struct State {
     due: BTreeSet<(Instant, u64, Key)>,
     /// When each queued key is due.
     queued: BTreeMap<Key, (Instant, u64)>,
-    running: BTreeSet<Key>,
+    /// The keys being reconciled, each with the time a worker took it.
+    running: BTreeMap<Key, Instant>,
     asked: u64,
     /// Keys served before the others that are due (see [`Queue::prefer`]).
     /// Each preferred key's rank: the order in which it was first preferred.
@@ -85,6 +87,8 @@ struct State {
 pub struct Queue {
     state: Mutex<State>,
     wake: Notify,
+    /// Its `workqueue_*` counters, once [`Queue::count_in`] registered it.
+    counts: std::sync::OnceLock<Arc<Workqueue>>,
 }
 
 impl Queue {
@@ -98,6 +102,8 @@ impl Queue {
                     return;
                 }
                 s.due.remove(&(t, n, key.clone()));
+            } else if let Some(c) = self.counts.get() {
+                c.added();
             }
             s.asked += 1;
             let n = s.asked;
@@ -137,7 +143,9 @@ impl Queue {
             return None;
         }
         let waiting = |k: &Key| {
-            k != key && !s.running.contains(k) && s.queued.get(k).is_some_and(|(t, _)| *t <= now)
+            k != key
+                && !s.running.contains_key(k)
+                && s.queued.get(k).is_some_and(|(t, _)| *t <= now)
         };
         let ahead = match s.preferred.get(key) {
             Some(&rank) => s
@@ -180,7 +188,7 @@ impl Queue {
         self.len() == 0
     }
 
-    /// How many keys are due now and not running: the backlog (`ccm_queue_depth`), not
+    /// How many keys are due now and not running: the backlog (`workqueue_depth`), not
     /// the keys scheduled for a later resync.
     pub fn due_now(&self) -> usize {
         let now = Instant::now();
@@ -188,7 +196,7 @@ impl Queue {
         s.due
             .iter()
             .take_while(|(at, _, _)| *at <= now)
-            .filter(|(_, _, k)| !s.running.contains(k))
+            .filter(|(_, _, k)| !s.running.contains_key(k))
             .count()
     }
 
@@ -199,19 +207,22 @@ impl Queue {
         let mut s = self.state.lock();
         let preferred = s.ranked.iter().find_map(|(_, k)| {
             let &(at, n) = s.queued.get(k)?;
-            (at <= now && !s.running.contains(k)).then(|| (at, n, k.clone()))
+            (at <= now && !s.running.contains_key(k)).then(|| (at, n, k.clone()))
         });
         let first = preferred.or_else(|| {
             s.due
                 .iter()
-                .find(|(_, _, k)| !s.running.contains(k))
+                .find(|(_, _, k)| !s.running.contains_key(k))
                 .cloned()
         });
         match first {
             Some((at, n, key)) if at <= now => {
                 s.due.remove(&(at, n, key.clone()));
                 s.queued.remove(&key);
-                s.running.insert(key.clone());
+                s.running.insert(key.clone(), now);
+                if let Some(c) = self.counts.get() {
+                    c.taken(now.saturating_duration_since(at));
+                }
                 Ok(key)
             }
             Some((at, _, _)) => Err(Some(at)),
@@ -220,8 +231,40 @@ impl Queue {
     }
 
     fn finish(&self, key: &Key) {
-        self.state.lock().running.remove(key);
+        let started = self.state.lock().running.remove(key);
+        if let (Some(c), Some(started)) = (self.counts.get(), started) {
+            c.done(started.elapsed());
+        }
         self.wake.notify_one();
+    }
+
+    /// Reports this queue's `workqueue_*` series to `metrics` under `name` from now on.
+    pub fn count_in(self: &Arc<Self>, name: &str, metrics: &Metrics) {
+        let gauges: Weak<dyn QueueGauges> = Arc::downgrade(self) as Weak<dyn QueueGauges>;
+        let _ = self.counts.set(metrics.workqueue(name, gauges));
+    }
+
+    /// A key goes back on the queue after a failed reconcile (`workqueue_retries_total`).
+    pub fn note_retry(&self) {
+        if let Some(c) = self.counts.get() {
+            c.retried();
+        }
+    }
+}
+
+impl QueueGauges for Queue {
+    fn depth(&self) -> usize {
+        self.due_now()
+    }
+
+    fn running_for(&self) -> Vec<Duration> {
+        let now = Instant::now();
+        self.state
+            .lock()
+            .running
+            .values()
+            .map(|t| now.saturating_duration_since(*t))
+            .collect()
     }
 }
 
@@ -503,6 +546,58 @@ mod tests {
         assert_eq!(q.due_now(), 1, "a runs: only b waits");
         tokio::time::advance(Duration::from_secs(60)).await;
         assert_eq!(q.due_now(), 2, "b and later");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_counted_queue_reports_adds_waits_work_and_retries() {
+        let metrics = Metrics::new();
+        let q = Arc::new(Queue::default());
+        q.count_in("service", &metrics);
+        q.schedule(key("a"), Duration::ZERO);
+        q.schedule(key("a"), Duration::ZERO);
+        q.schedule(key("b"), Duration::from_secs(30));
+        tokio::time::advance(Duration::from_secs(2)).await;
+        assert_eq!(q.take(), Ok(key("a")));
+        tokio::time::advance(Duration::from_secs(3)).await;
+        let series = |name: &str| {
+            metrics
+                .render()
+                .lines()
+                .find(|l| l.starts_with(name))
+                .map(|l| l.rsplit(' ').next().unwrap_or_default().to_string())
+        };
+        assert_eq!(
+            series("workqueue_adds_total{").as_deref(),
+            Some("2"),
+            "a asked twice: added once"
+        );
+        assert_eq!(
+            series("workqueue_depth{").as_deref(),
+            Some("0"),
+            "b is not due yet"
+        );
+        assert_eq!(
+            series("workqueue_longest_running_processor_seconds{").as_deref(),
+            Some("3")
+        );
+        q.finish(&key("a"));
+        q.note_retry();
+        let text = metrics.render();
+        for line in [
+            "workqueue_queue_duration_seconds_bucket{name=\"service\",le=\"1\"} 0",
+            "workqueue_queue_duration_seconds_bucket{name=\"service\",le=\"10\"} 1",
+            "workqueue_work_duration_seconds_sum{name=\"service\"} 3",
+            "workqueue_retries_total{name=\"service\"} 1",
+            "workqueue_unfinished_work_seconds{name=\"service\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} missing:\n{text}");
+        }
+        tokio::time::advance(Duration::from_secs(30)).await;
+        assert_eq!(
+            series("workqueue_depth{").as_deref(),
+            Some("1"),
+            "b is due now"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -26,6 +26,9 @@ pub struct LogEntry {
     pub route: Option<String>,
     pub status: u16,
     pub duration_ms: f64,
+    /// The client's `User-Agent` (which client sent it, when several share an account).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_agent: Option<String>,
 }
 
 #[derive(Debug, Default)]

@@ -68,6 +68,7 @@ async fn log_request(Extension(app): Extension<App>, req: Request, next: Next) -
         .extensions()
         .get::<MatchedPath>()
         .map(|m| m.as_str().to_string());
+    let user_agent = user_agent(req.headers());
     let time = format_time(app.now());
     let response = next.run(req).await;
     let status = response.status().as_u16();
@@ -80,8 +81,17 @@ async fn log_request(Extension(app): Extension<App>, req: Request, next: Next) -
         route,
         status,
         duration_ms: started.elapsed().as_secs_f64() * 1000.0,
+        user_agent,
     });
     response
+}
+
+/// The `User-Agent` header, when it is text.
+fn user_agent(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 async fn not_found() -> ApiError {
@@ -210,6 +220,7 @@ async fn serve_one(app: App, router: Router, req: Request) -> Result<Response, D
                 route: Some("(fault)".to_string()),
                 status: response.as_ref().map(|r| r.status().as_u16()).unwrap_or(0),
                 duration_ms: latency.as_secs_f64() * 1000.0,
+                user_agent: user_agent(req.headers()),
             });
             return response.map(with_cors).ok_or(Dropped);
         }

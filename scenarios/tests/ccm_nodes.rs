@@ -454,7 +454,7 @@ async fn a_wrong_api_root_deletes_no_node_and_names_the_url() {
         "{text}"
     );
     assert!(
-        text.contains("ccm_node_deletions_held{reason=\"no-server-list\"} 1"),
+        text.contains("cloudscale_ccm_node_deletions_held{reason=\"no-server-list\"} 1"),
         "{text}"
     );
     // The API answers again: the root is right, the stopped server's Node stays.
@@ -515,10 +515,13 @@ async fn another_projects_account_deletes_no_node() {
     );
     let text = h.metrics.render();
     assert!(
-        text.contains("ccm_node_deletions_held{reason=\"foreign-account\"} 1"),
+        text.contains("cloudscale_ccm_node_deletions_held{reason=\"foreign-account\"} 1"),
         "{text}"
     );
-    assert!(text.contains("ccm_node_deletions_total 0"), "{text}");
+    assert!(
+        text.contains("cloudscale_ccm_node_deletions_total 0"),
+        "{text}"
+    );
 }
 
 /// Three of four servers deleted at once: more than the 55 % of the cluster that may look
@@ -559,7 +562,7 @@ async fn more_than_the_threshold_of_nodes_gone_at_once_deletes_none() {
     assert!(
         h.metrics
             .render()
-            .contains("ccm_node_deletions_held{reason=\"threshold\"} 3")
+            .contains("cloudscale_ccm_node_deletions_held{reason=\"threshold\"} 3")
     );
 }
 
@@ -607,7 +610,7 @@ async fn api_errors_and_timeouts_delay_but_never_delete_or_corrupt() {
     let count = |text: &str| {
         text.lines()
             .find(|l| {
-                l.starts_with("ccm_reconcile_total{controller=\"node-lifecycle\",result=\"error\"}")
+                l.starts_with("cloudscale_ccm_reconcile_total{controller=\"node-lifecycle\",result=\"error\"}")
             })
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|n| n.parse::<u64>().ok())

@@ -145,6 +145,8 @@ pub struct Client {
     counters: Arc<Counters>,
     /// Requests go through the rate limit's priority lane (see [`Client::prioritized`]).
     priority: bool,
+    /// The controller its requests are counted for (see [`Client::for_controller`]).
+    controller: Option<&'static str>,
 }
 
 /// One failed attempt.
@@ -317,6 +319,7 @@ impl Client {
             }),
             counters: Arc::new(Counters::default()),
             priority: false,
+            controller: None,
         })
     }
 
@@ -364,6 +367,16 @@ impl Client {
             inner: self.inner.clone(),
             counters: Arc::new(Counters::default()),
             priority: self.priority,
+            controller: self.controller,
+        }
+    }
+
+    /// A clone whose requests `cloudscale_ccm_api_calls_total` counts for `controller`
+    /// (every request: shared reads, polls and retries included).
+    pub fn for_controller(&self, controller: &'static str) -> Client {
+        Client {
+            controller: Some(controller),
+            ..self.clone()
         }
     }
 
@@ -432,6 +445,9 @@ impl Client {
                     status,
                     started.elapsed(),
                 );
+                if let Some(c) = self.controller {
+                    m.controller_call(c, *method != Method::GET);
+                }
             }
         };
         // The whole exchange is bounded here, whatever the transport does.
@@ -439,7 +455,7 @@ impl Client {
         let resp = match sent.await.unwrap_or(Err(TransportError::Timeout)) {
             Ok(r) => r,
             Err(e) => {
-                record("error");
+                record("<error>");
                 self.inner.trouble.failed(class, Instant::now());
                 let unknown_outcome = !matches!(e, TransportError::Connect(_));
                 let error = match e {

@@ -218,7 +218,8 @@ async fn refresh<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Resul
 }
 
 /// Initializes or refreshes one Node; answers when to look at it again.
-async fn reconcile<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Duration {
+/// Whether it failed (and is looked at again after the retry delay).
+async fn reconcile<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> (Duration, bool) {
     let started = Instant::now();
     let uid = node.uid().unwrap_or_default();
     let tainted = has_taint(node, UNINITIALIZED_TAINT);
@@ -229,7 +230,7 @@ async fn reconcile<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Dur
         .is_some_and(|(u, at)| *u == uid && at.elapsed() < ctx.retry);
     if tainted && just_done {
         // Initialized a moment ago: our updates are on their way to the cache.
-        return ctx.retry;
+        return (ctx.retry, false);
     }
     let result = if tainted {
         initialize(node, ctx).await
@@ -261,10 +262,10 @@ async fn reconcile<D: ServerDirectory>(node: &Node, ctx: &NodeContext<D>) -> Dur
             .await;
     }
     match result {
-        Ok(()) => ctx.refresh,
+        Ok(()) => (ctx.refresh, false),
         Err(e) => {
             tracing::warn!(node = %node.name_any(), error = %e, "node reconcile failed");
-            ctx.retry
+            (ctx.retry, true)
         }
     }
 }
@@ -277,6 +278,7 @@ pub async fn run<D: ServerDirectory>(
 ) {
     let store = nodes.store();
     let queue = Arc::new(Queue::default());
+    queue.count_in(CONTROLLER, &ctx.metrics);
     nodes.subscribe({
         let (queue, ctx, store) = (queue.clone(), ctx.clone(), store.clone());
         move |change| match change {
@@ -299,18 +301,18 @@ pub async fn run<D: ServerDirectory>(
     // first), so a Node is never reconciled from a copy older than what has arrived (our
     // own patches would otherwise be seen half-applied and initialized twice).
     runner::run(queue.clone(), NODE_WORKERS, shutdown, |key: Key| {
-        let (ctx, store) = (ctx.clone(), store.clone());
-        ctx.metrics.queue_depth(
-            CONTROLLER,
-            i64::try_from(queue.due_now()).unwrap_or(i64::MAX),
-        );
+        let (ctx, store, queue) = (ctx.clone(), store.clone(), queue.clone());
         async move {
             let Some(node) = store.get(&key.object_ref()) else {
                 // Deleted: what was noted of it goes too.
                 ctx.forget_gone(|name| name != key.name);
                 return None;
             };
-            Some(reconcile(&node, &ctx).await)
+            let (again, failed) = reconcile(&node, &ctx).await;
+            if failed {
+                queue.note_retry();
+            }
+            Some(again)
         }
     })
     .await;

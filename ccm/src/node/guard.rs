@@ -42,7 +42,7 @@ pub enum Hold {
 }
 
 impl Hold {
-    /// The `reason` label of `ccm_node_deletions_held`.
+    /// The `reason` label of `cloudscale_ccm_node_deletions_held`.
     pub fn label(&self) -> &'static str {
         match self {
             Hold::NoServerList(_) => "no-server-list",

@@ -326,6 +326,7 @@ pub async fn run(
     *ctx.services.write() = Some(store.clone());
     *ctx.nodes.write() = Some(nodes.store());
     let queue = Arc::new(Queue::default());
+    queue.count_in(CONTROLLER, &ctx.metrics);
     services.subscribe({
         let (queue, ctx, store) = (queue.clone(), ctx.clone(), store.clone());
         // Each Service's floating IP claim as last seen, to tell the Services that share an
@@ -452,10 +453,6 @@ pub async fn run(
         shutdown,
         |key: Key| {
             let (ctx, store, queue) = (ctx.clone(), services.store(), queue.clone());
-            ctx.metrics.queue_depth(
-                CONTROLLER,
-                i64::try_from(queue.due_now()).unwrap_or(i64::MAX),
-            );
             async move {
                 // Gone from the cache: deleted (its finalizer is ours, so the cleanup
                 // already ran).
@@ -480,6 +477,7 @@ pub async fn run(
                     }
                     Err(e) => {
                         queue.prefer(&key, false);
+                        queue.note_retry();
                         error_policy(&svc, &e, &ctx)
                     }
                 };
@@ -507,7 +505,7 @@ fn key_of(key: &str) -> Option<Key> {
 }
 
 /// What the controller would do for `cfg`'s Service, as a preview: see [`ensure::preview`].
-pub use ensure::preview;
+pub use ensure::{preview, preview_deletion};
 
 #[cfg(test)]
 mod tests {

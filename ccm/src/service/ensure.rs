@@ -501,7 +501,7 @@ async fn one_pass(
                 false,
                 "PlannedChange",
                 "PlanLoadBalancer",
-                format!("impact {}:\n{}", p.steps_impact(), p.describe()),
+                p.summary(&service_key(svc)),
             )
             .await;
     }
@@ -537,8 +537,6 @@ async fn one_pass(
         _ => ctx.shared.invalidate(),
     }
     let outcome = executed?;
-    ctx.metrics
-        .reconcile_api_calls(super::controller::CONTROLLER, outcome.reads, outcome.writes);
     if outcome.superseded {
         return Ok(Pass::Superseded);
     }
@@ -696,6 +694,42 @@ async fn finish(
 
 /// What the controller would do for `svc` (live or proposed), without writing anything:
 /// the same pipeline as a reconcile ([`prepare`]), with every list read directly.
+/// What deleting the Service's load balancer would remove, as [`cleanup`] finds it (for a
+/// preview of a Service that stops being a LoadBalancer): each load balancer that would be
+/// deleted, with the floating IPs that point at it (they stay in the account, unassigned).
+pub async fn preview_deletion(
+    kube: &kube::Client,
+    cloud: &Cloud,
+    cluster_name: &str,
+    live: &Service,
+) -> Result<Vec<(LoadBalancer, Vec<String>)>, ServiceError> {
+    let uid = live.metadata.uid.clone().unwrap_or_default();
+    let name = annotations::lb_name(live);
+    let uuid = annotations::lb_uuid(live).ok().flatten();
+    let services = Reads::Direct { kube, cloud }.services().await?;
+    let others = claimants(&services, &uid);
+    let snapshot = Snapshot::fetch(cloud).await?;
+    let seeker = Seeker {
+        uid: &uid,
+        name: &name,
+        uuid,
+    };
+    let resolution = ownership::resolve(&seeker, &snapshot.load_balancers, cluster_name, &others);
+    let doomed = ownership::doomed(&resolution, &uid).unwrap_or_default();
+    Ok(doomed
+        .into_iter()
+        .map(|lb| {
+            let fips = snapshot
+                .floating_ips
+                .iter()
+                .filter(|f| f.load_balancer.as_ref().is_some_and(|l| l.uuid == lb.uuid))
+                .map(|f| f.network.clone())
+                .collect();
+            (lb.clone(), fips)
+        })
+        .collect())
+}
+
 pub async fn preview(
     kube: &kube::Client,
     cloud: &Cloud,

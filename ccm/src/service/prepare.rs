@@ -36,7 +36,7 @@ pub enum Reads<'a> {
 }
 
 impl Reads<'_> {
-    async fn services(&self) -> Result<Vec<Arc<Service>>, ServiceError> {
+    pub(super) async fn services(&self) -> Result<Vec<Arc<Service>>, ServiceError> {
         match self {
             Reads::Cached(ctx) => Ok(ctx.services()),
             Reads::Direct { kube, .. } => Ok(Api::<Service>::all((*kube).clone())

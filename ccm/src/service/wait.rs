@@ -21,16 +21,7 @@ pub(super) async fn note_waiting(
     pending: &[Pending],
     planned: bool,
 ) {
-    let what = pending
-        .iter()
-        .map(|p| p.what.as_str())
-        .collect::<Vec<_>>()
-        .join("; ");
-    let reason = pending
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
+    let (what, reason) = clauses(pending);
     let reason = reason.as_str();
     let key = service_key(svc);
     let (announce, warn) = {
@@ -204,10 +195,75 @@ pub(super) fn continues(ctx: &ServiceContext, svc: &Service, desired: &DesiredLb
         .is_some_and(|w| w.desired == *desired)
 }
 
+/// What the waits are for, and the same with their details (pure): each thing awaited
+/// once, in the order first met, the details of every wait on it together (two waits on
+/// one pool, from two steps of a plan, read as one clause).
+fn clauses(pending: &[Pending]) -> (String, String) {
+    let mut merged: Vec<(&str, Vec<&str>)> = Vec::new();
+    for p in pending {
+        let i = match merged.iter().position(|(what, _)| *what == p.what) {
+            Some(i) => i,
+            None => {
+                merged.push((&p.what, Vec::new()));
+                merged.len() - 1
+            }
+        };
+        let details = &mut merged[i].1;
+        for d in p.detail.split(", ").filter(|d| !d.is_empty()) {
+            if !details.contains(&d) {
+                details.push(d);
+            }
+        }
+    }
+    let what = merged
+        .iter()
+        .map(|(w, _)| *w)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let reason = merged
+        .iter()
+        .map(|(w, d)| {
+            if d.is_empty() {
+                w.to_string()
+            } else {
+                format!("{w} ({})", d.join(", "))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    (what, reason)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn each_thing_awaited_is_said_once_with_all_its_details() {
+        let p = |what: &str, detail: &str| Pending::new(what, detail);
+        let (what, reason) = clauses(&[
+            p("new members of pool tcp/hi to be up", "10.0.0.1:30001"),
+            p("new members of pool tcp/lo to be up", "10.0.0.1:30002"),
+            p(
+                "new members of pool tcp/hi to be up",
+                "10.0.0.1:30001, 10.0.0.2:30001",
+            ),
+            p("the load balancer to apply the changes", ""),
+            p("new members of pool tcp/lo to be up", ""),
+        ]);
+        assert_eq!(
+            what,
+            "new members of pool tcp/hi to be up; new members of pool tcp/lo to be up; \
+             the load balancer to apply the changes"
+        );
+        assert_eq!(
+            reason,
+            "new members of pool tcp/hi to be up (10.0.0.1:30001, 10.0.0.2:30001); \
+             new members of pool tcp/lo to be up (10.0.0.1:30002); \
+             the load balancer to apply the changes"
+        );
+    }
 
     fn pending(cause: Cause) -> Pending {
         Pending {

@@ -1390,10 +1390,10 @@ async fn metrics_use_endpoint_templates_and_counters_count_calls() {
         assert!(!text.contains(id.as_str()), "{id} in the metrics");
     }
     assert!(
-        text.contains(r#"endpoint="/v1/load-balancers/{uuid}",method="GET",status="error""#),
+        text.contains(r#"endpoint="/v1/load-balancers/{uuid}",method="GET",code="<error>""#),
         "{text}"
     );
     assert!(text.contains(
-        r#"endpoint="/v1/load-balancers/pools/{uuid}/members/{uuid}",method="GET",status="404""#
+        r#"endpoint="/v1/load-balancers/pools/{uuid}/members/{uuid}",method="GET",code="404""#
     ));
 }

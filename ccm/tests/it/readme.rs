@@ -1,6 +1,7 @@
 //! The reference tables in `ccm/README.md` are the code's: every flag of `Options` has a
 //! row with its default, and the annotation table is `ccm::service::reference::markdown()`
-//! (`UPDATE_README=1 cargo test -p ccm --test it readme::` rewrites it).
+//! (`UPDATE_README=1 cargo test -p ccm --test it readme::` rewrites it); the metrics table of
+//! `deploy/README.md` is `ccm::metrics::markdown()` (the same variable rewrites it).
 
 use ccm::options::Options;
 use clap::CommandFactory;
@@ -9,23 +10,38 @@ const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
 const BEGIN: &str = "<!-- annotations:begin (generated from src/service/reference.rs) -->";
 const END: &str = "<!-- annotations:end -->";
 
-#[test]
-fn the_annotation_table_is_the_codes() {
-    let text = std::fs::read_to_string(README).expect("README.md");
-    let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
-        panic!("README.md has no {BEGIN} … {END} block");
+/// Checks (or, with `UPDATE_README` set, rewrites) the generated block of `path` between
+/// `begin` and `end`.
+fn generated_block(path: &str, begin: &str, end: &str, table: &str) {
+    let text = std::fs::read_to_string(path).expect("README");
+    let (Some(b), Some(e)) = (text.find(begin), text.find(end)) else {
+        panic!("{path} has no {begin} … {end} block");
     };
-    let table = ccm::service::reference::markdown();
-    let start = b + BEGIN.len();
+    let start = b + begin.len();
     if std::env::var_os("UPDATE_README").is_some() {
         let updated = format!("{}\n{}{}", &text[..start], table, &text[e..]);
-        std::fs::write(README, updated).expect("write README.md");
+        std::fs::write(path, updated).expect("write README");
         return;
     }
     assert_eq!(
         text[start..e].trim(),
         table.trim(),
-        "the annotation table in ccm/README.md differs from src/service/reference.rs; rerun with UPDATE_README=1"
+        "the generated table in {path} differs from the code; rerun with UPDATE_README=1"
+    );
+}
+
+#[test]
+fn the_annotation_table_is_the_codes() {
+    generated_block(README, BEGIN, END, &ccm::service::reference::markdown());
+}
+
+#[test]
+fn the_metrics_table_is_the_codes() {
+    generated_block(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/README.md"),
+        "<!-- metrics:begin (generated from ccm/src/metrics/families.rs) -->",
+        "<!-- metrics:end -->",
+        &ccm::metrics::markdown(),
     );
 }
 

@@ -1232,8 +1232,20 @@ mod tests {
         m.set_leader(true);
         m.reconcile("service", "ok", Duration::from_millis(3));
         // One counter, a histogram of 12 buckets + Inf + sum + count, one deletion counter,
-        // the leader gauge.
-        assert_eq!(count_series(&m.render()), 1 + 15 + 1 + 1);
+        // the leader gauge, the build info and the process's gauges (where /proc is).
+        let p = ccm::metrics::Process::now();
+        let process = [
+            p.cpu_seconds.is_some(),
+            p.resident_bytes.is_some(),
+            p.virtual_bytes.is_some(),
+            p.open_fds.is_some(),
+            p.max_fds.is_some(),
+            p.start_time_seconds.is_some(),
+        ]
+        .into_iter()
+        .filter(|x| *x)
+        .count();
+        assert_eq!(count_series(&m.render()), 1 + 15 + 1 + 1 + 1 + process);
     }
 
     #[test]

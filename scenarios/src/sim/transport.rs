@@ -398,6 +398,13 @@ impl KubeLink {
     pub fn client(self) -> kube::Client {
         kube::Client::new(self, "default")
     }
+
+    /// A client whose requests a CCM counts in `metrics` (as its own client does).
+    pub fn counted_client(self, metrics: &Arc<ccm::metrics::Metrics>) -> kube::Client {
+        kube::client::ClientBuilder::new(self, "default")
+            .with_layer(&ccm::metrics::KubeRequestsLayer::new(metrics.clone()))
+            .build()
+    }
 }
 
 fn status_answer(code: u16, reason: &str, message: &str) -> Response<Body> {

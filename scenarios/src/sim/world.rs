@@ -382,6 +382,7 @@ impl World {
             switch: self.switch.clone(),
             found: self.found.clone(),
         };
+        let registry = Arc::new(ccm::metrics::Metrics::new());
         let kube = KubeLink {
             router: self.router.clone(),
             actor: name.clone(),
@@ -394,9 +395,10 @@ impl World {
                 found: self.found.clone(),
             }),
         }
-        .client();
+        .counted_client(&registry);
         let wiring = Wiring {
             kube,
+            metrics: registry,
             cloud_transport: Some(Arc::new(transport)),
             ambient: self.ambient(sub_seed(self.seed, 100 + u64::from(self.next_ccm))),
             serve_health: false,

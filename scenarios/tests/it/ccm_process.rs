@@ -79,11 +79,16 @@ async fn a_ccm_without_leader_election_initializes_nodes_and_serves_health_and_m
     let (code, text) = get(addr, "/metrics").await;
     assert_eq!(code, 200);
     for needle in [
-        "cloudscale_api_requests_total{endpoint=\"/v1/servers\",method=\"GET\",status=\"200\"}",
+        "cloudscale_api_requests_total{endpoint=\"/v1/servers\",method=\"GET\",code=\"200\"}",
         "cloudscale_api_request_duration_seconds_bucket",
-        "ccm_reconcile_total{controller=\"node\",result=\"ok\"}",
-        "ccm_queue_depth{controller=\"node\"}",
-        "ccm_leader 1",
+        "cloudscale_ccm_reconcile_total{controller=\"node\",result=\"ok\"}",
+        "cloudscale_ccm_api_calls_total{controller=\"node\",kind=\"read\"}",
+        "workqueue_depth{name=\"node\"}",
+        "workqueue_adds_total{name=\"node\"}",
+        "rest_client_requests_total{code=\"200\",method=\"GET\"",
+        "leader_election_master_status{name=\"cloud-controller-manager\"} 1",
+        "process_resident_memory_bytes ",
+        "cloudscale_ccm_build_info{version=",
     ] {
         assert!(text.contains(needle), "{needle} in:\n{text}");
     }

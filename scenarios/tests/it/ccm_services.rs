@@ -272,6 +272,33 @@ async fn plan_previews_a_proposed_change_without_writing() {
     let stdout = preview_file(&bed, "web", &yaml).await;
     assert!(stdout.contains("impact listener-recreate"), "{stdout}");
     assert!(stdout.contains("create pool tcp/http"), "{stdout}");
+    assert!(!stdout.contains("the file describes"), "{stdout}");
+    // A file of another Service previews `--service`'s with its spec, and says so.
+    let other = preview_file(&bed, "web", &yaml.replace("name: web", "name: shop")).await;
+    assert!(
+        other.contains(
+            "the file describes Service default/shop; this is the preview of default/web"
+        ),
+        "{other}"
+    );
+    // A proposal that stops being a LoadBalancer previews the deletion of its load
+    // balancer and addresses, as the reconcile's cleanup would do it.
+    let uuid = bed.lb_uuid_of("web").await;
+    let leaving = preview_file(
+        &bed,
+        "web",
+        &yaml.replace("type: LoadBalancer", "type: ClusterIP"),
+    )
+    .await;
+    assert!(leaving.contains("impact outage"), "{leaving}");
+    assert!(
+        leaving.contains("delete load balancer k8s-service-"),
+        "{leaving}"
+    );
+    assert!(leaving.contains(&uuid), "{leaving}");
+    for (ip, _) in ingress_ips(&ready) {
+        assert!(leaving.contains(&ip), "{ip} in {leaving}");
+    }
     let requests: Vec<Value> = bed
         .http
         .get(&log)
@@ -364,8 +391,12 @@ async fn plan_previews_ordinary_manifests_in_plain_words() {
     .await;
     let e = bed.wait_event("web", "PlannedChange", "").await;
     let message = e.message.unwrap_or_default();
+    // One row of `kubectl describe`: the ports it touches, and where the steps are listed.
     assert!(
-        message.contains("create http health monitor") && !message.contains("Some("),
+        message.contains("(health monitor replaced)")
+            && message.contains("plan --service default/web` lists them")
+            && !message.contains('\n')
+            && !message.contains("Some("),
         "{message}"
     );
 }

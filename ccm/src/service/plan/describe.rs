@@ -1,5 +1,5 @@
-//! Plans in plain words, for `PlannedChange` Events and the `plan` preview: one line per
-//! step, `impact [port]: what`, values shown as `old → new`.
+//! Plans in plain words: for the `plan` preview one line per step, `impact [port]: what`,
+//! values shown as `old → new`; for the `PlannedChange` Event a one-line summary.
 
 use super::super::model::{HttpCheck, Listener, Monitor};
 use super::{Action, ListenerChanges, MonitorChanges, Plan};
@@ -21,6 +21,54 @@ pub(super) fn plan(p: &Plan) -> String {
         out.push(format!("warning: {} ({})", n.message, n.field));
     }
     out.join("\n")
+}
+
+/// The plan in one line, for the `PlannedChange` Event (pure): the worst impact, then each
+/// port whose traffic the change touches with its worst impact (and whether its health
+/// monitor is replaced: its members are checked anew), the steps that concern every port,
+/// and how many steps there are; `plan --service NAMESPACE/NAME` lists them. Kubernetes
+/// shows an Event's message as one row of `kubectl describe`: a line per step broke it.
+pub(super) fn summary(p: &Plan, service: &str) -> String {
+    let mut ports: Vec<(&str, super::Impact, bool)> = Vec::new();
+    let mut every = super::Impact::None;
+    for s in &p.steps {
+        let replaces = matches!(
+            s.action,
+            Action::CreateMonitor { .. } | Action::DeleteMonitor { .. }
+        );
+        match s.port.as_deref() {
+            None => every = every.max(s.impact),
+            Some(port) => match ports.iter_mut().find(|(name, _, _)| *name == port) {
+                Some(entry) => {
+                    entry.1 = entry.1.max(s.impact);
+                    entry.2 |= replaces;
+                }
+                None => ports.push((port, s.impact, replaces)),
+            },
+        }
+    }
+    let mut parts: Vec<String> = ports
+        .iter()
+        .filter(|(_, impact, replaces)| *impact > super::Impact::None || *replaces)
+        .map(|(port, impact, replaces)| {
+            let monitor = if *replaces {
+                " (health monitor replaced)"
+            } else {
+                ""
+            };
+            format!("{port} {impact}{monitor}")
+        })
+        .collect();
+    if every > super::Impact::None {
+        parts.push(format!("all ports {every}"));
+    }
+    let steps = p.steps.len();
+    format!(
+        "impact {}: {}; {steps} step{} (`cloudscale-cloud-controller-manager plan --service {service}` lists them)",
+        p.steps_impact(),
+        parts.join(", "),
+        if steps == 1 { "" } else { "s" }
+    )
 }
 
 /// One action in plain words.

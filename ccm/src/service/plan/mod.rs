@@ -464,6 +464,11 @@ impl Plan {
     pub fn describe(&self) -> String {
         describe::plan(self)
     }
+
+    /// The plan in one line (the `PlannedChange` Event's message): see [`describe::summary`].
+    pub fn summary(&self, service: &str) -> String {
+        describe::summary(self, service)
+    }
 }
 
 pub const ANNOTATION_FLAVOR: &str = "k8s.cloudscale.ch/loadbalancer-flavor";

@@ -1404,3 +1404,30 @@ fn a_pool_whose_listeners_moved_to_urgent_ports_goes_before_a_third_pool_of_its_
         p.describe()
     );
 }
+
+#[test]
+fn the_event_summary_is_one_line_naming_each_touched_port_once() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0].algorithm = PoolAlgorithm::LeastConnections;
+    let (p, _) = apply(&converged(&before, &owner()), &after, MemberRule::Strict);
+    let port = p.steps[0].port.clone().expect("the pool's port");
+    let line = p.summary("default/web");
+    assert!(!line.contains('\n'), "{line}");
+    assert!(
+        line.starts_with(&format!(
+            "impact {}: {port} {} (health monitor replaced);",
+            p.impact(),
+            p.impact()
+        )),
+        "{line}"
+    );
+    assert_eq!(line.matches(port.as_str()).count(), 1, "{line}");
+    assert!(
+        line.contains(&format!(
+            "; {} steps (`cloudscale-cloud-controller-manager plan --service default/web` lists them)",
+            p.steps.len()
+        )),
+        "{line}"
+    );
+}
