@@ -501,7 +501,7 @@ async fn one_pass(
                 false,
                 "PlannedChange",
                 "PlanLoadBalancer",
-                p.summary(&service_key(svc)),
+                format!("impact {}:\n{}", p.steps_impact(), p.describe()),
             )
             .await;
     }
