@@ -123,7 +123,9 @@ pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewErro
     // A proposal that takes a handled Service out of this CCM's hands deletes its load
     // balancer, as the reconcile's cleanup would.
     let leaving = match (&plan, &live) {
-        (None, Some(live)) if args.file.is_some() && handled(live) => {
+        (None, Some(live))
+            if args.file.is_some() && crate::service::annotations::is_handled(live) =>
+        {
             Some(controller::preview_deletion(&kube, &cloud, &args.cluster_name, live).await?)
         }
         _ => None,
@@ -149,11 +151,6 @@ pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewErro
         out.push_str(&n);
     }
     Ok(out)
-}
-
-/// Whether this CCM handles `svc` (a LoadBalancer of its class, whatever its annotations).
-fn handled(svc: &Service) -> bool {
-    !matches!(crate::service::annotations::parse_service(svc), Ok(None))
 }
 
 /// A note when the file describes another Service than `--service` names (pure): the

@@ -242,16 +242,11 @@ impl Metrics {
 
     /// Reconciles of `controller` so far, whatever their result (for tests and benchmarks).
     pub fn reconciles(&self, controller: &str) -> u64 {
-        self.inner
-            .lock()
-            .counters
-            .get(f::RECONCILES.name)
-            .map_or(0, |s| {
-                s.iter()
-                    .filter(|(l, _)| l.first().is_some_and(|c| c == controller))
-                    .map(|(_, n)| n)
-                    .sum()
-            })
+        self.counted(&f::RECONCILES, |l| {
+            l.first().filter(|c| *c == controller).cloned()
+        })
+        .values()
+        .sum()
     }
 
     /// Requests so far per `(endpoint, method)`, all statuses.
@@ -265,92 +260,51 @@ impl Metrics {
 
     /// Requests so far per `(endpoint, method, code)` (`cloudscale_api_requests_total`).
     pub fn api_requests(&self) -> BTreeMap<(String, String, String), u64> {
-        let mut out = BTreeMap::new();
-        if let Some(s) = self.inner.lock().counters.get(f::API_REQUESTS.name) {
-            for (l, n) in s {
-                if let [e, m, c] = l.as_slice() {
-                    out.insert((e.clone(), m.clone(), c.clone()), *n);
-                }
-            }
-        }
-        out
+        self.counted(&f::API_REQUESTS, |l| match l {
+            [e, m, c] => Some((e.clone(), m.clone(), c.clone())),
+            _ => None,
+        })
     }
 
     /// Requests so far per `(controller, kind)` (`cloudscale_ccm_api_calls_total`).
     pub fn api_calls_by_controller(&self) -> BTreeMap<(String, String), u64> {
-        let mut out = BTreeMap::new();
-        if let Some(s) = self.inner.lock().counters.get(f::CONTROLLER_API_CALLS.name) {
-            for (l, n) in s {
-                if let [c, k] = l.as_slice() {
-                    out.insert((c.clone(), k.clone()), *n);
-                }
-            }
-        }
-        out
+        self.counted(&f::CONTROLLER_API_CALLS, |l| match l {
+            [c, k] => Some((c.clone(), k.clone())),
+            _ => None,
+        })
+    }
+
+    /// The series of the counter `family`, each keyed by what `key` makes of its labels.
+    fn counted<K: Ord>(
+        &self,
+        family: &Family,
+        key: impl Fn(&[String]) -> Option<K>,
+    ) -> BTreeMap<K, u64> {
+        let m = self.inner.lock();
+        let series = m.counters.get(family.name).into_iter().flatten();
+        series.filter_map(|(l, n)| Some((key(l)?, *n))).collect()
     }
 
     /// The exposition text for `/metrics`.
     pub fn render(&self) -> String {
+        // Read before the registry is locked: every request the CCM makes records into it.
+        let process = Process::now();
         let queues = self.queue_series();
         let m = self.inner.lock();
-        let now = read_now(&m);
+        let now = read_now(&m, &process);
         let mut out = String::new();
         for family in FAMILIES {
             let _ = writeln!(out, "# HELP {} {}", family.name, family.help);
             let _ = writeln!(out, "# TYPE {} {}", family.name, family.kind.as_str());
             if READ_NOW.contains(&family.name) {
                 for (_, values, v) in now.iter().filter(|(n, _, _)| *n == family.name) {
-                    let l = labels(family.labels, values, None);
-                    let _ = writeln!(out, "{}{l} {v}", family.name);
+                    write_sample(&mut out, family, values, v);
                 }
             } else {
-                self.plain_series(&m, &queues, family, &mut out);
+                kept_series(&m, &queues, family, &mut out);
             }
         }
         out
-    }
-
-    /// The series kept in the registry and the queues' for `family`.
-    fn plain_series(&self, m: &Inner, queues: &QueueSeries, family: &Family, out: &mut String) {
-        let plain = |out: &mut String, values: &[String], v: &dyn std::fmt::Display| {
-            let _ = writeln!(
-                out,
-                "{}{} {v}",
-                family.name,
-                labels(family.labels, values, None)
-            );
-        };
-        {
-            match family.kind {
-                Kind::Counter => {
-                    let series = m.counters.get(family.name);
-                    if family.labels.is_empty() && series.is_none_or(|s| s.is_empty()) {
-                        plain(out, &[], &0);
-                    }
-                    for (values, n) in series.into_iter().flatten() {
-                        plain(out, values, n);
-                    }
-                    for (values, n) in queues.counters.get(family.name).into_iter().flatten() {
-                        plain(out, values, n);
-                    }
-                }
-                Kind::Gauge => {
-                    for (values, n) in m.gauges.get(family.name).into_iter().flatten() {
-                        plain(out, values, n);
-                    }
-                    for (values, v) in queues.gauges.get(family.name).into_iter().flatten() {
-                        plain(out, values, v);
-                    }
-                }
-                Kind::Histogram => {
-                    let own = m.histograms.get(family.name).into_iter().flatten();
-                    let of_queues = queues.histograms.get(family.name).into_iter().flatten();
-                    for (values, h) in own.chain(of_queues) {
-                        write_histogram(out, family, values, h);
-                    }
-                }
-            }
-        }
     }
 
     /// The work queues' series, read now.
@@ -410,7 +364,7 @@ const READ_NOW: &[&str] = &[
 ];
 
 /// The series of [`READ_NOW`]'s families: (family, label values, value).
-fn read_now(m: &Inner) -> Vec<(&'static str, Vec<String>, String)> {
+fn read_now(m: &Inner, p: &Process) -> Vec<(&'static str, Vec<String>, String)> {
     let lease = m.lease.clone().unwrap_or_else(|| DEFAULT_LEASE.to_string());
     let version = env!("CARGO_PKG_VERSION").to_string();
     let mut out = vec![
@@ -424,7 +378,6 @@ fn read_now(m: &Inner) -> Vec<(&'static str, Vec<String>, String)> {
     if let Some(url) = &m.api_root_wrong {
         out.push((f::API_ROOT_WRONG.name, vec![url.clone()], "1".to_string()));
     }
-    let p = Process::now();
     let text = |v: Option<u64>| v.map(|v| v.to_string());
     for (family, value) in [
         (&f::PROCESS_CPU, p.cpu_seconds.map(|v| v.to_string())),
@@ -449,6 +402,43 @@ struct QueueSeries {
     counters: BTreeMap<&'static str, Series<u64>>,
     gauges: BTreeMap<&'static str, Series<f64>>,
     histograms: BTreeMap<&'static str, Series<Histogram>>,
+}
+
+/// One sample line of `family`.
+fn write_sample(out: &mut String, family: &Family, values: &[String], v: &dyn std::fmt::Display) {
+    let l = labels(family.labels, values, None);
+    let _ = writeln!(out, "{}{l} {v}", family.name);
+}
+
+/// The series of `family` kept in the registry and the queues'.
+fn kept_series(m: &Inner, queues: &QueueSeries, family: &Family, out: &mut String) {
+    match family.kind {
+        Kind::Counter => {
+            let series = m.counters.get(family.name);
+            if family.labels.is_empty() && series.is_none_or(|s| s.is_empty()) {
+                write_sample(out, family, &[], &0);
+            }
+            let of_queues = queues.counters.get(family.name).into_iter().flatten();
+            for (values, n) in series.into_iter().flatten().chain(of_queues) {
+                write_sample(out, family, values, n);
+            }
+        }
+        Kind::Gauge => {
+            for (values, n) in m.gauges.get(family.name).into_iter().flatten() {
+                write_sample(out, family, values, n);
+            }
+            for (values, v) in queues.gauges.get(family.name).into_iter().flatten() {
+                write_sample(out, family, values, v);
+            }
+        }
+        Kind::Histogram => {
+            let own = m.histograms.get(family.name).into_iter().flatten();
+            let of_queues = queues.histograms.get(family.name).into_iter().flatten();
+            for (values, h) in own.chain(of_queues) {
+                write_histogram(out, family, values, h);
+            }
+        }
+    }
 }
 
 fn write_histogram(out: &mut String, family: &Family, values: &[String], h: &Histogram) {

@@ -79,27 +79,14 @@ pub async fn cleanup(
 ) -> Result<(), ServiceError> {
     let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &svc.namespace().unwrap_or_default());
     let uid = svc.metadata.uid.clone().unwrap_or_default();
-    let name = annotations::lb_name(svc);
-    // An unreadable uuid annotation must not block deletion: the name and tag still find it.
-    let uuid = annotations::lb_uuid(svc).ok().flatten();
-    let others = claimants(&ctx.services(), &uid);
+    let services = ctx.services();
     // Finding no load balancer in another project's account proves nothing: the finalizer
     // stays until the account is the cluster's again.
     let reads = Reads::Cached(ctx);
     let nodes = reads.nodes().await?;
     account_servers(&reads, &nodes).await?;
     let snapshot = Snapshot::fetch(&ctx.cloud).await?;
-    let seeker = Seeker {
-        uid: &uid,
-        name: &name,
-        uuid,
-    };
-    let resolution = ownership::resolve(
-        &seeker,
-        &snapshot.load_balancers,
-        &ctx.cluster_name,
-        &others,
-    );
+    let resolution = own_load_balancer(svc, &services, &snapshot.load_balancers, &ctx.cluster_name);
     let reference = svc.object_ref(&());
     let doomed = match ownership::doomed(&resolution, &uid) {
         Ok(doomed) => doomed,
@@ -694,6 +681,25 @@ async fn finish(
 
 /// What the controller would do for `svc` (live or proposed), without writing anything:
 /// the same pipeline as a reconcile ([`prepare`]), with every list read directly.
+/// Which of `lbs` is the Service's, for its deletion (pure): by its uuid annotation, name
+/// and tags, among the other Services' claims. An unreadable uuid annotation must not block
+/// deletion: the name and tag still find it.
+fn own_load_balancer<'a>(
+    svc: &Service,
+    services: &[std::sync::Arc<Service>],
+    lbs: &'a [LoadBalancer],
+    cluster_name: &str,
+) -> Resolution<'a> {
+    let uid = svc.metadata.uid.clone().unwrap_or_default();
+    let name = annotations::lb_name(svc);
+    let seeker = Seeker {
+        uid: &uid,
+        name: &name,
+        uuid: annotations::lb_uuid(svc).ok().flatten(),
+    };
+    ownership::resolve(&seeker, lbs, cluster_name, &claimants(services, &uid))
+}
+
 /// What deleting the Service's load balancer would remove, as [`cleanup`] finds it (for a
 /// preview of a Service that stops being a LoadBalancer): each load balancer that would be
 /// deleted, with the floating IPs that point at it (they stay in the account, unassigned).
@@ -704,17 +710,9 @@ pub async fn preview_deletion(
     live: &Service,
 ) -> Result<Vec<(LoadBalancer, Vec<String>)>, ServiceError> {
     let uid = live.metadata.uid.clone().unwrap_or_default();
-    let name = annotations::lb_name(live);
-    let uuid = annotations::lb_uuid(live).ok().flatten();
     let services = Reads::Direct { kube, cloud }.services().await?;
-    let others = claimants(&services, &uid);
     let snapshot = Snapshot::fetch(cloud).await?;
-    let seeker = Seeker {
-        uid: &uid,
-        name: &name,
-        uuid,
-    };
-    let resolution = ownership::resolve(&seeker, &snapshot.load_balancers, cluster_name, &others);
+    let resolution = own_load_balancer(live, &services, &snapshot.load_balancers, cluster_name);
     let doomed = ownership::doomed(&resolution, &uid).unwrap_or_default();
     Ok(doomed
         .into_iter()

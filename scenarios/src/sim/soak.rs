@@ -119,20 +119,6 @@ pub struct Sample {
     pub harness: Harness,
 }
 
-/// Resident set size from `/proc/self/statm` (its second field, in pages); `None` where
-/// there is no such file.
-pub fn rss_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    parse_statm(&statm)
-}
-
-/// The resident bytes a `/proc/self/statm` line gives. Pages of 4 KiB: the page size of
-/// Linux on x86-64 and (by default) on arm64; without libc we cannot ask.
-pub fn parse_statm(statm: &str) -> Option<u64> {
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
-}
-
 /// The metric series in a Prometheus exposition text: its sample lines.
 pub fn count_series(text: &str) -> usize {
     text.lines()
@@ -971,7 +957,7 @@ fn sample(world: &World, config: &SoakConfig, now: Duration) -> Sample {
     });
     Sample {
         at: now,
-        rss: rss_bytes().unwrap_or(0),
+        rss: ccm::metrics::Process::now().resident_bytes.unwrap_or(0),
         heap: config.heap.map(|heap| heap()),
         caches: probe.map(|p| p.sizes()).unwrap_or_default(),
         series: metrics.map_or(0, |m| count_series(&m.render())),
@@ -1225,9 +1211,7 @@ mod tests {
     }
 
     #[test]
-    fn statm_and_exposition_text_are_read() {
-        assert_eq!(parse_statm("5000 1234 300 1 0 900 0\n"), Some(1234 * 4096));
-        assert_eq!(parse_statm(""), None);
+    fn the_series_of_an_exposition_text_are_counted() {
         let m = ccm::metrics::Metrics::new();
         m.set_leader(true);
         m.reconcile("service", "ok", Duration::from_millis(3));
