@@ -67,8 +67,30 @@ pub fn user_name() -> Result<String, IdentityError> {
     Ok(format!("system:serviceaccount:{ns}:{name}"))
 }
 
-/// Creates the ServiceAccount and RBAC objects in the embedded API server; returns the
-/// ServiceAccount's bearer token.
+/// The annotation `kubectl apply` keeps its last applied manifest in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// `doc` as `kubectl apply` would have created it: with its last applied configuration, the
+/// manifest in compact JSON with sorted keys, an empty `annotations` and a newline, as
+/// kubectl writes it. The operator's own `kubectl apply -f deploy/config.yml` then finds
+/// them unchanged instead of warning that the annotation is missing.
+fn as_applied(doc: &serde_json::Value) -> serde_json::Value {
+    let mut applied = doc.clone();
+    let annotations = &mut applied["metadata"]["annotations"];
+    if let Some(map) = annotations.as_object_mut() {
+        map.remove(LAST_APPLIED);
+    } else {
+        *annotations = serde_json::json!({});
+    }
+    // serde_json's maps are sorted (no `preserve_order` here), as Go's encoding/json sorts.
+    let text = format!("{applied}\n");
+    let mut out = doc.clone();
+    out["metadata"]["annotations"][LAST_APPLIED] = serde_json::Value::String(text);
+    out
+}
+
+/// Creates the ServiceAccount and RBAC objects in the embedded API server, as `kubectl
+/// apply` would have; returns the ServiceAccount's bearer token.
 pub fn install(api: &Shared) -> Result<String, IdentityError> {
     for doc in manifest_documents()? {
         let kind = doc["kind"].as_str().unwrap_or_default();
@@ -92,7 +114,7 @@ pub fn install(api: &Shared) -> Result<String, IdentityError> {
                 reason: "not served by the embedded API server".into(),
             })?;
         let namespace = doc["metadata"]["namespace"].as_str().map(str::to_string);
-        api.create_object(rt, namespace.as_deref(), doc.clone(), false)
+        api.create_object(rt, namespace.as_deref(), as_applied(doc), false)
             .map_err(|e| IdentityError::Apply {
                 kind: kind.into(),
                 name,
@@ -101,4 +123,28 @@ pub fn install(api: &Shared) -> Result<String, IdentityError> {
     }
     let (ns, name) = service_account()?;
     Ok(rbac::service_account_token(&ns, &name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_installed_object_carries_what_kubectl_apply_would_have_written() {
+        let doc = serde_json::json!({"apiVersion": "v1", "kind": "ServiceAccount",
+            "metadata": {"name": "ccm", "namespace": "kube-system"}});
+        let got = as_applied(&doc);
+        assert_eq!(
+            got["metadata"]["annotations"][LAST_APPLIED],
+            "{\"apiVersion\":\"v1\",\"kind\":\"ServiceAccount\",\
+             \"metadata\":{\"annotations\":{},\"name\":\"ccm\",\"namespace\":\"kube-system\"}}\n"
+        );
+        // Everything else is the manifest's.
+        let mut rest = got.clone();
+        rest["metadata"]
+            .as_object_mut()
+            .expect("metadata")
+            .remove("annotations");
+        assert_eq!(rest, doc);
+    }
 }

@@ -97,6 +97,18 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if r.plural == "serviceaccounts" && r.group.is_empty() {
+            // `kubectl create token` (see `tokens.rs`).
+            resources.push(json!({
+                "name": "serviceaccounts/token",
+                "singularName": "",
+                "namespaced": true,
+                "group": "authentication.k8s.io",
+                "version": "v1",
+                "kind": "TokenRequest",
+                "verbs": ["create"],
+            }));
+        }
         if r.scale() {
             // Group and version name the Scale's own: the scale client of `kubectl scale`
             // reads them to decode the answer.

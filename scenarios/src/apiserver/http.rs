@@ -128,6 +128,8 @@ fn verb_of(method: &Method, target: &Target, params: &Params) -> &'static str {
         (&Method::GET, false) => "list",
         (&Method::GET, true) => "get",
         (&Method::POST, false) => "create",
+        // Subresources created under an object (`serviceaccounts/NAME/token`).
+        (&Method::POST, true) if target.sub.is_some() => "create",
         (&Method::PUT, true) => "update",
         (&Method::PATCH, true) => "patch",
         (&Method::DELETE, true) => "delete",
@@ -203,7 +205,11 @@ pub async fn handle(
         None
     };
     let unknown_sub = target.sub.as_ref().is_some_and(|sub| {
-        !((sub == "status" && target.rt.status) || (sub == "scale" && target.rt.scale()))
+        !((sub == "status" && target.rt.status)
+            || (sub == "scale" && target.rt.scale())
+            || (sub == "token"
+                && target.rt.plural == "serviceaccounts"
+                && target.rt.group.is_empty()))
     });
     if let Some(e) = refused.or(unknown_sub.then_some(ApiError::UnknownResource)) {
         srv.0.requests.lock().push(record(e.code()));
@@ -257,8 +263,12 @@ fn dispatch(
     headers: &HeaderMap,
     body: &[u8],
 ) -> ApiResult<(StatusCode, Value)> {
-    if target.sub.as_deref() == Some("scale") {
-        return super::apps::scale_request(srv, verb, target, params, headers, body);
+    match target.sub.as_deref() {
+        Some("scale") => {
+            return super::apps::scale_request(srv, verb, target, params, headers, body);
+        }
+        Some("token") => return super::tokens::token_request(srv, verb, target, headers, body),
+        _ => {}
     }
     match verb {
         "list" => srv.list(target, params).map(|v| (StatusCode::OK, v)),

@@ -18,6 +18,7 @@ pub mod status;
 pub mod store;
 pub mod tables;
 pub mod tls;
+mod tokens;
 mod watch;
 
 pub use server::{ApiServer, ApiServerConfig, RequestRecord, Shared, verb_counts};

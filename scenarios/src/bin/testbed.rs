@@ -169,22 +169,27 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let ccm_kubeconfig = args.kubeconfig.with_extension("ccm");
     std::fs::write(&ccm_kubeconfig, testbed.cluster.ccm_kubeconfig_yaml())
         .with_context(|| format!("cannot write {}", ccm_kubeconfig.display()))?;
+    let (sa_namespace, sa_name) = scenarios::ccm_identity::service_account()?;
+    println!(
+        "CCM kubeconfig (ServiceAccount {sa_namespace}/{sa_name}, RBAC of deploy/config.yml): {}; or a token: kubectl -n {sa_namespace} create token {sa_name}",
+        ccm_kubeconfig.display()
+    );
     let ccm = if args.without_ccm {
         println!("cloud controller manager: not started (--without-ccm)");
         None
     } else {
-        let mut ccm = InProcessCcm::start(
-            &ccm_kubeconfig,
-            &testbed.cloud,
-            20,
-            &["--leader-elect=false"],
-        );
+        // With leader election, as deployed: a CCM started beside it (deploy/README.md, "Run
+        // it outside the cluster") stands by instead of reconciling the same objects.
+        let mut ccm = InProcessCcm::start(&ccm_kubeconfig, &testbed.cloud, 20, &[]);
         // Say where it serves once it runs, or why it did not start.
         loop {
             if let Some((Some(addr), _)) = ccm.started() {
                 println!(
                     "cloud controller manager: running in-process, health and metrics on http://{addr}; its log (info): {}",
                     args.ccm_log.display()
+                );
+                println!(
+                    "  it holds the Lease kube-system/cloud-controller-manager: another CCM started beside it stands by (--without-ccm to run your own)"
                 );
                 break Some(ccm);
             }

@@ -170,6 +170,8 @@ pub enum Kind {
     ReplicaSet,
     Pod,
     EndpointSlice,
+    /// core/v1, as kube-scheduler's `FailedScheduling`.
+    Event,
 }
 
 impl Kind {
@@ -180,6 +182,7 @@ impl Kind {
             Kind::ReplicaSet => ApiResource::erase::<apps::ReplicaSet>(&()),
             Kind::Pod => ApiResource::erase::<core::Pod>(&()),
             Kind::EndpointSlice => ApiResource::erase::<discovery::EndpointSlice>(&()),
+            Kind::Event => ApiResource::erase::<core::Event>(&()),
         }
     }
 }

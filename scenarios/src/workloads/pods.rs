@@ -6,7 +6,8 @@
 //!   `nodeSelector` matches; among those the one with the fewest Pods of the same owner,
 //!   then the fewest Pods, then by name (the default spreading, deterministically). The
 //!   binding is a patch of `spec.nodeName` (no `Binding` subresource). A Pod no Node can
-//!   take stays Pending with `PodScheduled=False` (`Unschedulable`). Not modelled:
+//!   take stays Pending with `PodScheduled=False` (`Unschedulable`) and a `FailedScheduling`
+//!   Event counting the Nodes that failed for each reason. Not modelled:
 //!   affinity, topology spread constraints, resources, priorities.
 //! - **Kubelet**: the Node's kubelet accepts a bound Pod (host IP, a pod IP from the Node's
 //!   pod CIDR, containers `ContainerCreating`) and reports it `Running` and Ready once
@@ -355,24 +356,37 @@ fn tolerated(pod: &Value, taint: &Value) -> bool {
     })
 }
 
-/// Whether the scheduler may put `pod` on the Node.
-fn fits(pod: &Value, view: &NodeView) -> bool {
+/// Why the scheduler may not put `pod` on the Node (kube-scheduler's wording, first failing
+/// filter in its order), or `None` when it may.
+fn misfit(pod: &Value, view: &NodeView) -> Option<String> {
     let node = view.node;
-    let cordoned = node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
-    let taints_ok = node
+    if !view.ready {
+        return Some("node(s) were not ready".into());
+    }
+    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+        return Some("node(s) were unschedulable".into());
+    }
+    let untolerated = node
         .pointer("/spec/taints")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter(|t| matches!(text(t, "/effect"), "NoSchedule" | "NoExecute"))
-        .all(|t| tolerated(pod, t));
+        .find(|t| !tolerated(pod, t));
+    if let Some(t) = untolerated {
+        return Some(format!(
+            "node(s) had untolerated taint {{{}: {}}}",
+            text(t, "/key"),
+            text(t, "/value")
+        ));
+    }
     let selector_ok = pod
         .pointer("/spec/nodeSelector")
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
         .all(|(k, v)| node.pointer("/metadata/labels").and_then(|l| l.get(k)) == Some(v));
-    view.ready && !cordoned && taints_ok && selector_ok
+    (!selector_ok).then(|| "node(s) didn't match Pod's node affinity/selector".into())
 }
 
 /// Binds the unscheduled Pods, oldest first, spreading each owner's Pods over the Nodes.
@@ -406,7 +420,7 @@ fn schedule(
         let o = owner(pod);
         let choice = nodes
             .iter()
-            .filter(|(_, v)| fits(pod, v))
+            .filter(|(_, v)| misfit(pod, v).is_none())
             .min_by_key(|(n, _)| {
                 let key = (o.clone(), n.to_string());
                 (
@@ -428,26 +442,77 @@ fn schedule(
                     patch: json!({"spec": {"nodeName": node}}),
                 });
             }
-            None => out.extend(unschedulable(pod, nodes.len(), now)),
+            None => out.extend(unschedulable(pod, nodes, now)),
         }
     }
     out
 }
 
-fn unschedulable(pod: &Value, nodes: usize, now: &str) -> Option<Action> {
-    let message = format!(
-        "0/{nodes} nodes are available: no Ready, schedulable node tolerated by the pod matches its node selector."
-    );
+/// kube-scheduler's answer for a Pod no Node takes: `PodScheduled=False` (`Unschedulable`)
+/// and a `FailedScheduling` Event, both saying how many Nodes failed for which reason,
+/// written when the reason changes (`kubectl describe pod` shows why it waits).
+fn unschedulable(pod: &Value, nodes: &BTreeMap<&str, NodeView>, now: &str) -> Vec<Action> {
+    let message = unschedulable_message(pod, nodes);
     let old = condition(pod, "/status/conditions", "PodScheduled");
     if old.is_some_and(|c| text(c, "/status") == "False" && text(c, "/message") == message) {
-        return None;
+        return Vec::new();
     }
     let cond = json!({"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
                       "message": message, "lastProbeTime": null, "lastTransitionTime": now});
-    Some(pod_status_patch(
-        pod,
-        json!({"phase": "Pending", "conditions": [cond]}),
-    ))
+    vec![
+        pod_status_patch(pod, json!({"phase": "Pending", "conditions": [cond]})),
+        failed_scheduling(pod, &message, now),
+    ]
+}
+
+/// `0/3 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match Pod's
+/// node affinity/selector.`: each reason with its count, sorted as kube-scheduler sorts them.
+fn unschedulable_message(pod: &Value, nodes: &BTreeMap<&str, NodeView>) -> String {
+    if nodes.is_empty() {
+        return "no nodes available to schedule pods".into();
+    }
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for view in nodes.values() {
+        if let Some(why) = misfit(pod, view) {
+            *counts.entry(why).or_default() += 1;
+        }
+    }
+    let mut reasons: Vec<String> = counts.iter().map(|(why, n)| format!("{n} {why}")).collect();
+    reasons.sort();
+    format!(
+        "0/{} nodes are available: {}.",
+        nodes.len(),
+        reasons.join(", ")
+    )
+}
+
+/// The `FailedScheduling` Event kube-scheduler records for the Pod (core/v1, as
+/// `kubectl describe pod` lists it), named as client-go names Events: the object's name and
+/// a unique suffix, here derived from the Pod, the time and the message.
+fn failed_scheduling(pod: &Value, message: &str, now: &str) -> Action {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (uid(pod), now, message).hash(&mut h);
+    Action::Create {
+        kind: Kind::Event,
+        namespace: namespace(pod).into(),
+        object: json!({
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": format!("{}.{:016x}", name(pod), h.finish()),
+                         "namespace": namespace(pod)},
+            "involvedObject": {"apiVersion": "v1", "kind": "Pod", "namespace": namespace(pod),
+                               "name": name(pod), "uid": uid(pod)},
+            "reason": "FailedScheduling",
+            "message": message,
+            "type": "Warning",
+            "source": {"component": "default-scheduler"},
+            "reportingComponent": "default-scheduler",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -148,6 +148,8 @@ struct Testbed {
     _running: Running,
     cloud: String,
     ccm_log: PathBuf,
+    /// The CCM's own kubeconfig (its ServiceAccount), as the banner names it.
+    ccm_kubeconfig: PathBuf,
 }
 
 /// Starts the testbed in `dir` with the quick start's arguments; returns it with fakecloud's
@@ -174,7 +176,7 @@ fn start_testbed(dir: &Path, command: &str) -> Testbed {
             }
         }
     });
-    let (mut cloud, mut ccm_log) = (None, None);
+    let (mut cloud, mut ccm_log, mut ccm_kubeconfig) = (None, None, None);
     let deadline = Instant::now() + LIMIT;
     loop {
         let line = rx
@@ -186,6 +188,9 @@ fn start_testbed(dir: &Path, command: &str) -> Testbed {
         if let Some((_, path)) = line.split_once("its log (info): ") {
             ccm_log = Some(dir.join(path));
         }
+        if let Some((_, rest)) = line.split_once("RBAC of deploy/config.yml): ") {
+            ccm_kubeconfig = rest.split(';').next().map(|p| dir.join(p));
+        }
         if line.starts_with("Ctrl-C to stop") {
             break;
         }
@@ -194,6 +199,7 @@ fn start_testbed(dir: &Path, command: &str) -> Testbed {
         _running: running,
         cloud: cloud.expect("the banner names fakecloud's URL"),
         ccm_log: ccm_log.expect("the banner names the CCM's log"),
+        ccm_kubeconfig: ccm_kubeconfig.expect("the banner names the CCM's kubeconfig"),
     }
 }
 
@@ -314,6 +320,27 @@ fn the_quick_start_runs_as_written() {
             assert!(l.contains("service=default/web"), "no Service named: {l}");
         }
     }
+    // The in-process CCM holds the leader Lease, as a deployed one would: a CCM an operator
+    // starts beside it stands by. It runs as the ServiceAccount whose kubeconfig the banner
+    // names.
+    let holder = run(
+        &dir,
+        "kubectl -n kube-system get lease cloud-controller-manager -o jsonpath='{.spec.holderIdentity}'",
+    );
+    assert!(!holder.trim().is_empty(), "no leader in the Lease");
+    let denied = run(
+        &dir,
+        &format!(
+            "kubectl --kubeconfig {} -n kube-system get secrets 2>&1 || true",
+            tb.ccm_kubeconfig.display()
+        ),
+    );
+    assert!(
+        denied.contains(
+            "User \"system:serviceaccount:kube-system:cloudscale-cloud-controller-manager\" cannot list"
+        ),
+        "{denied}"
+    );
     let from = annotated_at.expect("the quick start annotates the Service");
     // The annotation's downtime, as the prose says: about 10 s without a listener per VIP.
     let down = poll("the listener recreation's downtime", || {

@@ -303,11 +303,26 @@ async fn kubectl_applies_the_manifest_and_reports_a_denial_as_forbidden() {
         run(&["apply", "--dry-run=server", "-f", manifest]),
         "apply --dry-run=server",
     );
-    let applied = check(run(&["apply", "-f", manifest]), "apply");
+    let out = run(&["apply", "-f", manifest]);
+    let warnings = String::from_utf8_lossy(&out.stderr).into_owned();
+    let applied = check(out, "apply");
     assert!(
         applied.contains("deployment.apps/cloudscale-cloud-controller-manager created"),
         "{applied}"
     );
+    // The identity the cluster installed beforehand reads as kubectl's own apply: unchanged,
+    // with no warning about a missing last-applied-configuration annotation.
+    assert!(!warnings.contains("Warning"), "{warnings}");
+    for object in [
+        "serviceaccount/cloudscale-cloud-controller-manager",
+        "clusterrole.rbac.authorization.k8s.io/system:cloudscale-cloud-controller-manager",
+        "rolebinding.rbac.authorization.k8s.io/cloudscale-cloud-controller-manager:leader-election",
+    ] {
+        assert!(
+            applied.contains(&format!("{object} unchanged")),
+            "{object}:\n{applied}"
+        );
+    }
     // Applied twice: nothing changes.
     let again = check(run(&["apply", "-f", manifest]), "apply again");
     assert!(
@@ -346,6 +361,84 @@ async fn kubectl_applies_the_manifest_and_reports_a_denial_as_forbidden() {
         )),
         "{stderr}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `kubectl create token` (TokenRequest) gives a token that acts as the ServiceAccount: what
+/// deploy/README.md's "Run it outside the cluster" uses to run the CCM with its own RBAC.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_token_acts_as_the_service_account() {
+    let cluster = Cluster::embedded().await.expect("cluster");
+    let dir = std::env::temp_dir().join(format!("rbac-token-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let admin = dir.join("admin");
+    std::fs::write(&admin, cluster.kubeconfig_yaml()).expect("admin kubeconfig");
+    let (ns, name) = ccm_identity::service_account().expect("service account");
+    let run = |args: &[&str]| tokio::task::block_in_place(|| kubectl(&admin, args));
+
+    let out = run(&["-n", &ns, "create", "token", &name, "--duration", "2h"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        !token.is_empty() && !token.contains(char::is_whitespace),
+        "{token:?}"
+    );
+    // The token authenticates as the ServiceAccount: what its RBAC allows works, the rest is
+    // refused in its name.
+    let allowed = run(&["--token", &token, "get", "nodes"]);
+    assert!(
+        allowed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    let denied = run(&["--token", &token, "-n", &ns, "get", "secrets"]);
+    assert!(!denied.status.success());
+    let user = ccm_identity::user_name().expect("user");
+    let stderr = String::from_utf8_lossy(&denied.stderr);
+    assert!(
+        stderr.contains(&format!("User \"{user}\" cannot list")),
+        "{stderr}"
+    );
+    // An unknown ServiceAccount and a lifetime under kube-apiserver's minimum are refused.
+    let missing = run(&["-n", &ns, "create", "token", "nobody"]);
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        !missing.status.success() && stderr.contains("serviceaccounts \"nobody\" not found"),
+        "{stderr}"
+    );
+    let short = run(&["-n", &ns, "create", "token", &name, "--duration", "1m"]);
+    let stderr = String::from_utf8_lossy(&short.stderr);
+    assert!(
+        !short.status.success() && stderr.contains("spec.expirationSeconds"),
+        "{stderr}"
+    );
+    // The API answers as kube-apiserver does (kube's typed request).
+    let api: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        kube::Api::namespaced(cluster.client(), &ns);
+    let answer = api
+        .create_token_request(
+            &name,
+            &Default::default(),
+            &k8s_openapi::api::authentication::v1::TokenRequest {
+                spec: Some(k8s_openapi::api::authentication::v1::TokenRequestSpec {
+                    audiences: Some(vec!["ccm".into()]),
+                    expiration_seconds: Some(1200),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("token request");
+    let spec = answer.spec.expect("spec");
+    assert_eq!(spec.audiences, Some(vec!["ccm".to_string()]));
+    assert_eq!(spec.expiration_seconds, Some(1200));
+    let status = answer.status.expect("status");
+    assert_eq!(status.token.as_deref(), Some(token.as_str()));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -586,3 +586,85 @@ async fn pods_of_a_node_that_goes_are_rescheduled_on_the_others() {
         "no downtime while one Pod serves: {down:?}"
     );
 }
+
+/// A Pod no Node takes says why, as kube-scheduler does: the Deployment of
+/// `deploy/config.yml` selects control-plane Nodes, which the testbed has none of, and
+/// `kubectl describe pod` shows a `FailedScheduling` Event counting the Nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_no_node_takes_gets_a_failed_scheduling_event() {
+    let bed = CcmBed::start_default().await;
+    let client = bed.tb.cluster.client();
+    let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .expect("nodes")
+        .items
+        .len();
+    let deployment: Deployment = serde_json::from_value(json!({
+        "metadata": {"name": "cp", "namespace": "default"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "cp"}},
+                 "template": {"metadata": {"labels": {"app": "cp"}},
+                              "spec": {"nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
+                                       "containers": [{"name": "c", "image": "nginx"}]}}},
+    }))
+    .expect("deployment");
+    Api::<Deployment>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &deployment)
+        .await
+        .expect("create");
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "default");
+    let event = eventually("a FailedScheduling Event", LIMIT, || async {
+        events
+            .list(&Default::default())
+            .await
+            .ok()?
+            .items
+            .into_iter()
+            .find(|e| e.reason.as_deref() == Some("FailedScheduling"))
+    })
+    .await;
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(event.involved_object.kind.as_deref(), Some("Pod"));
+    assert_eq!(
+        event.message.as_deref(),
+        Some(
+            format!(
+                "0/{nodes} nodes are available: {nodes} node(s) didn't match Pod's node affinity/selector."
+            )
+            .as_str()
+        )
+    );
+    let pod = event.involved_object.name.clone().expect("the Pod's name");
+    // What an operator reads.
+    let dir = std::env::temp_dir().join(format!("failed-scheduling-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, bed.tb.cluster.kubeconfig_yaml()).expect("kubeconfig");
+    let out = tokio::task::block_in_place(|| {
+        Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["describe", "pod", &pod])
+            .env_remove("KUBECONFIG")
+            .output()
+            .expect("kubectl runs")
+    });
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("FailedScheduling")
+            && text.contains("didn't match Pod's node affinity/selector"),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    // Said once: the passes since (the Deployment's status, kubectl's reads) repeat nothing.
+    let count = events
+        .list(&Default::default())
+        .await
+        .expect("events")
+        .items
+        .iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
+        .count();
+    assert_eq!(count, 1);
+}

@@ -74,6 +74,58 @@ fn a_pod_no_node_takes_stays_pending_unschedulable() {
     assert_eq!(patch["status"]["conditions"][0]["reason"], "Unschedulable");
 }
 
+/// kube-scheduler's answer: each Node's first failing reason, counted, in the condition and
+/// in one `FailedScheduling` Event, which is not written again while the reasons stay.
+#[test]
+fn an_unschedulable_pod_says_why_each_node_refused_it_once() {
+    let mut nodes = three_nodes();
+    nodes[0]["spec"] = json!({"unschedulable": true});
+    nodes[1]["spec"] = json!({"taints": [{"key": "node.cloudprovider.kubernetes.io/uninitialized",
+                                          "value": "true", "effect": "NoSchedule"}]});
+    nodes.push(node("n4", "10.0.0.14", true));
+    nodes.push(node("n5", "10.0.0.15", true));
+    let mut p = pod("p", "");
+    p["spec"]["nodeSelector"] = json!({"node-role.kubernetes.io/control-plane": ""});
+    let snap = Snapshot {
+        nodes,
+        pods: vec![p.clone()],
+        ..Snapshot::default()
+    };
+    let (actions, _) = sync(&snap, &mut Memory::default(), &cfg(), "t", Instant::now());
+    let expected = "0/5 nodes are available: \
+        1 node(s) had untolerated taint {node.cloudprovider.kubernetes.io/uninitialized: true}, \
+        1 node(s) were not ready, 1 node(s) were unschedulable, \
+        2 node(s) didn't match Pod's node affinity/selector.";
+    let (_, patch) = &patches(&actions)[0];
+    assert_eq!(patch["status"]["conditions"][0]["message"], expected);
+    let events: Vec<&Value> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Create {
+                kind: Kind::Event,
+                object,
+                ..
+            } => Some(object),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(events.len(), 1, "{actions:?}");
+    assert_eq!(events[0]["reason"], "FailedScheduling");
+    assert_eq!(events[0]["type"], "Warning");
+    assert_eq!(events[0]["message"], expected);
+    assert_eq!(events[0]["involvedObject"]["name"], "p");
+    assert_eq!(events[0]["involvedObject"]["uid"], "uid-p");
+    assert_eq!(events[0]["source"]["component"], "default-scheduler");
+    // Once the Pod carries the condition, the next pass writes nothing.
+    p["status"]["conditions"] = patch["status"]["conditions"].clone();
+    let snap = Snapshot {
+        pods: vec![p],
+        ..snap
+    };
+    let (again, _) = sync(&snap, &mut Memory::default(), &cfg(), "t2", Instant::now());
+    assert!(again.is_empty(), "{again:?}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_bound_pod_gets_an_address_and_runs_after_its_start() {
     let mut memory = Memory::default();
