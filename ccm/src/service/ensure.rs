@@ -488,7 +488,7 @@ async fn one_pass(
                 false,
                 "PlannedChange",
                 "PlanLoadBalancer",
-                format!("impact {}:\n{}", p.steps_impact(), p.describe()),
+                p.summary(&service_key(svc)),
             )
             .await;
     }

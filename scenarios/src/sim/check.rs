@@ -600,6 +600,17 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
             format!("an Event shows Rust Debug text: {shown}"),
         ));
     }
+    // `kubectl describe` shows an Event as one row of a table: one line each.
+    if let Some(shown) = events
+        .iter()
+        .filter_map(|e| e.message.as_deref())
+        .find(|m| m.contains('\n'))
+    {
+        out.push(violation(
+            "event-multiline",
+            format!("an Event's message runs over several lines: {shown:?}"),
+        ));
+    }
     // The CCMs run as the ServiceAccount of deploy/config.yml: a refusal is a missing rule.
     let refused: Vec<String> = world
         .api

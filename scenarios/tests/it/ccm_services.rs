@@ -391,8 +391,12 @@ async fn plan_previews_ordinary_manifests_in_plain_words() {
     .await;
     let e = bed.wait_event("web", "PlannedChange", "").await;
     let message = e.message.unwrap_or_default();
+    // One row of `kubectl describe`: the ports it touches, and where the steps are listed.
     assert!(
-        message.contains("create http health monitor") && !message.contains("Some("),
+        message.contains("(health monitor replaced)")
+            && message.contains("plan --service default/web` lists them")
+            && !message.contains('\n')
+            && !message.contains("Some("),
         "{message}"
     );
 }

@@ -26,8 +26,9 @@ pub(super) fn plan(p: &Plan) -> String {
 /// The plan in one line, for the `PlannedChange` Event (pure): the worst impact, then each
 /// port whose traffic the change touches with its worst impact (and whether its health
 /// monitor is replaced: its members are checked anew), the steps that concern every port,
-/// and how many steps there are; `plan --service NAMESPACE/NAME` lists them. Kubernetes
-/// shows an Event's message as one row of `kubectl describe`: a line per step broke it.
+/// each floating IP taken from another holder, and how many steps there are; `plan --service
+/// NAMESPACE/NAME` lists them. Kubernetes shows an Event's message as one row of `kubectl
+/// describe`: a line per step broke it.
 pub(super) fn summary(p: &Plan, service: &str) -> String {
     let mut ports: Vec<(&str, super::Impact, bool)> = Vec::new();
     let mut every = super::Impact::None;
@@ -62,11 +63,20 @@ pub(super) fn summary(p: &Plan, service: &str) -> String {
     if every > super::Impact::None {
         parts.push(format!("all ports {every}"));
     }
+    // A floating IP taken from a server or another load balancer concerns more than this
+    // Service: its holder is named here, not only in the step list.
+    let taken: Vec<String> = p
+        .steps
+        .iter()
+        .filter(|s| matches!(s.action, Action::AssignFloatingIp { from: Some(_), .. }))
+        .map(|s| format!("; {}", action(&s.action)))
+        .collect();
     let steps = p.steps.len();
     format!(
-        "impact {}: {}; {steps} step{} (`cloudscale-cloud-controller-manager plan --service {service}` lists them)",
+        "impact {}: {}{}; {steps} step{} (`cloudscale-cloud-controller-manager plan --service {service}` lists them)",
         p.steps_impact(),
         parts.join(", "),
+        taken.concat(),
         if steps == 1 { "" } else { "s" }
     )
 }

@@ -465,8 +465,7 @@ impl Plan {
         describe::plan(self)
     }
 
-    /// The plan in one line, meant for the `PlannedChange` Event once the suites that read
-    /// its per-step lines read this instead: see [`describe::summary`].
+    /// The plan in one line (the `PlannedChange` Event's message): see [`describe::summary`].
     pub fn summary(&self, service: &str) -> String {
         describe::summary(self, service)
     }

@@ -468,6 +468,10 @@ fn a_floating_ip_taken_from_a_server_or_a_load_balancer_names_it() {
         let text = p.describe();
         assert!(text.contains(words), "{text}");
         assert_eq!(p.impact(), Impact::Minimal);
+        // The Event's one line names the holder too.
+        let line = p.summary("default/web");
+        assert!(line.contains(words) && !line.contains('\n'), "{line}");
+        assert!(line.ends_with("; 1 step (`cloudscale-cloud-controller-manager plan --service default/web` lists them)"), "{line}");
     }
 }
 

@@ -226,15 +226,33 @@ const CLASSES: [Impact; 7] = [
     Impact::Refused,
 ];
 
-/// One line of a `PlannedChange` message: `class [pool]: what` or `class: what`.
-fn planned_line(line: &str) -> Option<(Impact, Option<String>, String)> {
-    let (head, what) = line.split_once(": ")?;
-    let (class, pool) = match head.split_once(" [") {
-        Some((c, p)) => (c, Some(p.trim_end_matches(']').to_string())),
-        None => (head, None),
+/// What a `PlannedChange` message announces (`impact W: POOL CLASS[ (health monitor
+/// replaced)], ..., all ports CLASS; N steps (...)`, `Plan::summary`): per pool its class,
+/// with `health monitor replaced` as its what when it is; `all ports` has no pool.
+fn planned_parts(message: &str) -> Vec<(Impact, Option<String>, String)> {
+    const REPLACED: &str = "health monitor replaced";
+    let class = |c: &str| CLASSES.into_iter().find(|k| k.as_str() == c);
+    let Some((_, rest)) = message
+        .strip_prefix("impact ")
+        .and_then(|r| r.split_once(": "))
+    else {
+        return Vec::new();
     };
-    let class = CLASSES.into_iter().find(|c| c.as_str() == class)?;
-    Some((class, pool, what.to_string()))
+    let parts = rest.split_once("; ").map_or(rest, |(p, _)| p);
+    parts
+        .split(", ")
+        .filter_map(|part| {
+            let (part, what) = match part.strip_suffix(&format!(" ({REPLACED})")) {
+                Some(p) => (p, REPLACED),
+                None => (part, ""),
+            };
+            if let Some(c) = part.strip_prefix("all ports ") {
+                return Some((class(c)?, None, what.to_string()));
+            }
+            let (pool, c) = part.rsplit_once(' ')?;
+            Some((class(c)?, Some(pool.to_string()), what.to_string()))
+        })
+        .collect()
 }
 
 impl Events {
@@ -263,17 +281,8 @@ impl Events {
             }
             let message = e.message.unwrap_or_default();
             match e.reason.as_deref() {
-                Some("PlannedChange") => {
-                    out.lines
-                        .extend(message.lines().skip(1).filter_map(planned_line));
-                    // Its `refused: ...` lines announce refusals too.
-                    out.refusals.extend(
-                        message
-                            .lines()
-                            .filter(|l| l.starts_with("refused: "))
-                            .map(str::to_string),
-                    );
-                }
+                // Refusals have Events of their own (ChangeRefused).
+                Some("PlannedChange") => out.lines.extend(planned_parts(&message)),
                 Some("ChangeRefused") => out.refusals.push(message),
                 _ => {}
             }
@@ -334,10 +343,8 @@ impl Announced {
 
     /// Whether the port's monitor is replaced (its members are checked anew).
     fn replaces_monitor(&self, pools: &[String]) -> bool {
-        self.concerning(pools).any(|(_, _, what)| {
-            what.contains("health monitor")
-                && (what.starts_with("create") || what.starts_with("delete"))
-        })
+        self.concerning(pools)
+            .any(|(_, _, what)| what == "health monitor replaced")
     }
 }
 
@@ -615,4 +622,44 @@ fn refused_at_end(
             after.cidrs()
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_planned_change_summary_gives_each_pool_its_class() {
+        let parts = planned_parts(
+            "impact pool-recreate: tcp/http pool-recreate (health monitor replaced), tcp/dns listener-recreate, all ports minimal; 9 steps (`cloudscale-cloud-controller-manager plan --service default/web` lists them)",
+        );
+        assert_eq!(
+            parts,
+            [
+                (
+                    Impact::PoolRecreate,
+                    Some("tcp/http".to_string()),
+                    "health monitor replaced".to_string()
+                ),
+                (
+                    Impact::ListenerRecreate,
+                    Some("tcp/dns".to_string()),
+                    String::new()
+                ),
+                (Impact::Minimal, None, String::new()),
+            ]
+        );
+        let announced = Announced {
+            lines: parts,
+            refusals: Vec::new(),
+        };
+        assert_eq!(announced.class(), Impact::PoolRecreate);
+        assert!(announced.replaces_monitor(&["tcp/http".to_string()]));
+        assert!(!announced.replaces_monitor(&["tcp/dns".to_string()]));
+        assert_eq!(
+            announced.port_class(&["tcp/dns".to_string()]),
+            Impact::ListenerRecreate
+        );
+        assert!(planned_parts("Ensuring load balancer: 3 changes").is_empty());
+    }
 }

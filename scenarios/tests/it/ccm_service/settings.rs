@@ -200,12 +200,10 @@ async fn a_selector_that_leaves_no_member_is_announced_as_an_outage() {
     let planned = bed
         .wait_event("web", "PlannedChange", "impact outage")
         .await;
+    let message = planned.message.unwrap_or_default();
     assert!(
-        planned
-            .message
-            .unwrap_or_default()
-            .contains("outage [tcp/http]: remove member"),
-        "each removal is an outage step"
+        message.starts_with("impact outage: tcp/http outage, tcp/https outage;"),
+        "each removal is an outage step of its port: {message}"
     );
 }
 
