@@ -1,6 +1,6 @@
 //! Events about managed objects: a repeat is counted on the first Event, a different message
 //! is an Event of its own (kube's Recorder would only count it, hiding the new message), and
-//! the API server lists them in the order they happened.
+//! the API server lists them in the order they happened (and `kubectl events` shows them so).
 
 use ccm::events::Events;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -123,4 +123,35 @@ async fn events_are_listed_in_the_order_they_happened() {
         .filter_map(|e| e.note)
         .collect();
     assert_eq!(listed, notes);
+    // `kubectl events` sorts by time on its own: the same order.
+    let dir = std::env::temp_dir().join(format!("events-order-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, cluster.kubeconfig_yaml()).expect("kubeconfig");
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["events", "-n", "default", "--for", "service/web"])
+            .env_remove("KUBECONFIG")
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("kubectl runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let shown: Vec<String> = text
+        .lines()
+        .filter_map(|l| {
+            l.split_once("Service/web")
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        notes,
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
