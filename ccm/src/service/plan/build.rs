@@ -143,7 +143,7 @@ pub(super) fn pools(
         .iter()
         .map(|&i| b.targets[i].desired.listener.key())
         .collect();
-    let moved = b.moved_off_their_node_port();
+    let broken_kept = b.serving_nobody();
     let fresh = b.holders.is_empty();
     let schedule::Switch {
         first: switch_first,
@@ -162,13 +162,13 @@ pub(super) fn pools(
         }),
         _ => false,
     };
-    // Ports that keep their pool but whose members all serve a node port Kubernetes no
-    // longer gives them (it moved the port): nothing serves them, and one write (a member
-    // on the new node port) restores each, so their first new members go before anything
+    // Ports whose kept pool serves nobody (Kubernetes moved the port to
+    // another node port, or no member is up: deleted by hand, nodes stopped): one write (a
+    // member on a node that serves) restores each, so their first new members go before anything
     // else, the ports that need a listener restored next (fewest writes first keeps the
     // most ports down the shortest), and then every restored port's other members in
     // turn, before any other port's make phase.
-    let mut rest = first_members_of(&moved, &mut members, steps);
+    let mut rest = first_members_of(&broken_kept, &mut members, steps);
     let (clear_first, clear): (Vec<Step>, Vec<Step>) = b.clear.into_iter().partition(taken);
     steps.extend(clear_first);
     // The broken port that needs the fewest writes goes first (its pool, monitor, first
@@ -244,10 +244,10 @@ fn restores(t: &Target, i: usize, step: &Step) -> bool {
     }
 }
 
-/// Takes the member creations of the kept pools in `moved` out of `members`, appends the
+/// Takes the member creations of the kept pools in `broken` out of `members`, appends the
 /// first of each pool to `steps` and returns the others, one list per pool.
 fn first_members_of(
-    moved: &[uuid::Uuid],
+    broken: &[uuid::Uuid],
     members: &mut Vec<Vec<Step>>,
     steps: &mut Vec<Step>,
 ) -> Vec<Vec<Step>> {
@@ -255,7 +255,7 @@ fn first_members_of(
     (restoring, *members) = std::mem::take(members).into_iter().partition(|m| {
         m.first().is_some_and(|s| {
             matches!(&s.action, Action::CreateMember { pool: PoolRef::Existing(u), .. }
-                if moved.contains(u))
+                if broken.contains(u))
         })
     });
     let mut rest = Vec::new();
@@ -269,21 +269,27 @@ fn first_members_of(
 }
 
 impl<'a> Build<'a> {
-    /// The kept pools of ports whose listener they hold but whose members all serve a
-    /// node port Kubernetes no longer gives the port.
-    fn moved_off_their_node_port(&self) -> Vec<uuid::Uuid> {
+    /// The kept pools of ports whose listener they hold but that serve nobody: their
+    /// members all serve a node port Kubernetes no longer gives the port, or none of them
+    /// is up nor about to be (deleted by hand, their nodes stopped). One new member up
+    /// restores such a port, so its first goes before other ports are built.
+    fn serving_nobody(&self) -> Vec<uuid::Uuid> {
         self.targets
             .iter()
             .filter_map(|t| {
                 let home = t.home?;
                 let key = t.desired.listener.key();
-                let broken = !home.members.is_empty()
+                let moved = !home.members.is_empty()
                     && home
                         .members
                         .iter()
-                        .all(|m| m.member.protocol_port != t.desired.node_port)
-                    && home.listeners.iter().any(|l| l.listener.key() == key);
-                broken.then_some(home.uuid)
+                        .all(|m| m.member.protocol_port != t.desired.node_port);
+                let none_up = !home
+                    .members
+                    .iter()
+                    .any(|m| m.serving() || (m.enabled && m.health == MonitorStatus::Changing));
+                let holds = home.listeners.iter().any(|l| l.listener.key() == key);
+                (holds && (moved || none_up)).then_some(home.uuid)
             })
             .collect()
     }

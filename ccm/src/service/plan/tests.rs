@@ -1435,3 +1435,59 @@ fn the_event_summary_is_one_line_naming_each_touched_port_once() {
         "{line}"
     );
 }
+
+/// A kept pool whose members were all deleted by hand serves nobody: its first new member
+/// goes before a new port is built (each write is one reconfiguration of the load
+/// balancer, and one member up restores the port).
+#[test]
+fn a_port_whose_members_were_deleted_is_restored_before_a_new_port_is_built() {
+    let before = desired();
+    let mut actual = converged(&before, &owner());
+    let emptied = actual
+        .pools
+        .iter_mut()
+        .find(|p| p.name == "tcp/http")
+        .expect("tcp/http");
+    emptied.members.clear();
+    let mut after = before.clone();
+    after.pools.push(pool("tcp/alt", 8080, 30080));
+    let (p, _) = apply(&actual, &after, MemberRule::Strict);
+    assert_eq!(
+        p.steps[0].action.kind(),
+        "create-member",
+        "{}",
+        p.describe()
+    );
+    assert_eq!(p.steps[0].port.as_deref(), Some("tcp/http"));
+    assert!(
+        first(&p, "create-member", Some("tcp/http")) < first(&p, "create-pool", Some("tcp/alt")),
+        "{}",
+        p.describe()
+    );
+    // Members that are down (their nodes stopped) serve nobody either.
+    let mut down = converged(&before, &owner());
+    for m in &mut down
+        .pools
+        .iter_mut()
+        .find(|p| p.name == "tcp/http")
+        .expect("tcp/http")
+        .members
+    {
+        m.health = MonitorStatus::Down;
+    }
+    // The stopped nodes left the cluster; another one joined.
+    let mut moved = before.clone();
+    let http = moved
+        .pools
+        .iter_mut()
+        .find(|p| p.name == "tcp/http")
+        .expect("tcp/http");
+    http.members = vec![member("10.0.0.13", http.node_port)];
+    moved.pools.push(pool("tcp/alt", 8080, 30080));
+    let p = plan_of(&moved, Some(&down));
+    assert!(
+        first(&p, "create-member", Some("tcp/http")) < first(&p, "create-pool", Some("tcp/alt")),
+        "{}",
+        p.describe()
+    );
+}
