@@ -679,8 +679,6 @@ async fn finish(
     Ok(())
 }
 
-/// What the controller would do for `svc` (live or proposed), without writing anything:
-/// the same pipeline as a reconcile ([`prepare`]), with every list read directly.
 /// Which of `lbs` is the Service's, for its deletion (pure): by its uuid annotation, name
 /// and tags, among the other Services' claims. An unreadable uuid annotation must not block
 /// deletion: the name and tag still find it.
@@ -728,6 +726,8 @@ pub async fn preview_deletion(
         .collect())
 }
 
+/// What the controller would do for `svc` (live or proposed), without writing anything:
+/// the same pipeline as a reconcile ([`prepare`]), with every list read directly.
 pub async fn preview(
     kube: &kube::Client,
     cloud: &Cloud,

@@ -132,7 +132,12 @@ impl Params {
 }
 
 pub(super) fn now_rfc3339(ambient: &Ambient) -> String {
-    ambient.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    rfc3339(ambient.now())
+}
+
+/// A timestamp as the API server writes one (`2026-01-01T00:00:00Z`, whole seconds).
+pub(super) fn rfc3339(t: k8s_openapi::jiff::Timestamp) -> String {
+    t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 pub(super) fn meta_str<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {

@@ -5,7 +5,7 @@
 //! and bound objects are echoed, not enforced.
 
 use super::rbac;
-use super::server::{Shared, Target};
+use super::server::{Shared, Target, rfc3339};
 use super::status::{ApiError, ApiResult, Cause};
 use axum::http::{HeaderMap, StatusCode};
 use k8s_openapi::jiff::SignedDuration;
@@ -77,7 +77,7 @@ pub(super) fn token_request(
             "spec": {"audiences": audiences, "expirationSeconds": expiration,
                      "boundObjectRef": spec.get("boundObjectRef").cloned().unwrap_or(Value::Null)},
             "status": {"token": rbac::service_account_token(&namespace, &name),
-                       "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()},
+                       "expirationTimestamp": rfc3339(expires)},
         }),
     ))
 }

@@ -162,9 +162,9 @@ pub(super) fn pools(
         }),
         _ => false,
     };
-    // Ports whose kept pool serves nobody (Kubernetes moved the port to
-    // another node port, or no member is up: deleted by hand, nodes stopped): one write (a
-    // member on a node that serves) restores each, so their first new members go before anything
+    // Ports whose kept pool serves nobody (Kubernetes moved the port to another node
+    // port, or no member is up: deleted by hand, nodes stopped): one write (a member on a
+    // node that serves) restores each, so their first new members go before anything
     // else, the ports that need a listener restored next (fewest writes first keeps the
     // most ports down the shortest), and then every restored port's other members in
     // turn, before any other port's make phase.
