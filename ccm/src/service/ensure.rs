@@ -380,7 +380,7 @@ pub async fn ensure(
     }
     Err(ServiceError::NotConverged {
         passes: MAX_PASSES,
-        remaining: current.2.describe(),
+        remaining: current.2.describe_inline(),
     })
 }
 

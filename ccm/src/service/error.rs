@@ -15,9 +15,10 @@ pub enum ServiceError {
     Apply(#[from] apply::ApplyError),
     #[error("Kubernetes API: {}", crate::kube_text::KubeText(.0))]
     Kube(#[from] kube::Error),
-    /// Changes were applied, yet planning again still finds these steps to do.
+    /// Changes were applied, yet planning again still finds these steps to do (`remaining`
+    /// on one line: the message becomes an Event's).
     #[error(
-        "the load balancer did not converge after {passes} passes; still differing:\n{remaining}"
+        "the load balancer did not converge after {passes} passes; still differing: {remaining}"
     )]
     NotConverged { passes: usize, remaining: String },
     /// The API token reaches an account that holds none of the cluster's servers.

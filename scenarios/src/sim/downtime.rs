@@ -736,16 +736,15 @@ fn overlap(periods: &[(u128, u128)], a: u128, b: u128) -> f64 {
 /// intervals that begin this long after it.
 const RECHECK_MS: u128 = 50_000;
 
-/// The verdict on one down interval `[a, b)` of `port`: the seconds the rule allows, the
-/// event it is charged to, and when the last pending change before `a` was made (`None`:
-/// nothing pending); `None` when it is not judged.
+/// The verdict on one down interval `[a, b)` of `port` ([`Allowed`]); `None` when it is not
+/// judged.
 fn allowed(
     events: &[Event],
     port: &(String, u16),
     (a, b): (u128, u128),
     blocked: &[(u128, u128)],
     ops: &[(u128, u128)],
-) -> Option<(f64, usize, Option<u128>)> {
+) -> Option<Allowed> {
     let last = events.iter().rposition(|e| e.at <= a)?;
     if !events[last].ports.contains(port) {
         return None;
@@ -795,7 +794,12 @@ fn allowed(
     }
     if pending.is_empty() {
         // Nothing pending: the port serves through any fault.
-        return Some((0.0, last, None));
+        return Some(Allowed {
+            seconds: 0.0,
+            last,
+            since: None,
+            during: Vec::new(),
+        });
     }
     let mut bound = 0.0;
     for i in &pending {
@@ -816,7 +820,63 @@ fn allowed(
         .map(|i| events[*i].at)
         .find(|at| *at <= a)
         .or_else(|| pending.first().map(|i| events[*i].at));
-    Some((bound + overlap(blocked, a, b), last, since))
+    // Changes made while the port was down that break it by themselves: see [`later_queue`].
+    let during = pending
+        .iter()
+        .filter(|i| events[**i].at > a)
+        .filter(|i| matches!(events[**i].kind, Kind::Changed { bound, .. } if bound > 0.0))
+        .map(|i| events[*i].at)
+        .collect();
+    Some(Allowed {
+        seconds: bound + overlap(blocked, a, b),
+        last,
+        since,
+        during,
+    })
+}
+
+/// How long a down port may stay down, from [`allowed`].
+struct Allowed {
+    /// The bounds of the pending changes and the time faults held the CCM up.
+    seconds: f64,
+    /// The Service's last event at or before the port went down.
+    last: usize,
+    /// Where its queue counts from (see [`backlog`]); `None`: nothing pending.
+    since: Option<u128>,
+    /// When changes were made after the port went down and before it came back, each
+    /// bounded above zero (it breaks the port by itself: new node ports, a new monitor).
+    during: Vec<u128>,
+}
+
+/// Seconds the write that brought the port back waited behind the load balancer's queue as
+/// it stood when a change made while the port was down (`during`) was planned: a port
+/// broken by one change (a monitor replaced, its members checked anew) and broken again by
+/// another before it served (new node ports: its members point at a closed port) comes
+/// back with the second change's writes, which the load balancer applies after everything
+/// requested before them, whichever pass requested it. Counted only when that write was
+/// requested by a pass planned at or after the change: a restore sent before it owes
+/// nothing to it (a plan that puts its own writes between a break and its restore earns
+/// nothing by a change arriving meanwhile).
+fn later_queue(
+    lines: &[String],
+    service: &str,
+    ops: &[(u128, u128)],
+    during: &[u128],
+    b: u128,
+) -> f64 {
+    let Some(&(restore, _)) = ops
+        .iter()
+        .filter(|(_, effective)| *effective <= b)
+        .max_by_key(|(_, effective)| *effective)
+    else {
+        return 0.0;
+    };
+    during
+        .iter()
+        .map(|at| (*at, planned_until(lines, service, *at, b)))
+        .filter(|(_, planned)| restore >= *planned)
+        .map(|(at, planned)| backlog(ops, planned, at, b))
+        .fold(0.0, f64::max)
 }
 
 /// Whether a port went down at `a` as the load balancer applied a write requested before
@@ -1032,14 +1092,21 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
                     if near_node {
                         continue;
                     }
-                    let Some((allowed, i, since)) =
-                        allowed(&model.events, &port, (a, b), &blocked, &ops)
+                    let Some(Allowed {
+                        seconds: allowed,
+                        last: i,
+                        since,
+                        during,
+                    }) = allowed(&model.events, &port, (a, b), &blocked, &ops)
                     else {
                         continue;
                     };
+                    let service = format!("default/{name}");
                     let waited = since.map_or(0.0, |since| {
-                        let planned = planned_until(&lines, &format!("default/{name}"), since, b);
-                        backlog(&ops, planned, a, b).max(queued(&ops, a, b, apply_ms, &boundaries))
+                        let planned = planned_until(&lines, &service, since, b);
+                        backlog(&ops, planned, a, b)
+                            .max(queued(&ops, a, b, apply_ms, &boundaries))
+                            .max(later_queue(&lines, &service, &ops, &during, b))
                     });
                     let mut allowed = allowed + waited;
                     let took = (b - a) as f64 / 1000.0;

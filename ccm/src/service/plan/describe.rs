@@ -5,6 +5,16 @@ use super::super::model::{HttpCheck, Listener, Monitor};
 use super::{Action, ListenerChanges, MonitorChanges, Plan};
 
 pub(super) fn plan(p: &Plan) -> String {
+    lines(p).join("\n")
+}
+
+/// The steps, refusals and warnings of [`plan`] on one line, separated by `; ` (an error
+/// message, which Kubernetes shows as one row of `kubectl describe`).
+pub(super) fn inline(p: &Plan) -> String {
+    lines(p).join("; ")
+}
+
+fn lines(p: &Plan) -> Vec<String> {
     let mut out = Vec::new();
     for s in &p.steps {
         let port = s
@@ -20,7 +30,7 @@ pub(super) fn plan(p: &Plan) -> String {
     for n in &p.notes {
         out.push(format!("warning: {} ({})", n.message, n.field));
     }
-    out.join("\n")
+    out
 }
 
 /// The plan in one line, for the `PlannedChange` Event (pure): the worst impact, then each

@@ -465,6 +465,11 @@ impl Plan {
         describe::plan(self)
     }
 
+    /// [`Plan::describe`] on one line, its items separated by `; `.
+    pub fn describe_inline(&self) -> String {
+        describe::inline(self)
+    }
+
     /// The plan in one line (the `PlannedChange` Event's message): see [`describe::summary`].
     pub fn summary(&self, service: &str) -> String {
         describe::summary(self, service)

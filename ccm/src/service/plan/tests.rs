@@ -766,6 +766,24 @@ fn describe_speaks_plain_words() {
     assert!(text.contains("delay 2 → 5 s"), "{text}");
 }
 
+/// The step list of an error message (a load balancer that did not converge) is one line
+/// holding every step the preview lists, so its Event stays one row of `kubectl describe`.
+#[test]
+fn the_inline_description_is_the_step_list_on_one_line() {
+    let before = desired();
+    let mut after = before.clone();
+    after.pools[0].listener.allowed_cidrs = vec!["10.0.0.0/8".into()];
+    after.pools[0].monitor.delay_s = 5;
+    let p = plan_of(&after, Some(&converged(&before, &owner())));
+    let (lines, inline) = (p.describe(), p.describe_inline());
+    assert!(lines.lines().count() >= 2, "{lines}");
+    assert!(!inline.contains('\n'), "{inline}");
+    assert_eq!(
+        inline.split("; ").collect::<Vec<_>>(),
+        lines.lines().collect::<Vec<_>>()
+    );
+}
+
 /// A pass that created a pool and was interrupted before its members (a failure, a crash, a
 /// wait) left an empty pool without listeners: the next pass takes it up again instead of
 /// building another next to it (found by the simulation: up to four pools of one name).

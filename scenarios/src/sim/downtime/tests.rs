@@ -529,3 +529,34 @@ fn a_convergence_planned_from_reads_sent_before_an_outside_delete_does_not_settl
         .unwrap_or_else(|| panic!("not judged: {events:?}"));
     assert_eq!(bound, REPAIR.as_secs_f64());
 }
+
+/// A monitor replaced (the port down as its new monitor checks the members anew), then new
+/// node ports before it served: the new members wait behind everything queued by then
+/// (the other ports' monitor replacements, a new node's members), whoever queued it.
+#[test]
+fn a_change_made_while_the_port_is_down_is_credited_the_queue_ahead_of_its_writes() {
+    let lines: Vec<String> = ["300000 planned default/web", "420000 planned default/web"]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    // (requested, effective): the monitor pass of 300 s breaks the port at 415 s, its other
+    // writes and a node's members follow until 485 s; the new member sent at 420 s is
+    // applied at 495 s.
+    let mut ops = vec![(300_000, 415_000)];
+    ops.extend((1..=4).map(|n| (300_000, 415_000 + n * 10_000)));
+    ops.extend((1..=3).map(|n| (335_000, 455_000 + n * 10_000)));
+    ops.push((420_000, 495_000));
+    let during = [420_000];
+    assert_eq!(
+        later_queue(&lines, "default/web", &ops, &during, 503_000),
+        65.0
+    );
+    // A restore the breaking pass sent before the change owes nothing to it.
+    let early: Vec<_> = ops.iter().map(|&(r, e)| (r.min(300_000), e)).collect();
+    assert_eq!(
+        later_queue(&lines, "default/web", &early, &during, 503_000),
+        0.0
+    );
+    // Nothing changed while it was down: nothing credited.
+    assert_eq!(later_queue(&lines, "default/web", &ops, &[], 503_000), 0.0);
+}
