@@ -6,13 +6,17 @@ creates a Deployment and a Service of type LoadBalancer in front of it with kube
 changes the Service's pool algorithm, which the CCM applies as a listener recreation
 (ccm/README.md, "Impact of Service changes": about 10 s without a listener).
 
-The test asserts on the DOM: the load balancer appears in the account view, its members turn
-`up` in the diagram without a reload, a `no listener` down interval of 10-15 virtual seconds
-appears on the timeline (SVG and table) where the operation that caused it is marked; the
-request log filters, a fault rule is added and removed, the clock advances, live updates
-pause (button, hidden tab). Every action is taken with the keyboard, with a visible focus;
-no view scrolls sideways at 1280 or 400 px. Screenshots of each view at 1280x800 and
-400x800 go to target/console-screenshots/.
+The test asserts on the DOM: the load balancer appears in the account view with the
+Service it serves, its members turn `up` in the diagram without a reload, a `no listener`
+down interval of 10-15 virtual seconds appears on the timeline (SVG and table) where the
+operation that caused it is marked, and each lane's label counts only that as downtime
+while serving (provisioning is before serving), clear of the bars; the request filter is
+sent to fakecloud (it searches the whole log), a fault rule is added and removed, the clock
+advances, live updates pause (button, hidden tab), and the header shows every time as
+24-hour UTC. The Service deleted, its load balancer's view still names the Service, shows
+nothing going on and the same totals. Every action is taken with the keyboard, with a
+visible focus; no view scrolls sideways at 1280 or 400 px. Screenshots of each view at
+1280x800 and 400x800 go to target/console-screenshots/.
 
 Nothing sleeps in the hope that something happened: every wait polls the DOM until a
 condition holds or its deadline passes (the one fixed window is the check that a hidden tab
@@ -248,6 +252,10 @@ def account_view(driver, tb):
     uuid = wait(driver, "the load balancer in the account view", lambda d: js(
         d, "const r = document.querySelector('#lb-table tbody tr[data-lb]'); return r && r.dataset.lb"), 60)
     log(f"load balancer {uuid} listed")
+    service = wait(driver, "the Service the load balancer serves, from the CCM's tags", lambda d: js(
+        d, "const r = document.querySelector('#lb-table tbody tr[data-lb]'); return r && r.dataset.service"))
+    if not service.startswith("default/console-web (cluster "):
+        raise Failure(f"the account view names the load balancer's Service as {service!r}")
     return uuid
 
 
@@ -262,6 +270,9 @@ def lb_view(driver, tb, uuid, out):
             raise Failure(f"diagram without {css}")
     if count(driver, ".connectors path") < 3:
         raise Failure("diagram without connectors at 1280 px")
+    service = driver.find_element(By.ID, "lb-service").text
+    if not service.startswith("Service default/console-web"):
+        raise Failure(f"the load balancer view says {service!r} of its Service")
     if not js(driver, "return window.__notReloaded === true"):
         raise Failure("the page reloaded")
     no_horizontal_scroll(driver, "load balancer")
@@ -280,9 +291,35 @@ def lb_view(driver, tb, uuid, out):
             raise Failure(f"listener recreation down for {seconds} s, documented 10-15 s")
     log(f"down intervals on the timeline: {rows} s")
     check_timeline(driver, since)
+    serving = lane_totals(driver)
+    for lane, seconds in serving.items():
+        if not RECREATE_MIN_S <= seconds <= RECREATE_MAX_S:
+            raise Failure(f"lane {lane} counts {seconds} s down while serving; only the 10-15 s listener recreation was")
+    log(f"downtime while serving per lane: {serving}")
     js(driver, "document.getElementById('timeline').scrollIntoView()")
     shot(driver, out, "lb-timeline", WIDE)
+    return serving
 
+
+def lane_totals(driver):
+    """Each lane's downtime while serving, as its label says, checked against the label's
+    text; every label sits clear of the bars and operation lines."""
+    labels = js(driver, """return [...document.querySelectorAll('#timeline-svg text.lane-label')].map(t => {
+        const box = t.getBBox();
+        const lane = t.dataset.lane;
+        const bars = [...document.querySelectorAll('#timeline-svg rect.track')][Number(lane)].getBBox();
+        return [lane, Number(t.dataset.serving), t.textContent, box.y + box.height, bars.y];
+      })""")
+    if not labels:
+        raise Failure("no lane labels on the timeline")
+    out = {}
+    for lane, serving, text, bottom, bar_top in labels:
+        if "down while serving" not in text or "first served" not in text:
+            raise Failure(f"lane label {text!r} does not say its serving downtime and first service")
+        if bottom > bar_top:
+            raise Failure(f"lane label {text!r} reaches {bottom} px, over its bar at {bar_top} px")
+        out[lane] = serving
+    return out
 
 def check_timeline(driver, since):
     """The SVG agrees with the table, marks the operation and tells reasons apart without hue."""
@@ -316,6 +353,13 @@ def requests_view(driver, out):
     keys(driver, "listeners")
     wait(driver, "only POSTs of listeners", lambda d: js(d, """const rows = [...document.querySelectorAll('#request-table tbody tr')];
         return rows.length >= 2 && rows.every(r => r.dataset.method === 'POST' && r.textContent.includes('listeners'))"""))
+    caption = driver.find_element(By.ID, "request-table-caption").text
+    if not re.search(r"of \d+ matching request\(s\) shown.*the filter searched all \d+ kept", caption):
+        raise Failure(f"the filtered table's caption does not say the whole log was searched: {caption!r}")
+    asked = js(driver, """return performance.getEntriesByType('resource').map(e => e.name)
+        .filter(n => n.includes('/_fake/console/requests?') && n.includes('path=listeners') && n.includes('method=POST'))""")
+    if not asked:
+        raise Failure("the filter was not sent to fakecloud (it must search the whole log, server side)")
     no_horizontal_scroll(driver, "requests")
     shot(driver, out, "requests", WIDE)
 
@@ -347,6 +391,13 @@ def clock_view(driver, out, scale):
          and d.find_element(By.ID, "live-status").text == "paused")
     keys(driver, Keys.ENTER)
     wait(driver, "live updates resumed", lambda d: d.find_element(By.ID, "live-status").text.startswith("live"))
+    # One time format in the header: 24 h, UTC, for the virtual clock and the real one.
+    status = driver.find_element(By.ID, "live-status").text
+    summary = driver.find_element(By.ID, "clock-summary").text
+    if not re.fullmatch(r"live · updated \d\d:\d\d:\d\d UTC real time", status):
+        raise Failure(f"the live status shows another time format: {status!r}")
+    if not re.match(r"virtual \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d)? UTC", summary):
+        raise Failure(f"the clock summary shows another time format: {summary!r}")
     hidden_tab_pauses(driver)
     no_horizontal_scroll(driver, "clock")
     shot(driver, out, "clock", WIDE)
@@ -397,6 +448,30 @@ def narrow(driver, uuid, out):
             shot(driver, out, name, NARROW)
 
 
+def deleted_lb_view(driver, tb, uuid, serving, out):
+    """The Service deleted: its load balancer's history keeps the Service's name, nothing
+    goes on growing, and the totals while serving stay what they were."""
+    driver.set_window_size(*WIDE)
+    tb.kubectl("delete", "service", "console-web", "--wait=false")
+    js(driver, "location.hash = '#/account'")
+    wait(driver, "the load balancer among the deleted ones", lambda d: count(d, f"#deleted-lb-table #lb-link-{uuid}") == 1, 60)
+    press(driver, f"#lb-link-{uuid}")
+    wait(driver, "the deleted load balancer's view", lambda d: d.find_element(By.ID, "lb-status").text.strip().endswith("deleted"))
+    service = driver.find_element(By.ID, "lb-service").text
+    if not service.startswith("Service default/console-web"):
+        raise Failure(f"the deleted load balancer's view says {service!r} of its Service")
+    wait(driver, "the timeline of the deleted load balancer", lambda d: count(d, "#timeline-svg text.lane-label") > 0)
+    before = tb.virtual_now()
+    wait(driver, "virtual time passing after the deletion", lambda d: tb.virtual_now() > before, 10)
+    js(driver, "document.getElementById('timeline').scrollIntoView()")
+    if count(driver, "#down-table tbody tr[data-ongoing=true]"):
+        raise Failure("a deleted load balancer shows an interval still going on")
+    after = lane_totals(driver)
+    if after != serving:
+        raise Failure(f"downtime while serving changed after the deletion: {serving} then {after}")
+    shot(driver, out, "lb-deleted", WIDE)
+
+
 def browser_errors(driver):
     try:
         entries = driver.get_log("browser")
@@ -430,11 +505,12 @@ def main():
         uuid = account_view(driver, tb)
         no_horizontal_scroll(driver, "account")
         shot(driver, shot_dir, "account", WIDE)
-        lb_view(driver, tb, uuid, shot_dir)
+        serving = lb_view(driver, tb, uuid, shot_dir)
         requests_view(driver, shot_dir)
         faults_view(driver, shot_dir)
         clock_view(driver, shot_dir, args.time_scale)
         narrow(driver, uuid, shot_dir)
+        deleted_lb_view(driver, tb, uuid, serving, shot_dir)
         errors = browser_errors(driver)
         if errors:
             raise Failure(f"errors in the browser console: {errors}")

@@ -34,6 +34,10 @@ pub struct DataPlane {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LbHistory {
     pub name: String,
+    /// Its tags when created, and when deleted: a deleted load balancer's view still says
+    /// whose it was (the console shows the Service a CCM tagged it for).
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
     pub created_at: Time,
     /// Provisioning done: VIPs answer (with an empty configuration) from here on.
     pub ready_at: Time,
@@ -651,7 +655,42 @@ pub struct EntryAvailability {
     pub protocol: String,
     pub port: u16,
     pub down: Vec<DownInterval>,
+    /// The sum of `down` (within the window asked for).
     pub downtime_s: f64,
+    /// When a new connection first succeeded, since the load balancer was created
+    /// (`None`: never, up to the end of the window). The serving life runs from here to
+    /// the deletion: `downtime_s` split by it, below, tells provisioning and the first
+    /// configuration, and the time after deletion, from outages while it served.
+    #[serde(serialize_with = "crate::clock::ser_opt_time")]
+    pub first_served_at: Option<Time>,
+    pub downtime_before_serving_s: f64,
+    pub downtime_serving_s: f64,
+    pub downtime_after_deletion_s: f64,
+}
+
+/// Seconds of `down` before `served` (all of it before `deleted` if it never served),
+/// between them, and from `deleted` on.
+fn split_by_life(down: &[DownInterval], served: Option<Time>, deleted: Option<Time>) -> [f64; 3] {
+    let secs = |d: chrono::TimeDelta| d.num_microseconds().unwrap_or(0).max(0) as f64 / 1e6;
+    let overlap = |d: &DownInterval, a: Option<Time>, b: Option<Time>| {
+        let from = a.map_or(d.from, |a| a.max(d.from));
+        let to = b.map_or(d.to, |b| b.min(d.to));
+        if to > from { secs(to - from) } else { 0.0 }
+    };
+    // An empty f64 sum is -0.0, which reads oddly in JSON: folds from +0.0.
+    let sum =
+        |a: Option<Time>, b: Option<Time>| down.iter().fold(0.0, |acc, d| acc + overlap(d, a, b));
+    let life_starts = served.or(deleted);
+    let before = sum(None, life_starts);
+    let serving = match served {
+        Some(s) => sum(Some(s), deleted),
+        None => 0.0,
+    };
+    let after = match deleted {
+        Some(d) => sum(Some(d), None),
+        None => 0.0,
+    };
+    [before, serving, after]
 }
 
 /// Whether the floating IP `address` delivers to `lb` at `t` (assignment propagated).
@@ -775,7 +814,7 @@ pub fn availability(
         .collect();
 
     // Every moment at which the answer may change.
-    let mut points = vec![from];
+    let mut points = vec![from, lb.created_at];
     lb.boundaries(&mut points);
     for (_, ev) in &health {
         points.extend(ev.iter().map(|(t, _)| *t));
@@ -796,17 +835,21 @@ pub fn availability(
         points.push(e.at);
         points.push(e.at + delta_from_secs(propagation));
     }
-    points.retain(|t| *t >= from && *t < to);
     points.sort();
     points.dedup();
+    // The whole life, for when each entry first served (`first_served_at`).
+    let life: Vec<Time> = points
+        .iter()
+        .copied()
+        .filter(|t| *t >= lb.created_at && *t < to)
+        .collect();
+    points.retain(|t| *t >= from && *t < to);
 
     let mut out = Vec::new();
     for entry in &entries {
         for (protocol, port) in listener_keys(lb) {
-            let mut down: Vec<DownInterval> = Vec::new();
-            for (i, &t) in points.iter().enumerate() {
-                let end = points.get(i + 1).copied().unwrap_or(to);
-                if let Some(reason) = failure_at(
+            let fails = |t: Time| {
+                failure_at(
                     dp,
                     lb_id,
                     lb,
@@ -817,7 +860,12 @@ pub fn availability(
                     &health,
                     propagation,
                     t,
-                ) {
+                )
+            };
+            let mut down: Vec<DownInterval> = Vec::new();
+            for (i, &t) in points.iter().enumerate() {
+                let end = points.get(i + 1).copied().unwrap_or(to);
+                if let Some(reason) = fails(t) {
                     match down.last_mut() {
                         Some(last) if last.to == t && last.reason == reason => last.to = end,
                         _ => down.push(DownInterval {
@@ -832,6 +880,8 @@ pub fn availability(
             let downtime_s = down.iter().fold(0.0, |acc, d| {
                 acc + (d.to - d.from).num_microseconds().unwrap_or(0) as f64 / 1e6
             });
+            let first_served_at = life.iter().copied().find(|t| fails(*t).is_none());
+            let [before, serving, after] = split_by_life(&down, first_served_at, lb.deleted_at);
             out.push(EntryAvailability {
                 address: entry.0,
                 kind: entry.1,
@@ -839,6 +889,10 @@ pub fn availability(
                 port,
                 down,
                 downtime_s,
+                first_served_at,
+                downtime_before_serving_s: before,
+                downtime_serving_s: serving,
+                downtime_after_deletion_s: after,
             });
         }
     }
@@ -889,6 +943,41 @@ mod tests {
         assert_eq!(back.latest(a, Some(443), at(3.0)), Some(Some(b(true))));
     }
 
+    /// A load balancer provisioning for 60 s, down 10 s while it served, deleted at 200 s
+    /// and asked about until 500 s: 60 s before serving, 10 s serving, 300 s after deletion.
+    #[test]
+    fn downtime_splits_into_before_serving_serving_and_after_deletion() {
+        let t0 = chrono::DateTime::UNIX_EPOCH;
+        let at = |s: f64| t0 + delta_from_secs(s);
+        let down = |a: f64, b: f64, reason| DownInterval {
+            from: at(a),
+            to: at(b),
+            reason,
+        };
+        let intervals = [
+            down(0.0, 60.0, "load balancer not provisioned"),
+            down(100.0, 110.0, "no listener"),
+            down(200.0, 500.0, "load balancer deleted"),
+        ];
+        let [before, serving, after] = split_by_life(&intervals, Some(at(60.0)), Some(at(200.0)));
+        assert_eq!((before, serving, after), (60.0, 10.0, 300.0));
+        // Still alive: nothing after deletion.
+        let [_, serving, after] = split_by_life(&intervals[..2], Some(at(60.0)), None);
+        assert_eq!((serving, after), (10.0, 0.0));
+        // Never served: everything before the deletion counts as before serving.
+        let never = [
+            down(0.0, 200.0, "no member up"),
+            down(200.0, 500.0, "load balancer deleted"),
+        ];
+        let [before, serving, after] = split_by_life(&never, None, Some(at(200.0)));
+        assert_eq!((before, serving, after), (200.0, 0.0, 300.0));
+        // An interval across the first service is cut there.
+        let [before, serving, _] =
+            split_by_life(&[down(50.0, 70.0, "no listener")], Some(at(60.0)), None);
+        assert_eq!((before, serving), (10.0, 10.0));
+        assert!(!split_by_life(&[], None, None)[0].is_sign_negative());
+    }
+
     #[test]
     fn forgetting_keeps_every_answer_about_later_times() {
         let t0 = chrono::DateTime::UNIX_EPOCH;
@@ -923,6 +1012,7 @@ mod tests {
         };
         let lb = |deleted: Option<f64>| LbHistory {
             name: "lb".into(),
+            tags: BTreeMap::new(),
             created_at: at(0.0),
             ready_at: at(5.0),
             deleted_at: deleted.map(at),

@@ -506,7 +506,7 @@ async fn one_pass(
         actual.as_ref().map(|a| a.uuid),
         head.as_ref().unwrap_or(&p),
         &ctx.apply,
-        &owner.tags,
+        &owner.created_tags(),
         &|| changed_since(svc, cfg, ctx),
     )
     .await;

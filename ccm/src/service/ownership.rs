@@ -21,6 +21,10 @@ use uuid::Uuid;
 
 pub const TAG_CLUSTER: &str = "k8s.cloudscale.ch/cluster";
 pub const TAG_SERVICE_UID: &str = "k8s.cloudscale.ch/service-uid";
+/// The Service's `namespace/name`, for people reading the account (the cloud control
+/// panel, fakecloud's console): set on what the CCM creates, never a reason to write, and
+/// never read to decide ownership (the UID says whose it is).
+pub const TAG_SERVICE: &str = "k8s.cloudscale.ch/service";
 
 /// The Service looking for its load balancer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,6 +163,11 @@ pub fn tags(cluster: &str, uid: &str) -> Tags {
         (TAG_SERVICE_UID.to_string(), uid.to_string()),
     ]
     .into()
+}
+
+/// The tags that name the Service for people (see [`TAG_SERVICE`]).
+pub fn labels(namespace: &str, name: &str) -> Tags {
+    [(TAG_SERVICE.to_string(), format!("{namespace}/{name}"))].into()
 }
 
 /// Why a Service cannot have a load balancer it asks for, in words for a Warning Event.

@@ -331,6 +331,7 @@ pub async fn prepare(
     }
     let owner = Ownership {
         tags: ownership::tags(cluster, &cfg.uid),
+        labels: ownership::labels(&cfg.namespace, &cfg.name),
     };
     let others = claimants(&services, &cfg.uid);
     let fips = FipContext::new(cfg, cluster, &services);

@@ -92,7 +92,10 @@ async fn execute(
 }
 
 fn owner() -> Ownership {
-    Ownership { tags: tags() }
+    Ownership {
+        tags: tags(),
+        ..Ownership::default()
+    }
 }
 
 /// The account as the planner sees it for a Service that shares no floating IP.

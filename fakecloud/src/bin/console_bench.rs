@@ -119,7 +119,7 @@ async fn main() -> anyhow::Result<()> {
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let views: [(&str, Vec<String>); 3] = [
+    let views: [(&str, Vec<String>); 4] = [
         ("account", vec!["/_fake/console/account".to_string()]),
         (
             "load balancer",
@@ -132,6 +132,13 @@ async fn main() -> anyhow::Result<()> {
         (
             "requests (following)",
             vec!["/_fake/console/requests?after=10000".to_string()],
+        ),
+        // A filter searches the whole kept log on every refresh.
+        (
+            "requests (filtered)",
+            vec![
+                "/_fake/console/requests?method=POST&status=2xx&path=members&limit=300".to_string(),
+            ],
         ),
     ];
     let rounds = 100;

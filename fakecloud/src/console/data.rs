@@ -4,7 +4,7 @@
 //! (fakecloud/MODEL.md §1).
 
 use crate::api::{json_response, path_uuid};
-use crate::app::{App, Base};
+use crate::app::{App, Base, LogEntry};
 use crate::clock::{ClockMode, Stamp, Time, format_time};
 use crate::dataplane::{Health, health_at, member_health};
 use crate::error::{ApiError, ApiResult};
@@ -114,8 +114,8 @@ async fn account(AxState(app): AxState<App>, Base(base): Base) -> Response {
         .rev()
         .take(DELETED_SHOWN)
         .map(|(id, h, d)| {
-            json!({"uuid": id, "name": h.name, "created_at": format_time(h.created_at),
-                   "deleted_at": format_time(d)})
+            json!({"uuid": id, "name": h.name, "tags": h.tags,
+                   "created_at": format_time(h.created_at), "deleted_at": format_time(d)})
         })
         .collect();
     let body = json!({
@@ -165,6 +165,7 @@ async fn load_balancer(
         "load_balancer": lb.map(|l| l.render(&ctx)),
         "history": history.map(|h| json!({
             "name": h.name,
+            "tags": h.tags,
             "created_at": format_time(h.created_at),
             "ready_at": format_time(h.ready_at),
             "deleted_at": h.deleted_at.map(format_time),
@@ -186,13 +187,78 @@ struct RequestsQuery {
     /// Entries with a sequence number at or above this (0: from the oldest kept).
     after: Option<u64>,
     limit: Option<usize>,
+    /// Only requests of this method (any case).
+    method: Option<String>,
+    /// Only answers of this class: `1xx` … `5xx`, or `dropped` (a fault dropped the
+    /// connection: status 0).
+    status: Option<String>,
+    /// Only requests whose path and query contain this text (any case).
+    path: Option<String>,
 }
 
-/// `GET /_fake/console/requests?after=SEQ&limit=N`: the request log from sequence number
-/// `after` on, newest `limit` at most, so a console that follows the log while a benchmark
-/// runs fetches only what is new. `next` is the sequence number of the next entry: a value
-/// below the `after` sent means the log was reset.
-async fn requests(AxState(app): AxState<App>, Query(q): Query<RequestsQuery>) -> Response {
+/// What a filtered read of the request log keeps; empty parameters filter nothing.
+struct Filter {
+    method: Option<String>,
+    /// The status class's hundreds digit; 0 for dropped requests.
+    status: Option<u16>,
+    path: Option<String>,
+}
+
+impl Filter {
+    fn parse(q: &RequestsQuery) -> ApiResult<Filter> {
+        fn given(v: &Option<String>) -> Option<&str> {
+            v.as_deref().map(str::trim).filter(|v| !v.is_empty())
+        }
+        let status = match given(&q.status) {
+            None => None,
+            Some("dropped") => Some(0),
+            Some(class) => Some(
+                class
+                    .strip_suffix("xx")
+                    .and_then(|d| d.parse::<u16>().ok())
+                    .filter(|d| (1..=5).contains(d))
+                    .ok_or_else(|| {
+                        ApiError::field(
+                            "status",
+                            format!("\"{class}\" is not a status class: 1xx to 5xx, or dropped"),
+                        )
+                    })?,
+            ),
+        };
+        Ok(Filter {
+            method: given(&q.method).map(str::to_ascii_uppercase),
+            status,
+            path: given(&q.path).map(str::to_lowercase),
+        })
+    }
+
+    fn active(&self) -> bool {
+        self.method.is_some() || self.status.is_some() || self.path.is_some()
+    }
+
+    fn matches(&self, e: &LogEntry) -> bool {
+        self.method.as_ref().is_none_or(|m| e.method == *m)
+            && self.status.is_none_or(|s| e.status / 100 == s)
+            && self.path.as_ref().is_none_or(|p| {
+                let query = e.query.as_deref().unwrap_or("");
+                format!("{}?{query}", e.path)
+                    .to_lowercase()
+                    .contains(p.as_str())
+            })
+    }
+}
+
+/// `GET /_fake/console/requests?after=SEQ&limit=N[&method=M&status=4xx&path=TEXT]`: the
+/// request log from sequence number `after` on, newest `limit` at most, so a console that
+/// follows the log while a benchmark runs fetches only what is new. `next` is the sequence
+/// number of the next entry: a value below the `after` sent means the log was reset. With
+/// a filter, the newest `limit` matching entries of everything the log keeps, and how many
+/// match in all (`matched`): the search covers the whole log, not what a page holds.
+async fn requests(
+    AxState(app): AxState<App>,
+    Query(q): Query<RequestsQuery>,
+) -> ApiResult<Response> {
+    let filter = Filter::parse(&q)?;
     let limit = q.limit.unwrap_or(REQUESTS_MAX).clamp(1, REQUESTS_MAX);
     let clock = clock(&app, app.now());
     let log = app.0.log.lock();
@@ -200,22 +266,29 @@ async fn requests(AxState(app): AxState<App>, Query(q): Query<RequestsQuery>) ->
     let first = next - log.entries.len() as u64;
     let from = q.after.unwrap_or(0).clamp(first, next);
     let wanted = (next - from) as usize;
-    let skip = log.entries.len() - wanted + wanted.saturating_sub(limit);
-    let entries: Vec<Value> = log
+    let matching: Vec<(usize, &LogEntry)> = log
         .entries
         .iter()
         .enumerate()
-        .skip(skip)
+        .skip(log.entries.len() - wanted)
+        .filter(|(_, e)| filter.matches(e))
+        .collect();
+    let matched = matching.len();
+    let entries: Vec<Value> = matching[matched.saturating_sub(limit)..]
+        .iter()
         .map(|(i, e)| {
             let mut v = json!(e);
-            v["seq"] = json!(first + i as u64);
+            v["seq"] = json!(first + *i as u64);
             v
         })
         .collect();
+    let kept = log.entries.len();
     // The lock is released before serializing.
     drop(log);
-    json_response(
-        StatusCode::OK,
-        &json!({"clock": clock, "next": next, "first": first, "entries": entries}),
-    )
+    let mut body =
+        json!({"clock": clock, "next": next, "first": first, "kept": kept, "entries": entries});
+    if filter.active() {
+        body["matched"] = json!(matched);
+    }
+    Ok(json_response(StatusCode::OK, &body))
 }

@@ -449,3 +449,170 @@ async fn the_faults_and_clock_endpoints_answer_what_their_views_read() {
 }
 
 // ---- cost of a refresh ------------------------------------------------------------------
+
+/// Each load balancer shows the Service it serves: the console reads the tags a CCM sets
+/// (`k8s.cloudscale.ch/service`, `…/service-uid`, `…/cluster`), and a deleted one keeps
+/// the tags it had for its history.
+#[tokio::test]
+async fn load_balancers_carry_their_tags_into_the_views_after_deletion_too() {
+    let (fc, api) = start().await;
+    let lb = running_lb(&fc, &api, "k8s-service-1234").await;
+    let uuid = id(&lb);
+    let tags = json!({"k8s.cloudscale.ch/cluster": "prod", "k8s.cloudscale.ch/service": "shop/web",
+                      "k8s.cloudscale.ch/service-uid": "0f0f0f0f-0000-4000-8000-000000000000"});
+    api.update(&format!("/load-balancers/{uuid}"), json!({"tags": tags}))
+        .await;
+    let d = get_json(&api, "/_fake/console/account").await;
+    assert_eq!(at(&d, "load_balancers/0/tags"), &tags, "{d}");
+    let view = get_json(&api, &format!("/_fake/console/load-balancers/{uuid}")).await;
+    assert_eq!(at(&view, "load_balancer/tags"), &tags);
+    api.remove(&format!("/load-balancers/{uuid}")).await;
+    let d = get_json(&api, "/_fake/console/account").await;
+    assert_eq!(at(&d, "deleted_load_balancers/0/tags"), &tags, "{d}");
+    let view = get_json(&api, &format!("/_fake/console/load-balancers/{uuid}")).await;
+    assert_eq!(at(&view, "history/tags"), &tags, "{view}");
+    // The account view's script names the Service from exactly these tags.
+    let account = ASSETS
+        .iter()
+        .find(|a| a.name == "account.js")
+        .map(|a| String::from_utf8_lossy(a.body).into_owned())
+        .unwrap_or_default();
+    for key in tags.as_object().into_iter().flat_map(|o| o.keys()) {
+        assert!(
+            account.contains(&format!("'{key}'")),
+            "account.js reads {key}"
+        );
+    }
+}
+
+/// The request filter searches everything the log keeps, server side: an old 404 behind
+/// thousands of newer requests is found, with how many match in all.
+#[tokio::test]
+async fn the_request_filter_searches_the_whole_log_on_the_server() {
+    let (_fc, api) = start().await;
+    let missing = "/servers/00000000-0000-4000-8000-000000000000";
+    assert_eq!(api.get(missing).await.0, StatusCode::NOT_FOUND);
+    for _ in 0..2_500 {
+        api.fetch("/networks").await;
+    }
+    let page = get_json(&api, "/_fake/console/requests?status=4xx&limit=300").await;
+    assert_eq!(page["matched"], 1, "{page}");
+    assert_eq!(page["kept"], 2_501);
+    assert_eq!(at(&page, "entries/0/path"), &json!(format!("/v1{missing}")));
+    assert_eq!(page["entries"][0]["seq"], 0);
+    // Filters combine; the path matches any case; `limit` keeps the newest matches.
+    let page = get_json(
+        &api,
+        "/_fake/console/requests?method=get&status=2xx&path=NETWORKS&limit=5",
+    )
+    .await;
+    assert_eq!(page["matched"], 2_500);
+    let seqs: Vec<&Value> = page["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| &e["seq"])
+        .collect();
+    assert_eq!(
+        seqs,
+        [
+            &json!(2_496),
+            &json!(2_497),
+            &json!(2_498),
+            &json!(2_499),
+            &json!(2_500)
+        ]
+    );
+    let none = get_json(&api, "/_fake/console/requests?method=DELETE").await;
+    assert_eq!(
+        (&none["matched"], &none["entries"]),
+        (&json!(0), &json!([]))
+    );
+    // Unfiltered, `matched` is absent: the page is the log itself.
+    assert!(
+        get_json(&api, "/_fake/console/requests?limit=1")
+            .await
+            .get("matched")
+            .is_none()
+    );
+    // A status class that is none is refused, naming the parameter.
+    let (status, _, body) = get_raw(&api, "/_fake/console/requests?status=4x").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body.contains("status") && body.contains("1xx to 5xx"),
+        "{body}"
+    );
+}
+
+/// The timeline's totals count a load balancer's serving life: provisioning and its first
+/// configuration come before it, the time after its deletion after it.
+#[tokio::test]
+async fn availability_splits_downtime_by_the_serving_life() {
+    let (fc, api) = start().await;
+    let (lb, listener) = lb_with_members(&fc, &api).await;
+    let (_, l) = api
+        .get(&format!("/load-balancers/listeners/{listener}"))
+        .await;
+    api.remove(&format!("/load-balancers/listeners/{listener}"))
+        .await;
+    api.create(
+        "/load-balancers/listeners",
+        json!({"name": "web-80", "pool": l["pool"]["uuid"], "protocol": "tcp", "protocol_port": 80}),
+    )
+    .await;
+    fc.advance(Duration::from_secs(60));
+    api.remove(&format!("/load-balancers/{lb}")).await;
+    fc.advance(Duration::from_secs(300));
+    let av = get_json(&api, &format!("/_fake/load-balancers/{lb}/availability")).await;
+    let created = at(
+        &get_json(&api, &format!("/_fake/load-balancers/{lb}/timeline")).await,
+        "created_at",
+    )
+    .as_str()
+    .map(str::to_string)
+    .unwrap_or_default();
+    let secs = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    let entries = av["entries"].as_array().cloned().unwrap_or_default();
+    assert_eq!(entries.len(), 2, "{av}");
+    for e in &entries {
+        let first = e["first_served_at"].as_str().unwrap_or_default();
+        let to_first = (chrono::DateTime::parse_from_rfc3339(first).expect("first_served_at")
+            - chrono::DateTime::parse_from_rfc3339(&created).expect("created_at"))
+        .num_milliseconds() as f64
+            / 1000.0;
+        // Down from creation until it first served: all of it before serving.
+        assert!(
+            (secs(&e["downtime_before_serving_s"]) - to_first).abs() < 1e-6,
+            "{e}"
+        );
+        assert!(to_first >= 30.0, "provisioning alone takes 30 s here: {e}");
+        // While it served: the monitor, made after the listener, checking the members anew
+        // (4 s), and one reconfiguration without a listener (10 s).
+        assert!((secs(&e["downtime_serving_s"]) - 14.0).abs() < 1e-6, "{e}");
+        assert!(
+            (secs(&e["downtime_after_deletion_s"]) - 300.0).abs() < 1e-6,
+            "{e}"
+        );
+        let parts = secs(&e["downtime_before_serving_s"])
+            + secs(&e["downtime_serving_s"])
+            + secs(&e["downtime_after_deletion_s"]);
+        assert!((parts - secs(&e["downtime_s"])).abs() < 1e-6, "{e}");
+    }
+    // A window that starts after the first service still knows when that was.
+    let later = get_json(
+        &api,
+        &format!(
+            "/_fake/load-balancers/{lb}/availability?from={}",
+            entries[0]["first_served_at"].as_str().unwrap_or_default()
+        ),
+    )
+    .await;
+    assert_eq!(
+        later["entries"][0]["first_served_at"],
+        entries[0]["first_served_at"]
+    );
+    assert_eq!(
+        later["entries"][0]["downtime_before_serving_s"], 0.0,
+        "{later}"
+    );
+}

@@ -112,6 +112,9 @@ struct Build<'a> {
     /// Of [`Build::urgent`], the ports with no pool of their name on a load balancer that
     /// serves other ports: built after the ports known to be broken.
     unbuilt: Vec<usize>,
+    /// First of all: one member on the port's new node port in the pool that holds its
+    /// listener while a replacement is built ([`bridge`]).
+    bridges: Vec<Step>,
 }
 
 /// Appends the pool-level steps of the plan to `steps`. On a load balancer that listens
@@ -169,6 +172,7 @@ pub(super) fn pools(
     // most ports down the shortest), and then every restored port's other members in
     // turn, before any other port's make phase.
     let mut rest = first_members_of(&broken_kept, &mut members, steps);
+    steps.extend(b.bridges);
     let (clear_first, clear): (Vec<Step>, Vec<Step>) = b.clear.into_iter().partition(taken);
     steps.extend(clear_first);
     // The broken port that needs the fewest writes goes first (its pool, monitor, first
@@ -329,6 +333,7 @@ impl<'a> Build<'a> {
                 .collect(),
             urgent: Vec::new(),
             unbuilt: Vec::new(),
+            bridges: Vec::new(),
         }
     }
 
@@ -401,8 +406,27 @@ impl<'a> Build<'a> {
                 .iter()
                 .any(|m| m.member.protocol_port == t.desired.node_port)
             {
-                self.urgent.push(i);
-                continue;
+                // Only into a pool no port keeps (it goes once the switch is done), for a
+                // port whose new pool is still to be built (a pool that exists takes the
+                // listener in as few writes), and when no port has the old node port now:
+                // otherwise the old members would send this port's clients to another
+                // port's backends for the whole make phase.
+                let retired = !self.targets.iter().any(|o| {
+                    o.home.is_some_and(|h| h.uuid == source.uuid)
+                        || source
+                            .members
+                            .iter()
+                            .any(|m| m.member.protocol_port == o.desired.node_port)
+                });
+                match bridge(source, t.desired).filter(|_| retired && t.home.is_none()) {
+                    // Served again after one write: the replacement then goes make
+                    // before break like any other.
+                    Some(step) => self.bridges.push(step),
+                    None => {
+                        self.urgent.push(i);
+                        continue;
+                    }
+                }
             }
             unmonitor_if_unchecked(source, t.desired, &mut unmonitor);
             let source_serves = actual.changing() || source.members.iter().any(|m| m.serving());
@@ -975,6 +999,33 @@ fn sync_monitor(
         ));
     }
     reset
+}
+
+/// A member on the port's node port for the pool that holds its listener but is being
+/// replaced, when Kubernetes moved the port to another node port (a port renamed or
+/// renumbered while its pool is rebuilt for another change): nothing serves the port, and
+/// building its new pool, monitor and members and switching its listener takes five
+/// writes or more (per port, one port after another), where this one write serves it
+/// again, checked by the monitor already in place. `None` when the source checks its
+/// members another way than the new pool will (the traffic policy changed: its monitor
+/// would look at a port the member does not have) or no node is selected.
+fn bridge(source: &ActualPool, desired: &DesiredPool) -> Option<Step> {
+    let first = desired.members.first()?;
+    let on_own_port = |m: &Member| m.monitor_port == m.protocol_port;
+    let same_checks = source
+        .members
+        .iter()
+        .all(|m| on_own_port(&m.member) == on_own_port(first));
+    same_checks.then(|| {
+        make(
+            Action::CreateMember {
+                pool: PoolRef::Existing(source.uuid),
+                member: first.clone(),
+            },
+            Impact::MemberRecreate,
+            &desired.name,
+        )
+    })
 }
 
 /// A source pool whose members are checked on a health-check node port the Service no

@@ -516,6 +516,18 @@ impl AccountFloatingIp {
 pub struct Ownership {
     /// Tags the load balancer must carry (cluster and Service UID); added when absent.
     pub tags: Tags,
+    /// Tags that describe (the Service's name): on what the CCM creates and whenever it
+    /// tags the load balancer anyway; their absence is never a reason to write.
+    pub labels: Tags,
+}
+
+impl Ownership {
+    /// The tags of a resource the CCM creates: [`Ownership::tags`] and the labels.
+    pub fn created_tags(&self) -> Tags {
+        let mut tags = self.labels.clone();
+        tags.extend(self.tags.clone());
+        tags
+    }
 }
 
 /// Plans the way from `actual` (or nothing) to `desired`.
@@ -588,7 +600,7 @@ fn empty_lb(desired: &DesiredLb, owner: &Ownership) -> ActualLb {
         pools: Vec::new(),
         orphan_listeners: Vec::new(),
         floating_ips: Vec::new(),
-        tags: owner.tags.clone(),
+        tags: owner.created_tags(),
     }
 }
 
@@ -645,6 +657,9 @@ fn lb_level(desired: &DesiredLb, actual: &ActualLb, owner: &Ownership, steps: &m
         .collect();
     if !missing.is_empty() {
         let mut tags = actual.tags.clone();
+        for (k, v) in &owner.labels {
+            tags.entry(k.clone()).or_insert_with(|| v.clone());
+        }
         tags.extend(missing);
         steps.push(step(
             Action::TagLb {
@@ -818,7 +833,7 @@ pub fn converged(desired: &DesiredLb, owner: &Ownership) -> ActualLb {
             .collect(),
         orphan_listeners: Vec::new(),
         floating_ips: desired.floating_ips.clone(),
-        tags: owner.tags.clone(),
+        tags: owner.created_tags(),
     }
 }
 

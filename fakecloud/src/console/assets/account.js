@@ -7,6 +7,29 @@ function section(id, title, region) {
   return h('section', { 'aria-labelledby': `${id}-h` }, h('h2', { id: `${id}-h` }, title), region);
 }
 
+/** The Kubernetes Service a load balancer serves, from the tags the cloudscale CCM sets:
+ * `namespace/name` (tag `k8s.cloudscale.ch/service`), else its UID; with the cluster. */
+export function serviceOf(tags) {
+  const parts = serviceParts(tags);
+  if (!parts) return null;
+  return parts.cluster ? `${parts.service} (cluster ${parts.cluster})` : parts.service;
+}
+
+function serviceParts(tags) {
+  const t = tags || {};
+  const service = t['k8s.cloudscale.ch/service']
+    || (t['k8s.cloudscale.ch/service-uid'] ? `uid ${t['k8s.cloudscale.ch/service-uid']}` : null);
+  return service ? { service, cluster: t['k8s.cloudscale.ch/cluster'] } : null;
+}
+
+/** The Service on one line, its cluster below it. */
+function serviceCell(tags) {
+  const parts = serviceParts(tags);
+  if (!parts) return h('span', { class: 'empty' }, 'none tagged');
+  return h('span', { class: 'service' }, h('span', { class: 'mono service-name' }, parts.service),
+    parts.cluster ? h('span', { class: 'service-cluster' }, `cluster ${parts.cluster}`) : null);
+}
+
 function lbLink(uuid, name) {
   return h('a', { href: `#/lb/${uuid}`, id: `lb-link-${uuid}` }, name || uuid);
 }
@@ -25,18 +48,19 @@ function lbTable(d) {
   for (const f of d.floating_ips) {
     if (f.load_balancer) (fips[f.load_balancer.uuid] ||= []).push(f.network);
   }
-  const cols = [{ label: 'Name' }, { label: 'Status' }, { label: 'Zone' }, { label: 'VIP addresses' },
+  const cols = [{ label: 'Name' }, { label: 'Service' }, { label: 'Status' }, { label: 'Zone' }, { label: 'VIP addresses' },
     { label: 'Floating IPs' }, { label: 'Listeners', num: true }, { label: 'Pools', num: true },
     { label: 'Members (monitor status)' }, { label: 'Created (virtual)' }];
   const rows = d.load_balancers.map((lb) => {
     const sum = d.summaries[lb.uuid] || {};
-    return [lbLink(lb.uuid, lb.name), badge(lb.status), lb.zone.slug,
+    return [lbLink(lb.uuid, lb.name), serviceCell(lb.tags), badge(lb.status), lb.zone.slug,
       { content: lb.vip_addresses.map((v) => v.address).join(', '), mono: true },
       { content: (fips[lb.uuid] || []).join(', ') || '–', mono: true },
       sum.listeners || 0, sum.pools || 0, memberHealth(sum), fmtTime(lb.created_at, true)];
   });
   return table('lb-table', `${rows.length} load balancer(s)`, cols, rows,
-    (i) => ({ dataset: { lb: d.load_balancers[i].uuid, status: d.load_balancers[i].status } }));
+    (i) => ({ dataset: { lb: d.load_balancers[i].uuid, status: d.load_balancers[i].status,
+      service: serviceOf(d.load_balancers[i].tags) || '' } }));
 }
 
 function addresses(server, kind) {
@@ -83,8 +107,8 @@ function fipTable(d) {
 
 function deletedTable(d) {
   if (!d.deleted_load_balancers.length) return empty('None.');
-  const cols = [{ label: 'Name' }, { label: 'Created (virtual)' }, { label: 'Deleted (virtual)' }];
-  const rows = d.deleted_load_balancers.map((l) => [lbLink(l.uuid, l.name),
+  const cols = [{ label: 'Name' }, { label: 'Service' }, { label: 'Created (virtual)' }, { label: 'Deleted (virtual)' }];
+  const rows = d.deleted_load_balancers.map((l) => [lbLink(l.uuid, l.name), serviceCell(l.tags),
     fmtTime(l.created_at, true), fmtTime(l.deleted_at, true)]);
   return table('deleted-lb-table', 'Deleted load balancers (their availability history stays)', cols, rows);
 }

@@ -54,7 +54,8 @@ async function tick() {
     const clock = await state.handle.refresh(abort.signal);
     if (generation !== state.generation) return;
     showClock(clock);
-    if (!state.paused && !document.hidden) setStatus(`live · updated ${new Date().toLocaleTimeString()}`);
+    // In the format of every time on the page (24 h, UTC), marked as the real clock's.
+    if (!state.paused && !document.hidden) setStatus(`live · updated ${fmtTime(new Date(Math.floor(Date.now() / 1000) * 1000).toISOString())} UTC real time`);
   } catch (e) {
     if (e.name === 'AbortError' || generation !== state.generation) return;
     setStatus(`cannot reach fakecloud (${e.message}); retrying`, true);

@@ -3,6 +3,7 @@
 
 import { h, s, update, badge, getJSON, fmtTime, empty } from './dom.js';
 import { createTimeline } from './timeline.js';
+import { serviceOf } from './account.js';
 
 function card(node, title, lines, extra) {
   return h('li', { class: `card${extra && extra.cls ? ` ${extra.cls}` : ''}`, id: node, dataset: { node } },
@@ -103,11 +104,15 @@ function connect(region) {
 function facts(d) {
   const lb = d.load_balancer;
   const hist = d.history || {};
+  const tags = (lb ? lb.tags : hist.tags) || {};
+  const service = serviceOf(tags);
   const list = lb
     ? [`zone ${lb.zone.slug}`, `created ${fmtTime(lb.created_at, true)} (virtual)`,
       hist.ready_at ? `provisioned ${fmtTime(hist.ready_at, true)}` : null]
     : [`created ${fmtTime(hist.created_at, true)}`, `deleted ${fmtTime(hist.deleted_at, true)} (virtual): history only`];
-  return list.filter(Boolean).join(' · ');
+  const tagText = Object.entries(tags).map(([k, v]) => `${k}=${v}`).join(', ');
+  return [h('span', { id: 'lb-service' }, service ? `Service ${service}` : 'no Service tagged'), ' · ',
+    list.filter(Boolean).join(' · '), h('br'), h('span', { id: 'lb-tags', class: 'mono' }, tagText ? `tags: ${tagText}` : 'no tags')];
 }
 
 export const lbView = {

@@ -1,17 +1,11 @@
-// The request log, live: only entries newer than the last one seen are fetched
-// (`/_fake/console/requests?after=SEQ`), filtered here by method, status and path.
+// The request log, live. Unfiltered, only entries newer than the last one seen are fetched
+// (`/_fake/console/requests?after=SEQ`); with a filter (method, status, path), fakecloud
+// searches everything its log keeps and returns the newest matches.
 
 import { h, update, invalidate, table, empty, getJSON, send, fmtTime, announce, field } from './dom.js';
 
-/** Entries kept in the page; older ones are dropped (the server keeps its own 10,000). */
-const KEEP = 2000;
-/** Rows drawn at most (the newest matching ones). */
+/** Rows drawn at most (the newest ones, or the newest matching ones). */
 const SHOW = 300;
-
-function statusClass(status) {
-  if (status === 0) return 'dropped';
-  return `${Math.floor(status / 100)}xx`;
-}
 
 function controls(filters, onChange, onClear) {
   const method = h('select', { id: 'rq-method' }, ['any', 'GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']
@@ -32,32 +26,46 @@ function controls(filters, onChange, onClear) {
     field('Method', method), field('Status', status), field('Path contains', path), h('div', {}, clear));
 }
 
-function matches(e, f) {
-  return (f.method === 'any' || e.method === f.method)
-    && (f.status === 'any' || statusClass(e.status) === f.status)
-    && (!f.path || `${e.path}?${e.query || ''}`.toLowerCase().includes(f.path));
+function active(f) {
+  return f.method !== 'any' || f.status !== 'any' || Boolean(f.path);
 }
 
-function logTable(entries, f, total) {
-  const shown = [];
-  for (let i = entries.length - 1; i >= 0 && shown.length < SHOW; i -= 1) {
-    if (matches(entries[i], f)) shown.push(entries[i]);
-  }
-  if (!shown.length) return empty(entries.length ? 'No request matches the filter.' : 'No API request yet.');
+/** The filter as query parameters of `/_fake/console/requests`. */
+function query(f) {
+  const q = new URLSearchParams({ limit: String(SHOW) });
+  if (f.method !== 'any') q.set('method', f.method);
+  if (f.status !== 'any') q.set('status', f.status);
+  if (f.path) q.set('path', f.path);
+  return q.toString();
+}
+
+function logTable(log, f) {
+  const shown = [...log.entries].reverse().slice(0, SHOW);
+  if (!shown.length) return empty(log.matched === undefined ? 'No API request yet.' : 'No request the log keeps matches the filter.');
   const cols = [{ label: 'Time (virtual)' }, { label: 'Method' }, { label: 'Path' }, { label: 'Route' },
     { label: 'Status', num: true }, { label: 'Duration (ms)', num: true }];
   const rows = shown.map((e) => [fmtTime(e.time), e.method, { content: e.path + (e.query ? `?${e.query}` : ''), mono: true },
     { content: e.route || '(unmatched)', mono: true }, e.status === 0 ? 'dropped' : e.status, e.duration_ms.toFixed(2)]);
-  return table('request-table', `${rows.length} request(s) shown, newest first (${total} received since start)`, cols, rows,
+  const kept = `fakecloud keeps the newest ${log.kept} of ${log.next} received since start`;
+  const caption = active(f)
+    ? `${rows.length} of ${log.matched} matching request(s) shown, newest first (the filter searched all ${log.kept} kept; ${log.next} received since start)`
+    : `${rows.length} request(s) shown, newest first (${kept}; a filter searches them all)`;
+  return table('request-table', caption, cols, rows,
     (i) => ({ dataset: { method: shown[i].method, status: shown[i].status, seq: shown[i].seq } }));
 }
 
 export const requestsView = {
   mount(main, _params, ctx) {
     const filters = { method: 'any', status: 'any', path: '' };
-    const log = { entries: [], next: 0 };
+    // Unfiltered: the newest entries, followed with `after`. Filtered: the last answer.
+    const log = { entries: [], next: 0, kept: 0, matched: undefined, filtered: false };
     const region = h('div', { id: 'request-region' });
-    const redraw = () => update(region, [log.next, log.entries.length, filters], () => logTable(log.entries, filters, log.next));
+    const redraw = () => update(region, [log.next, log.kept, log.matched, log.entries.map((e) => e.seq), filters],
+      () => logTable(log, filters));
+    const refilter = () => {
+      // The table shows the new filter's matches once fakecloud answered.
+      ctx.refreshSoon();
+    };
     const clear = async () => {
       try {
         await send('DELETE', '/_fake/requests');
@@ -72,16 +80,24 @@ export const requestsView = {
     };
     main.append(h('h1', {}, 'Requests'),
       h('p', { class: 'lead' }, 'Every /v1 request fakecloud answered (admin and console requests are not logged), newest first, updated live.'),
-      controls(filters, redraw, clear), region);
+      controls(filters, refilter, clear), region);
     return {
       title: 'Requests',
       async refresh(signal) {
-        const page = await getJSON(`/_fake/console/requests?after=${log.next}`, signal);
+        if (active(filters)) {
+          const page = await getJSON(`/_fake/console/requests?${query(filters)}`, signal);
+          Object.assign(log, { entries: page.entries, next: page.next, kept: page.kept, matched: page.matched, filtered: true });
+          redraw();
+          return page.clock;
+        }
+        // Back from a filter: follow the log from its newest entries again.
+        if (log.filtered) Object.assign(log, { entries: [], next: 0, matched: undefined, filtered: false });
+        const page = await getJSON(`/_fake/console/requests?after=${log.next}&limit=${SHOW}`, signal);
         // A `next` below what was seen: fakecloud was reset, start over.
         if (page.next < log.next) log.entries = [];
         log.entries.push(...page.entries);
-        if (log.entries.length > KEEP) log.entries.splice(0, log.entries.length - KEEP);
-        log.next = page.next;
+        if (log.entries.length > SHOW) log.entries.splice(0, log.entries.length - SHOW);
+        Object.assign(log, { next: page.next, kept: page.kept });
         redraw();
         return page.clock;
       },

@@ -69,17 +69,47 @@ function laneName(e) {
   return `${e.address} ${e.kind === 'vip' ? 'VIP' : 'floating IP'} · ${e.protocol}/${e.port}`;
 }
 
-/** The down intervals of `entries` clipped to [t0, t1] (ms), with their lane; `end` is
- * where the oracle's answer ends (now). */
-function clipped(entries, t0, t1, end) {
+/** The part of a load balancer's life an interval [from, to) (ms) of entry `e` falls in:
+ * before the entry first served (provisioning, the first configuration), while it served,
+ * or after the load balancer was deleted. */
+function phaseOf(e, from, deletedAt) {
+  if (deletedAt !== null && from >= deletedAt) return 'after deletion';
+  if (!e.first_served_at || from < ms(e.first_served_at)) return 'before serving';
+  return 'serving';
+}
+
+/** Seconds of `intervals` (clipped, of one lane) within the entry's serving life: from its
+ * first success to the deletion. The totals a person compares with the documented downtime
+ * of a change; provisioning and the time after deletion are not outages. */
+function servingDown(e, intervals, deletedAt) {
+  if (!e.first_served_at) return 0;
+  const start = ms(e.first_served_at);
+  const end = deletedAt === null ? Infinity : deletedAt;
+  return intervals.reduce((a, iv) => a + Math.max(0, Math.min(iv.to, end) - Math.max(iv.from, start)) / 1000, 0);
+}
+
+/** The lane's label: its downtime while serving, and when it first served. */
+function laneLabel(e, intervals, view) {
+  const down = `${fmtDuration(servingDown(e, intervals, view.deletedAt))} down while serving`;
+  if (!e.first_served_at) return `${laneName(e)} · never served yet`;
+  const after = (ms(e.first_served_at) - view.createdAt) / 1000;
+  return `${laneName(e)} · ${down} · first served ${fmtDuration(after)} after creation`;
+}
+
+/** The down intervals of `entries` clipped to [t0, t1] (ms), with their lane and phase;
+ * `end` is where the oracle's answer ends (now). */
+function clipped(entries, t0, t1, end, deletedAt) {
   const out = [];
   entries.forEach((e, lane) => {
     for (const d of e.down) {
       const from = Math.max(ms(d.from), t0);
       const to = Math.min(ms(d.to), t1);
-      // An interval that reaches the end of the data is still going on.
-      const ongoing = ms(d.to) >= end;
-      if (to > from) out.push({ lane, entry: e, reason: reasonOf(d.reason), from, to, d, ongoing });
+      // An interval that reaches the end of the data is still going on (a deleted load
+      // balancer's data ends at its deletion: nothing is going on any more).
+      const ongoing = deletedAt === null && ms(d.to) >= end;
+      if (to > from) {
+        out.push({ lane, entry: e, reason: reasonOf(d.reason), from, to, d, ongoing, phase: phaseOf(e, from, deletedAt) });
+      }
     }
   });
   return out;
@@ -107,39 +137,46 @@ function downShape(iv, x, y) {
       'stroke-width': 3, 'paint-order': 'stroke' }, iv.reason.code)
     : null;
   return s('g', { class: 'down', dataset: { reason: iv.reason.reason, code: iv.reason.code, lane: iv.lane,
-    from: iv.d.from, to: iv.d.to, duration: secs.toFixed(3), ongoing: iv.ongoing } },
+    from: iv.d.from, to: iv.d.to, duration: secs.toFixed(3), ongoing: iv.ongoing, phase: iv.phase } },
   s('title', {}, label),
   s('rect', { x: x0, y, width: w, height: 22, fill: `url(#${patternId(iv.reason)})`, stroke: '#000', 'stroke-width': 0.75 }),
   text);
 }
+
+/** Lane geometry: each lane is its label's line, a gap, then its bar (px). */
+const LANE = { height: 54, label: 14, bar: 22, barHeight: 22 };
 
 /** The SVG drawing of the lanes over [t0, t1] (ms). */
 function drawing(view, width) {
   const { entries, ops, t0, t1, atNow } = view;
   const left = 8;
   const right = 14;
-  const laneH = 46;
   const x = (t) => left + ((t - t0) / Math.max(1, t1 - t0)) * (width - left - right);
-  const intervals = clipped(entries, t0, t1, view.end);
-  const lanesBottom = 8 + entries.length * laneH;
+  const intervals = clipped(entries, t0, t1, view.end, view.deletedAt);
+  const top = 8;
+  const lanesBottom = top + entries.length * LANE.height;
   const height = lanesBottom + 22 + 26;
   const children = [];
+  const labels = [];
   entries.forEach((e, i) => {
-    const y = 8 + i * laneH;
-    const down = intervals.filter((iv) => iv.lane === i).reduce((a, iv) => a + (iv.to - iv.from) / 1000, 0);
-    children.push(s('text', { class: 'lane-label', x: left, y: y + 12 }, `${laneName(e)} · ${fmtDuration(down)} down`));
-    children.push(s('rect', { class: 'track', x: x(t0), y: y + 17, width: x(t1) - x(t0), height: 22 }));
+    const y = top + i * LANE.height;
+    const text = laneLabel(e, intervals.filter((iv) => iv.lane === i), view);
+    // Drawn last, with a halo: the operation lines pass under them, never through them.
+    labels.push(s('text', { class: 'lane-label', x: left, y: y + LANE.label, dataset: { lane: i,
+      serving: servingDown(e, intervals.filter((iv) => iv.lane === i), view.deletedAt).toFixed(3) } }, text));
+    children.push(s('rect', { class: 'track', x: x(t0), y: y + LANE.bar, width: x(t1) - x(t0), height: LANE.barHeight }));
   });
-  for (const iv of intervals) children.push(downShape(iv, x, 8 + iv.lane * laneH + 17));
+  for (const iv of intervals) children.push(downShape(iv, x, top + iv.lane * LANE.height + LANE.bar));
   for (const op of ops) {
     const t = ms(op.effective_at);
     if (t < t0 || t > t1) continue;
     const title = `${fmtTime(op.effective_at)} applied: ${op.operation} (requested ${fmtTime(op.requested_at)})`;
     children.push(s('g', { class: 'op', dataset: { at: op.effective_at } }, s('title', {}, title),
-      s('line', { class: 'op-line', x1: x(t), x2: x(t), y1: 8, y2: lanesBottom + 4 }),
+      s('line', { class: 'op-line', x1: x(t), x2: x(t), y1: top + LANE.bar, y2: lanesBottom + 4 }),
       s('path', { class: 'op-marker', d: `M${x(t)} ${lanesBottom + 4}l-5 9h10z` })));
   }
   if (atNow) children.push(s('line', { class: 'now-line', x1: x(t1), x2: x(t1), y1: 4, y2: lanesBottom + 14 }));
+  children.push(...labels);
   children.push(axis(x, t0, t1, lanesBottom + 20, width));
   const summary = `${entries.length} lane(s), ${intervals.length} down interval(s), ${ops.length} applied operation(s); details in the tables below.`;
   return s('svg', { class: 'timeline-svg', id: 'timeline-svg', width, height, viewBox: `0 0 ${width} ${height}`,
@@ -148,15 +185,16 @@ function drawing(view, width) {
 
 function downTable(intervals) {
   if (!intervals.length) return empty('No down intervals in this window: every entry answered.');
-  const cols = [{ label: 'Entry and port' }, { label: 'Reason' }, { label: 'From (virtual)' },
+  const cols = [{ label: 'Entry and port' }, { label: 'Reason' }, { label: 'Life' }, { label: 'From (virtual)' },
     { label: 'To (virtual)' }, { label: 'Duration', num: true }];
   const rows = intervals.map((iv) => [laneName(iv.entry),
-    h('span', { class: 'reason' }, swatch(iv.reason), ` ${iv.reason.code}: ${iv.reason.reason}`),
+    h('span', { class: 'reason' }, swatch(iv.reason), ` ${iv.reason.code}: ${iv.reason.reason}`), iv.phase,
     fmtTime(new Date(iv.from).toISOString()), iv.ongoing ? 'now (ongoing)' : fmtTime(new Date(iv.to).toISOString()),
     `${iv.ongoing ? 'so far ' : ''}${fmtDuration((iv.to - iv.from) / 1000)}`]);
-  return table('down-table', `${rows.length} down interval(s)`, cols, rows, (i) => ({
+  const serving = intervals.filter((iv) => iv.phase === 'serving').length;
+  return table('down-table', `${rows.length} down interval(s), ${serving} while serving`, cols, rows, (i) => ({
     dataset: { reason: intervals[i].reason.reason, from: intervals[i].d.from, ongoing: intervals[i].ongoing,
-      duration: ((intervals[i].to - intervals[i].from) / 1000).toFixed(3) },
+      phase: intervals[i].phase, duration: ((intervals[i].to - intervals[i].from) / 1000).toFixed(3) },
   }));
 }
 
@@ -187,16 +225,19 @@ export function createTimeline(onClient) {
   const draw = () => {
     if (!state.last) return;
     const { availability: av, timeline: tl } = state.last;
-    const end = ms(av.to);
+    // A deleted load balancer's history ends at its deletion: nothing after it grows.
+    const deletedAt = tl.deleted_at ? ms(tl.deleted_at) : null;
+    const end = deletedAt === null ? ms(av.to) : Math.min(ms(av.to), deletedAt);
     const t0 = state.window === 'all' ? ms(tl.created_at) : Math.max(ms(tl.created_at), end - Number(state.window) * 1000);
     const order = (e) => `${e.kind === 'vip' ? 0 : 1} ${e.address.includes(':') ? 1 : 0} ${e.address} ${String(e.port).padStart(5, '0')}`;
     const entries = [...av.entries].sort((a, b) => order(a).localeCompare(order(b)));
     const ops = tl.operations.filter((o) => ms(o.effective_at) <= end);
     const width = Math.max(300, svgRegion.clientWidth || 900);
-    const view = { entries, ops, t0, t1: Math.max(end, t0 + 1000), end, atNow: !tl.deleted_at };
+    const view = { entries, ops, t0, t1: Math.max(end, t0 + 1000), end, atNow: !tl.deleted_at, deletedAt,
+      createdAt: ms(tl.created_at) };
     update(svgRegion, [width, view], () => drawing(view, width));
-    const intervals = clipped(entries, view.t0, view.t1, end).sort((a, b) => a.from - b.from || a.lane - b.lane);
-    update(downRegion, intervals.map((iv) => [iv.lane, iv.from, iv.to, iv.reason.code, iv.ongoing]), () => downTable(intervals));
+    const intervals = clipped(entries, view.t0, view.t1, end, deletedAt).sort((a, b) => a.from - b.from || a.lane - b.lane);
+    update(downRegion, intervals.map((iv) => [iv.lane, iv.from, iv.to, iv.reason.code, iv.ongoing, iv.phase]), () => downTable(intervals));
     update(opsRegion, ops, () => opsTable(ops));
   };
   const el = h('section', { 'aria-labelledby': 'timeline-h', id: 'timeline' },

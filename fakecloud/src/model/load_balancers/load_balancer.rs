@@ -203,6 +203,7 @@ pub fn create_load_balancer(
         uuid,
         LbHistory {
             name: name.clone(),
+            tags: tags.clone(),
             created_at: now,
             ready_at,
             deleted_at: None,
@@ -260,11 +261,13 @@ pub fn update_load_balancer(
 /// Everything under a load balancer is removed with it; floating IPs stay, unassigned.
 /// The data plane stops at once.
 pub fn delete_load_balancer(st: &mut State, id: Uuid, now: Time) -> ApiResult<()> {
-    st.load_balancers
+    let gone = st
+        .load_balancers
         .shift_remove(&id)
         .ok_or(ApiError::NotFound)?;
     if let Some(h) = st.dataplane.lbs.get_mut(&id) {
         h.deleted_at = Some(now);
+        h.tags = gone.tags;
     }
     let pools: Vec<Uuid> = st
         .pools

@@ -3,6 +3,17 @@
 use super::*;
 use crate::sim::schedule::Shape;
 
+/// [`allowed`] as a tuple: the seconds, the event charged, where the queue counts from.
+fn verdict(
+    events: &[Event],
+    port: &(String, u16),
+    down: (u128, u128),
+    blocked: &[(u128, u128)],
+    ops: &[(u128, u128)],
+) -> Option<(f64, usize, Option<u128>)> {
+    allowed(events, port, down, blocked, ops).map(|a| (a.seconds, a.last, a.since))
+}
+
 /// A Service event at 1 ms for the tests of pending changes.
 fn event(kind: Kind, what: &str) -> Event {
     Event {
@@ -349,49 +360,49 @@ fn a_change_is_charged_its_class_until_the_ccm_reports_it_applied() {
     ];
     // Before any change: nothing allowed, faults or not.
     assert_eq!(
-        allowed(&events, &port, (500, 900), &[(0, 900)], &[]),
+        verdict(&events, &port, (500, 900), &[(0, 900)], &[]),
         Some((0.0, 0, None))
     );
     // Both changes pending: their bounds add up, with the time faults took; the queue
     // counts from the last change before the break.
     assert_eq!(
-        allowed(&events, &port, (6000, 8000), &[], &[]),
+        verdict(&events, &port, (6000, 8000), &[], &[]),
         Some((45.0, 2, Some(5000)))
     );
     assert_eq!(
-        allowed(&events, &port, (2000, 6000), &[(0, 3000)], &[]),
+        verdict(&events, &port, (2000, 6000), &[(0, 3000)], &[]),
         Some((46.0, 1, Some(1000)))
     );
     // Soon after the converged line a replaced monitor may still re-check; later,
     // nothing is pending.
     assert_eq!(
-        allowed(&events, &port, (65_000, 66_000), &[], &[]),
+        verdict(&events, &port, (65_000, 66_000), &[], &[]),
         Some((45.0, 3, Some(5000)))
     );
     assert_eq!(
-        allowed(&events, &port, (115_000, 116_000), &[], &[]),
+        verdict(&events, &port, (115_000, 116_000), &[], &[]),
         Some((0.0, 3, None))
     );
     // Unless the load balancer applied what was requested by then only later.
     let busy = [(50_000, 100_000)];
     assert_eq!(
-        allowed(&events, &port, (115_000, 116_000), &[], &busy),
+        verdict(&events, &port, (115_000, 116_000), &[], &busy),
         Some((45.0, 3, Some(5000)))
     );
     assert_eq!(
-        allowed(&events, &port, (150_000, 151_000), &[], &busy),
+        verdict(&events, &port, (150_000, 151_000), &[], &busy),
         Some((0.0, 3, None))
     );
     // Broken by outside hands at 200 s: repaired within 150 s of going down.
     assert_eq!(
-        allowed(&events, &port, (210_000, 211_000), &[], &[]),
+        verdict(&events, &port, (210_000, 211_000), &[], &[]),
         Some((150.0, 4, Some(200_000)))
     );
     // Unjudged from 400 s, and an interval that runs into it.
-    assert_eq!(allowed(&events, &port, (410_000, 411_000), &[], &[]), None);
-    assert_eq!(allowed(&events, &port, (350_000, 410_000), &[], &[]), None);
+    assert_eq!(verdict(&events, &port, (410_000, 411_000), &[], &[]), None);
+    assert_eq!(verdict(&events, &port, (350_000, 410_000), &[], &[]), None);
     let other = ("udp".to_string(), 53);
-    assert_eq!(allowed(&events, &other, (2000, 4000), &[], &[]), None);
+    assert_eq!(verdict(&events, &other, (2000, 4000), &[], &[]), None);
 }
 
 /// Found by the sweep (seed 51016126): a node excluded by a selector while another
@@ -425,15 +436,15 @@ fn a_queued_removal_from_before_a_node_outage_ends_the_outage_not_a_change() {
     ];
     let down = (500_149, 540_149);
     assert_eq!(
-        allowed(&events, &port, down, &[], &[(348_149, 500_149)]),
+        verdict(&events, &port, down, &[], &[(348_149, 500_149)]),
         None
     );
     // Requested once no selected node ran: judged as the change it belongs to.
-    let judged = allowed(&events, &port, down, &[], &[(370_000, 500_149)]);
+    let judged = verdict(&events, &port, down, &[], &[(370_000, 500_149)]);
     assert_eq!(judged, Some((20.0, 3, Some(436_000))));
     // Without the outage, the same removal is the selector change's.
     let no_outage: Vec<Event> = events[..2].to_vec();
-    let judged = allowed(&no_outage, &port, down, &[], &[(348_149, 500_149)]);
+    let judged = verdict(&no_outage, &port, down, &[], &[(348_149, 500_149)]);
     assert_eq!(judged, Some((20.0, 1, Some(286_000))));
 }
 
@@ -525,7 +536,7 @@ fn a_convergence_planned_from_reads_sent_before_an_outside_delete_does_not_settl
         "{events:?}"
     );
     let port = ("tcp".to_string(), 9000);
-    let (bound, ..) = allowed(events, &port, (428_980, 442_980), &[], &[])
+    let (bound, ..) = verdict(events, &port, (428_980, 442_980), &[], &[])
         .unwrap_or_else(|| panic!("not judged: {events:?}"));
     assert_eq!(bound, REPAIR.as_secs_f64());
 }
