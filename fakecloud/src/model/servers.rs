@@ -123,6 +123,35 @@ impl Server {
         serde_json::to_value(self.view(ctx)).unwrap_or(Value::Null)
     }
 
+    /// The other servers of its anti-affinity server groups, in the account's order: the
+    /// API keeps this legacy field in step with the groups (servers joining with their
+    /// creation, leaving with their deletion), and client tests read it.
+    fn anti_affine<'a>(&self, ctx: &'a Ctx) -> Vec<ServerStubView<'a>> {
+        let groups: Vec<Uuid> = self
+            .server_groups
+            .iter()
+            .filter(|g| {
+                ctx.st
+                    .server_groups
+                    .get(*g)
+                    .is_some_and(|g| g.kind == "anti-affinity")
+            })
+            .copied()
+            .collect();
+        if groups.is_empty() {
+            return Vec::new();
+        }
+        ctx.st
+            .servers
+            .values()
+            .filter(|s| s.uuid != self.uuid && s.server_groups.iter().any(|g| groups.contains(g)))
+            .map(|s| ServerStubView {
+                href: ctx.href_of("servers", s.uuid),
+                uuid: s.uuid,
+            })
+            .collect()
+    }
+
     /// The API representation, borrowed from the record and serialized directly (server
     /// lists are the hottest read path).
     pub fn view<'a>(&'a self, ctx: &'a Ctx) -> ServerView<'a> {
@@ -201,7 +230,7 @@ impl Server {
                 .collect(),
             ssh_fingerprints: fingerprints,
             ssh_host_keys: host_keys,
-            anti_affinity_with: [],
+            anti_affinity_with: self.anti_affine(ctx),
             server_groups: self
                 .server_groups
                 .iter()
@@ -216,6 +245,13 @@ impl Server {
             created_at: ctx.stamp(self.created_at),
         }
     }
+}
+
+/// A server as another resource names it (`{href, uuid}`, the Go SDK's `ServerStub`).
+#[derive(Serialize)]
+pub struct ServerStubView<'a> {
+    pub href: Href<'a, Uuid>,
+    pub uuid: Uuid,
 }
 
 #[derive(Serialize)]
@@ -281,7 +317,7 @@ pub struct ServerView<'a> {
     pub interfaces: Vec<InterfaceView<'a>>,
     pub ssh_fingerprints: Option<Vec<String>>,
     pub ssh_host_keys: Option<Vec<String>>,
-    pub anti_affinity_with: [u8; 0],
+    pub anti_affinity_with: Vec<ServerStubView<'a>>,
     pub server_groups: Vec<NamedStub<'a>>,
     pub tags: &'a Tags,
     pub created_at: TimeText,

@@ -2176,6 +2176,55 @@ async fn extra_health_monitor_defaults() {
     assert_eq!(m["type"], "tcp");
 }
 
+/// `anti_affinity_with` lists the other servers of a server's anti-affinity groups as
+/// `{href, uuid}` (the Go SDK types it as server stubs; the Terraform provider's and the
+/// Ansible collection's tests read `anti_affinity_with[0].uuid`), in step as servers join
+/// with their creation and leave with their deletion.
+#[tokio::test]
+async fn anti_affinity_with_lists_the_other_servers_of_the_group() {
+    let (_fc, api) = start().await;
+    let group = api
+        .create(
+            "/server-groups",
+            json!({"name": "web", "type": "anti-affinity"}),
+        )
+        .await;
+    let in_group = json!({"server_groups": [id(&group)]});
+    let a = make_server(&api, "a", in_group.clone()).await;
+    assert_eq!(
+        a["anti_affinity_with"],
+        json!([]),
+        "alone in its group: {a}"
+    );
+    let b = make_server(&api, "b", in_group.clone()).await;
+    let c = make_server(&api, "c", in_group).await;
+    let loner = make_server(&api, "loner", json!({})).await;
+    let stub = |s: &Value| json!({"href": s["href"], "uuid": s["uuid"]});
+    let with = |v: &Value| v["anti_affinity_with"].clone();
+    assert_eq!(
+        with(&api.fetch(&format!("/servers/{}", id(&a))).await),
+        json!([stub(&b), stub(&c)])
+    );
+    assert_eq!(
+        with(&api.fetch(&format!("/servers/{}", id(&b))).await),
+        json!([stub(&a), stub(&c)])
+    );
+    assert_eq!(
+        with(&api.fetch(&format!("/servers/{}", id(&loner))).await),
+        json!([])
+    );
+    // The list renders the same.
+    let listed = api.list("/servers").await;
+    let of = |name: &str| listed.iter().find(|s| s["name"] == name).map(with);
+    assert_eq!(of("c"), Some(json!([stub(&a), stub(&b)])));
+    // A deleted server leaves the others' lists.
+    api.remove(&format!("/servers/{}", id(&b))).await;
+    assert_eq!(
+        with(&api.fetch(&format!("/servers/{}", id(&a))).await),
+        json!([stub(&c)])
+    );
+}
+
 #[tokio::test]
 async fn extra_server_default_shape() {
     let (_fc, api) = start().await;

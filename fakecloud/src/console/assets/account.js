@@ -26,7 +26,11 @@ function serviceParts(tags) {
 function serviceCell(tags) {
   const parts = serviceParts(tags);
   if (!parts) return h('span', { class: 'empty' }, 'none tagged');
-  return h('span', { class: 'service' }, h('span', { class: 'mono service-name' }, parts.service),
+  // It may wrap after the namespace, nowhere else.
+  const slash = parts.service.indexOf('/');
+  const name = slash < 0 ? parts.service
+    : [parts.service.slice(0, slash + 1), h('wbr'), parts.service.slice(slash + 1)];
+  return h('span', { class: 'service' }, h('span', { class: 'mono service-name' }, name),
     parts.cluster ? h('span', { class: 'service-cluster' }, `cluster ${parts.cluster}`) : null);
 }
 
