@@ -302,12 +302,9 @@ async fn the_load_balancer_endpoint_answers_what_the_diagram_reads() {
     );
 }
 
-#[tokio::test]
-async fn availability_and_timeline_answer_what_the_timeline_reads() {
-    let (fc, api) = start().await;
-    let (lb, listener) = lb_with_members(&fc, &api).await;
-    // A listener deleted and created again leaves its port without listener for one
-    // reconfiguration (fakecloud/MODEL.md §4).
+/// Deletes the listener of [`lb_with_members`] and creates it again: its port has no
+/// listener for one reconfiguration (fakecloud/MODEL.md §4).
+async fn recreate_listener(api: &Api, listener: &str) {
     let (_, l) = api
         .get(&format!("/load-balancers/listeners/{listener}"))
         .await;
@@ -318,6 +315,13 @@ async fn availability_and_timeline_answer_what_the_timeline_reads() {
         json!({"name": "web-80", "pool": l["pool"]["uuid"], "protocol": "tcp", "protocol_port": 80}),
     )
     .await;
+}
+
+#[tokio::test]
+async fn availability_and_timeline_answer_what_the_timeline_reads() {
+    let (fc, api) = start().await;
+    let (lb, listener) = lb_with_members(&fc, &api).await;
+    recreate_listener(&api, &listener).await;
     fc.advance(Duration::from_secs(60));
     let av = get_json(
         &api,
@@ -550,16 +554,7 @@ async fn the_request_filter_searches_the_whole_log_on_the_server() {
 async fn availability_splits_downtime_by_the_serving_life() {
     let (fc, api) = start().await;
     let (lb, listener) = lb_with_members(&fc, &api).await;
-    let (_, l) = api
-        .get(&format!("/load-balancers/listeners/{listener}"))
-        .await;
-    api.remove(&format!("/load-balancers/listeners/{listener}"))
-        .await;
-    api.create(
-        "/load-balancers/listeners",
-        json!({"name": "web-80", "pool": l["pool"]["uuid"], "protocol": "tcp", "protocol_port": 80}),
-    )
-    .await;
+    recreate_listener(&api, &listener).await;
     fc.advance(Duration::from_secs(60));
     api.remove(&format!("/load-balancers/{lb}")).await;
     fc.advance(Duration::from_secs(300));

@@ -848,6 +848,15 @@ struct Allowed {
     during: Vec<u128>,
 }
 
+/// The write that brought a port back at `b`: the last the load balancer applied by then
+/// (requested, effective).
+fn restore_op(ops: &[(u128, u128)], b: u128) -> Option<(u128, u128)> {
+    ops.iter()
+        .filter(|(_, effective)| *effective <= b)
+        .max_by_key(|(_, effective)| *effective)
+        .copied()
+}
+
 /// Seconds the write that brought the port back waited behind the load balancer's queue as
 /// it stood when a change made while the port was down (`during`) was planned: a port
 /// broken by one change (a monitor replaced, its members checked anew) and broken again by
@@ -864,11 +873,7 @@ fn later_queue(
     during: &[u128],
     b: u128,
 ) -> f64 {
-    let Some(&(restore, _)) = ops
-        .iter()
-        .filter(|(_, effective)| *effective <= b)
-        .max_by_key(|(_, effective)| *effective)
-    else {
+    let Some((restore, _)) = restore_op(ops, b) else {
         return 0.0;
     };
     during
@@ -962,11 +967,7 @@ fn pass_boundaries(lines: &[String]) -> Vec<u128> {
 /// `a`) earn nothing, however far apart the CCM sent them: a plan that puts them between
 /// the break and the restore (delete before create) is the CCM's own choice.
 fn queued(ops: &[(u128, u128)], a: u128, b: u128, apply_ms: u128, boundaries: &[u128]) -> f64 {
-    let Some(&(_, restored)) = ops
-        .iter()
-        .filter(|(_, effective)| *effective <= b)
-        .max_by_key(|(_, effective)| *effective)
-    else {
+    let Some((_, restored)) = restore_op(ops, b) else {
         return 0.0;
     };
     let broke = ops
