@@ -48,6 +48,16 @@ fn has(v: &Value, paths: &[&str]) {
     }
 }
 
+/// The sequence numbers of a request-log page's entries, in order.
+fn seqs(page: &Value) -> Vec<&Value> {
+    page["entries"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| &e["seq"])
+        .collect()
+}
+
 /// What a file refers to: `src="…"`/`href="…"` under `/_fake/ui/`, and ES module imports
 /// (`from './x.js'`).
 fn references(text: &str) -> BTreeSet<String> {
@@ -397,13 +407,7 @@ async fn the_requests_endpoint_returns_only_what_is_new() {
         ],
     );
     assert_eq!(page["next"], 3);
-    let seqs: Vec<&Value> = page["entries"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| &e["seq"])
-        .collect();
-    assert_eq!(seqs, [&json!(0), &json!(1), &json!(2)]);
+    assert_eq!(seqs(&page), [&json!(0), &json!(1), &json!(2)]);
     api.fetch("/networks").await;
     let page = get_json(&api, "/_fake/console/requests?after=3").await;
     assert_eq!(page["entries"].as_array().map(Vec::len), Some(1), "{page}");
@@ -511,14 +515,8 @@ async fn the_request_filter_searches_the_whole_log_on_the_server() {
     )
     .await;
     assert_eq!(page["matched"], 2_500);
-    let seqs: Vec<&Value> = page["entries"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| &e["seq"])
-        .collect();
     assert_eq!(
-        seqs,
+        seqs(&page),
         [
             &json!(2_496),
             &json!(2_497),
