@@ -1966,6 +1966,92 @@ async fn ccm_allowed_cidrs_change_refuses_only_other_clients() {
     }
 }
 
+/// Names and tags are applied at once: a running load balancer renamed and retagged reads
+/// `running` right after (cloudscale's own client tests assert this against the real API),
+/// and so do its pool, listener, monitor and member relabelled; what changes the traffic
+/// queues one reconfiguration (fakecloud/MODEL.md, "Which writes reconfigure").
+#[tokio::test]
+async fn renames_and_retags_apply_at_once_and_traffic_changes_queue() {
+    let f = Fake::start().await;
+    let (lb, ports, t) = converged_service(&f, &[("tcp/http", 80, 30080)], 3).await;
+    assert_eq!(f.lb_status(&lb).await, "running");
+    let before = operations(&f.timeline(&lb).await).len();
+    let relabels = [
+        (
+            format!("/load-balancers/{}", lb.uuid),
+            json!({"name": "renamed"}),
+        ),
+        (
+            format!("/load-balancers/{}", lb.uuid),
+            json!({"tags": {"team": "web"}}),
+        ),
+        (
+            format!("/load-balancers/pools/{}", ports[0].pool),
+            json!({"name": "p", "tags": {"a": "b"}}),
+        ),
+        (
+            format!("/load-balancers/listeners/{}", ports[0].listener),
+            json!({"name": "l", "tags": {}}),
+        ),
+        (
+            format!("/load-balancers/health-monitors/{}", ports[0].monitor),
+            json!({"tags": {"x": "y"}}),
+        ),
+        (
+            member_path(&ports[0].pool, &ports[0].members[0].0),
+            json!({"name": "m", "tags": {}}),
+        ),
+    ];
+    for (path, body) in &relabels {
+        f.patch(path, body.clone()).await;
+        assert_eq!(
+            f.lb_status(&lb).await,
+            "running",
+            "after PATCH {path} {body}"
+        );
+    }
+    assert_eq!(
+        operations(&f.timeline(&lb).await).len(),
+        before,
+        "nothing queued"
+    );
+    assert_eq!(
+        f.get(&format!("/load-balancers/{}", lb.uuid)).await["tags"],
+        json!({"team": "web"})
+    );
+    // Each of these reconfigures: queued, `changing` until applied.
+    let reconfigures = [
+        (
+            format!("/load-balancers/listeners/{}", ports[0].listener),
+            json!({"allowed_cidrs": ["10.0.0.0/8"]}),
+        ),
+        (
+            format!("/load-balancers/health-monitors/{}", ports[0].monitor),
+            json!({"delay_s": 3}),
+        ),
+        (
+            member_path(&ports[0].pool, &ports[0].members[0].0),
+            json!({"enabled": true}),
+        ),
+        // Both kinds in one PATCH: it reconfigures.
+        (
+            format!("/load-balancers/listeners/{}", ports[0].listener),
+            json!({"name": "l2", "timeout_client_data_ms": 40000}),
+        ),
+    ];
+    for (i, (path, body)) in reconfigures.iter().enumerate() {
+        f.patch(path, body.clone()).await;
+        assert_eq!(
+            f.lb_status(&lb).await,
+            "changing",
+            "after PATCH {path} {body}"
+        );
+        assert_eq!(operations(&f.timeline(&lb).await).len(), before + i + 1);
+    }
+    f.advance_to(t + 60.0).await;
+    assert_eq!(f.lb_status(&lb).await, "running");
+}
+
 #[tokio::test]
 async fn ccm_timeouts_and_lb_rename_cost_nothing() {
     let f = Fake::start().await;
@@ -1984,16 +2070,15 @@ async fn ccm_timeouts_and_lb_rename_cost_nothing() {
     )
     .await;
     f.advance_to(t + 60.0).await;
+    // Three reconfigurations; the rename is applied at once and queues nothing.
     let ops = operations(&f.timeline(&lb).await);
-    let tail: Vec<(f64, f64)> = ops[ops.len() - 4..].iter().map(|o| (o.0, o.1)).collect();
-    assert_eq!(
-        tail,
-        vec![(t, t + 10.0), (t, t + 20.0), (t, t + 30.0), (t, t + 40.0)]
+    let tail: Vec<(f64, f64)> = ops[ops.len() - 3..].iter().map(|o| (o.0, o.1)).collect();
+    assert_eq!(tail, vec![(t, t + 10.0), (t, t + 20.0), (t, t + 30.0)]);
+    assert!(
+        ops.iter().all(|o| !o.2.starts_with("update load balancer")),
+        "{ops:?}"
     );
-    assert_eq!(
-        ops.last().map(|o| o.2.as_str()),
-        Some("update load balancer \"svc-renamed\"")
-    );
+    assert_eq!(f.timeline(&lb).await["name"], "svc-renamed");
     let av = f.availability(&lb, Some(t), None, None).await;
     for vip in [&lb.vip4, &lb.vip6] {
         let e = entry(&av, vip, "tcp", 80);

@@ -146,7 +146,14 @@ pub fn update_health_monitor(
     timing: &Timing,
     patch: HealthMonitorPatch,
 ) -> ApiResult<()> {
-    change(st, now, timing, Verb::Update, describe_monitor, id, |st| {
+    let verb = Verb::update_if(
+        patch.delay_s.is_some()
+            || patch.timeout_s.is_some()
+            || patch.up_threshold.is_some()
+            || patch.down_threshold.is_some()
+            || patch.http.is_some(),
+    );
+    change(st, now, timing, verb, describe_monitor, id, |st| {
         let m = st.health_monitors.get_mut(&id).ok_or(ApiError::NotFound)?;
         if let Some(v) = patch.delay_s {
             m.delay_s = v;

@@ -171,7 +171,15 @@ pub fn update_listener(
     timing: &Timing,
     patch: ListenerPatch,
 ) -> ApiResult<()> {
-    change(st, now, timing, Verb::Update, describe_listener, id, |st| {
+    let verb = Verb::update_if(
+        patch.protocol.is_some()
+            || patch.protocol_port.is_some()
+            || patch.allowed_cidrs.is_some()
+            || patch.timeout_client_data_ms.is_some()
+            || patch.timeout_member_connect_ms.is_some()
+            || patch.timeout_member_data_ms.is_some(),
+    );
+    change(st, now, timing, verb, describe_listener, id, |st| {
         let l = st.listeners.get_mut(&id).ok_or(ApiError::NotFound)?;
         if let Some(v) = patch.name {
             l.name = v;

@@ -246,7 +246,7 @@ pub fn update_load_balancer(
     timing: &Timing,
     patch: LoadBalancerPatch,
 ) -> ApiResult<()> {
-    change(st, now, timing, Verb::Update, describe_lb, id, |st| {
+    change(st, now, timing, Verb::Relabel, describe_lb, id, |st| {
         let lb = st.load_balancers.get_mut(&id).ok_or(ApiError::NotFound)?;
         if let Some(n) = patch.name {
             lb.name = n;

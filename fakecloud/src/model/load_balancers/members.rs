@@ -194,7 +194,8 @@ pub fn update_member(
     timing: &Timing,
     patch: MemberPatch,
 ) -> ApiResult<()> {
-    change(st, now, timing, Verb::Update, describe_member, id, |st| {
+    let verb = Verb::update_if(patch.enabled.is_some());
+    change(st, now, timing, verb, describe_member, id, |st| {
         let member = st
             .members
             .get_mut(&id)

@@ -53,6 +53,20 @@ enum Verb {
     Create,
     Update,
     Delete,
+    /// Names and tags only: applied at once, nothing queued, the load balancer stays
+    /// `running` (fakecloud/MODEL.md §4, "Which writes reconfigure").
+    Relabel,
+}
+
+impl Verb {
+    /// `Update` when a PATCH sets anything the load balancer runs on, else `Relabel`.
+    fn update_if(reconfigures: bool) -> Verb {
+        if reconfigures {
+            Verb::Update
+        } else {
+            Verb::Relabel
+        }
+    }
 }
 
 /// How an object is named on the timeline: its load balancer and a description.
@@ -79,13 +93,22 @@ fn change<R>(
     let out = apply(st)?;
     let described = match verb {
         Verb::Delete => before,
-        Verb::Create | Verb::Update => describe(st, id),
+        Verb::Create | Verb::Update | Verb::Relabel => describe(st, id),
     };
     if let Some((lb, what)) = described {
         let verb = match verb {
             Verb::Create => "create",
             Verb::Update => "update",
             Verb::Delete => "delete",
+            Verb::Relabel => {
+                // The history keeps the load balancer's name as it is called now.
+                if let (Some(rec), Some(h)) =
+                    (st.load_balancers.get(&lb), st.dataplane.lbs.get_mut(&lb))
+                {
+                    h.name = rec.name.clone();
+                }
+                return Ok(out);
+            }
         };
         record_lb_op(st, lb, now, timing, format!("{verb} {what}"));
     }

@@ -94,7 +94,7 @@ pub fn update_pool(
     timing: &Timing,
     patch: PoolPatch,
 ) -> ApiResult<()> {
-    change(st, now, timing, Verb::Update, describe_pool, id, |st| {
+    change(st, now, timing, Verb::Relabel, describe_pool, id, |st| {
         let pool = st.pools.get_mut(&id).ok_or(ApiError::NotFound)?;
         if let Some(n) = patch.name {
             pool.name = n;
