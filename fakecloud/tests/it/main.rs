@@ -2,6 +2,7 @@
 //! once per file).
 
 mod admin;
+mod ansible;
 mod binary;
 mod conformance;
 mod conformance_custom_images;
