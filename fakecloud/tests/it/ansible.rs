@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Fewer checks than this means playbooks or modules were skipped (a full run has about 130).
+/// Fewer checks than this means playbooks or modules were skipped (a full run has 119).
 const MIN_CHECKS: usize = 100;
 
 #[test]
