@@ -200,21 +200,40 @@ fn addresses(cfg: &ServiceConfig, lb: &LoadBalancer) -> String {
     }
 }
 
-/// The status ingress: one entry per VIP (with ipMode), or one hostname.
-fn ingress(cfg: &ServiceConfig, lb: &LoadBalancer) -> serde_json::Value {
+/// The status ingress: one entry per VIP (with ipMode), or one hostname. An IPv6-only
+/// Service lists the IPv6 VIPs alone, as clouds that honour `spec.ipFamilies` do (the IPv4 VIP
+/// still exists: cloudscale.ch gives a public load balancer both). When the load balancer has
+/// no IPv6 VIP (private VIPs in an IPv4 subnet) every VIP is listed, and the note says why.
+fn ingress(cfg: &ServiceConfig, lb: &LoadBalancer) -> (serde_json::Value, Option<String>) {
     if let Some(h) = &cfg.force_hostname {
-        return json!([{"hostname": h}]);
+        return (json!([{"hostname": h}]), None);
     }
     let mode = match cfg.ip_mode {
         IpMode::Proxy => "Proxy",
         IpMode::Vip => "VIP",
     };
-    json!(
-        lb.vip_addresses
-            .iter()
-            .map(|v| json!({"ip": v.address.to_string(), "ipMode": mode}))
-            .collect::<Vec<_>>()
-    )
+    let v6: Vec<_> = lb
+        .vip_addresses
+        .iter()
+        .filter(|v| v.address.is_ipv6())
+        .collect();
+    let (listed, note) = if !cfg.ipv6_only {
+        (lb.vip_addresses.iter().collect(), None)
+    } else if v6.is_empty() {
+        let note = format!(
+            "spec.ipFamilies is [IPv6] but load balancer {} has no IPv6 address (its VIPs: {}): the status lists its IPv4 addresses",
+            lb.name,
+            addresses(cfg, lb)
+        );
+        (lb.vip_addresses.iter().collect(), Some(note))
+    } else {
+        (v6, None)
+    };
+    let entries: Vec<_> = listed
+        .iter()
+        .map(|v| json!({"ip": v.address.to_string(), "ipMode": mode}))
+        .collect();
+    (json!(entries), note)
 }
 
 /// Reports what the mapping found: nodes that cannot serve and settings not applied as
@@ -647,7 +666,8 @@ async fn finish(
         .await?;
     }
     // Status last, as the reference does: an ingress means everything else is written.
-    let status = json!({"status": {"loadBalancer": {"ingress": ingress(cfg, lb)}}});
+    let (entries, note) = ingress(cfg, lb);
+    let status = json!({"status": {"loadBalancer": {"ingress": entries}}});
     let current = json!({"status": {"loadBalancer": {"ingress": ingress_of(svc)}}});
     if status != current {
         api.patch_status(
@@ -656,6 +676,17 @@ async fn finish(
             &Patch::Merge(&status),
         )
         .await?;
+        if let Some(note) = note {
+            ctx.events
+                .publish(
+                    &svc.object_ref(&()),
+                    true,
+                    "SettingIgnored",
+                    "EnsureLoadBalancer",
+                    note,
+                )
+                .await;
+        }
     }
     // `EnsuredLoadBalancer` once the status is written, so that a user who reads it finds
     // the ingress; a status write that fails leaves it for the next pass.
@@ -743,4 +774,74 @@ pub async fn preview(
     let mut p = prepared.plan;
     p.notes.extend(prepared.mapped.notes);
     Ok(Some(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::annotations::parse_service;
+
+    fn config(spec: serde_json::Value) -> ServiceConfig {
+        let svc: Service = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "default", "uid": "u-1"},
+            "spec": spec,
+        }))
+        .expect("a Service");
+        parse_service(&svc)
+            .ok()
+            .flatten()
+            .expect("a LoadBalancer Service")
+    }
+
+    fn lb(vips: serde_json::Value) -> LoadBalancer {
+        let mut lb =
+            serde_json::to_value(super::super::fixtures::load_balancer(1, "lb", json!({})))
+                .expect("JSON");
+        lb["vip_addresses"] = vips;
+        serde_json::from_value(lb).expect("a load balancer")
+    }
+
+    fn ips(v: &serde_json::Value) -> Vec<&str> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e["ip"].as_str())
+            .collect()
+    }
+
+    const PORTS: &str = r#"[{"port": 80, "nodePort": 30080, "protocol": "TCP"}]"#;
+
+    fn spec(families: &[&str]) -> serde_json::Value {
+        json!({"type": "LoadBalancer", "ports": serde_json::from_str::<serde_json::Value>(PORTS).ok(),
+            "ipFamilies": families, "ipFamilyPolicy": "SingleStack"})
+    }
+
+    #[test]
+    fn an_ipv6_only_service_lists_the_ipv6_vips_alone() {
+        let public = lb(json!([
+            {"version": 4, "address": "5.102.148.14"},
+            {"version": 6, "address": "2a06:c01:1:2::e"},
+        ]));
+        let (v6, note) = ingress(&config(spec(&["IPv6"])), &public);
+        assert_eq!(ips(&v6), ["2a06:c01:1:2::e"]);
+        assert!(note.is_none());
+        // IPv4 single-stack is every IPv4 cluster's default: both VIPs stay listed.
+        let (both, _) = ingress(&config(spec(&["IPv4"])), &public);
+        assert_eq!(ips(&both), ["5.102.148.14", "2a06:c01:1:2::e"]);
+        let mut dual = spec(&["IPv6", "IPv4"]);
+        dual["ipFamilyPolicy"] = json!("PreferDualStack");
+        assert_eq!(ips(&ingress(&config(dual), &public).0).len(), 2);
+    }
+
+    #[test]
+    fn an_ipv6_only_service_without_an_ipv6_vip_is_told_why() {
+        let private = lb(json!([{"version": 4, "address": "10.0.0.5"}]));
+        let (entries, note) = ingress(&config(spec(&["IPv6"])), &private);
+        assert_eq!(ips(&entries), ["10.0.0.5"]);
+        let note = note.expect("a note");
+        assert!(
+            note.contains("spec.ipFamilies") && note.contains("10.0.0.5"),
+            "{note}"
+        );
+    }
 }

@@ -2,6 +2,7 @@
 //! and its testbed use. kube-rs controllers and kubectl talk to it as to a real cluster.
 
 pub mod apps;
+mod cluster_ips;
 pub mod discovery;
 pub mod events;
 mod http;

@@ -5,11 +5,8 @@
 use super::status::{ApiError, Cause};
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::net::Ipv4Addr;
 
-/// The service CIDR cluster IPs come from (k3s's default).
-pub const SERVICE_CIDR_BASE: Ipv4Addr = Ipv4Addr::new(10, 43, 0, 0);
-pub const SERVICE_CIDR_PREFIX: u32 = 16;
+use super::cluster_ips;
 pub const NODE_PORT_MIN: i64 = 30000;
 pub const NODE_PORT_MAX: i64 = 32767;
 
@@ -52,6 +49,10 @@ impl Taken {
             if uid.is_some() && s.pointer("/metadata/uid").and_then(Value::as_str) == uid {
                 continue;
             }
+            let ips = s.pointer("/spec/clusterIPs").and_then(Value::as_array);
+            for ip in ips.into_iter().flatten().filter_map(Value::as_str) {
+                t.cluster_ips.insert(ip.to_string());
+            }
             if let Some(ip) = s.pointer("/spec/clusterIP").and_then(Value::as_str) {
                 t.cluster_ips.insert(ip.to_string());
             }
@@ -80,25 +81,6 @@ impl Taken {
         self.node_ports.insert(port);
         Some(port)
     }
-
-    fn allocate_cluster_ip(&mut self) -> Option<String> {
-        let base = u32::from(SERVICE_CIDR_BASE);
-        let size = 1u32 << (32 - SERVICE_CIDR_PREFIX);
-        // .0 is the network, .1 the kubernetes service.
-        (10..size - 1)
-            .map(|i| Ipv4Addr::from(base + i).to_string())
-            .find(|ip| !self.cluster_ips.contains(ip))
-            .inspect(|ip| {
-                self.cluster_ips.insert(ip.clone());
-            })
-    }
-}
-
-fn in_service_cidr(ip: &str) -> bool {
-    ip.parse::<Ipv4Addr>().is_ok_and(|a| {
-        let mask = u32::MAX << (32 - SERVICE_CIDR_PREFIX);
-        u32::from(a) & mask == u32::from(SERVICE_CIDR_BASE)
-    })
 }
 
 /// A `loadBalancerClass` as Kubernetes quotes an invalid value: `"class"`, or `"null"` for
@@ -184,14 +166,6 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
     for (k, v) in defaults {
         if spec.get(k).is_none() && ty != "ExternalName" {
             spec[k] = json!(v);
-        }
-    }
-    if ty != "ExternalName" {
-        if spec.get("ipFamilies").is_none() {
-            spec["ipFamilies"] = json!(["IPv4"]);
-        }
-        if spec.get("ipFamilyPolicy").is_none() {
-            spec["ipFamilyPolicy"] = json!("SingleStack");
         }
     }
     if external(&ty) && spec.get("externalTrafficPolicy").is_none() {
@@ -452,11 +426,7 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
         (false, None) => {}
     }
 
-    // Cluster IP: allocated once, immutable.
-    let old_ip = old_spec
-        .get("clusterIP")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    // Cluster IPs and IP families: allocated once, the primary family immutable.
     if ty == "ExternalName" {
         if spec
             .get("externalName")
@@ -466,39 +436,9 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
             c.add("FieldValueRequired", "spec.externalName", "Required value");
         }
     } else {
-        let requested = spec
-            .get("clusterIP")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        match (requested.as_deref(), old_ip.as_deref()) {
-            (None | Some(""), Some(old)) => spec["clusterIP"] = json!(old),
-            (Some(r), Some(old)) if r != old => {
-                c.add(
-                    "FieldValueInvalid",
-                    "spec.clusterIPs[0]",
-                    "Invalid value: may not change once set",
-                );
-            }
-            (Some(_), Some(_)) => {}
-            (Some("None"), None) => {}
-            (Some(r), None) if !r.is_empty() => {
-                if !in_service_cidr(r) {
-                    c.add("FieldValueInvalid", "spec.clusterIPs", format!("Invalid value: \"{r}\": failed to allocate IP {r}: the provided IP ({r}) is not in the valid range. The range of valid IPs is {SERVICE_CIDR_BASE}/{SERVICE_CIDR_PREFIX}"));
-                } else if taken.cluster_ips.contains(r) {
-                    c.add("FieldValueInvalid", "spec.clusterIPs", format!("Invalid value: \"{r}\": failed to allocate IP {r}: provided IP is already allocated"));
-                }
-            }
-            _ => match taken.allocate_cluster_ip() {
-                Some(ip) => spec["clusterIP"] = json!(ip),
-                None => c.add(
-                    "FieldValueInvalid",
-                    "spec.clusterIP",
-                    "the service CIDR is full",
-                ),
-            },
-        }
-        if let Some(ip) = spec.get("clusterIP").cloned() {
-            spec["clusterIPs"] = json!([ip]);
+        let had_ips = old_spec.get("clusterIP").is_some().then_some(&old_spec);
+        for (reason, field, message) in cluster_ips::assign(spec, had_ips, &mut taken.cluster_ips) {
+            c.add(reason, field, message);
         }
     }
 
@@ -519,6 +459,7 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cluster_ips::in_service_cidr;
 
     fn empty() -> Taken {
         Taken::from_services(std::iter::empty(), None)

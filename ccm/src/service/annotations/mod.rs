@@ -388,6 +388,8 @@ pub struct ServiceConfig {
     pub source_ranges: Vec<IpNet>,
     /// `spec.loadBalancerIP` when set and not blank (not supported: reported, ignored).
     pub load_balancer_ip: Option<String>,
+    /// `spec.ipFamilies` is `[IPv6]`, single-stack: the status lists the IPv6 VIPs only.
+    pub ipv6_only: bool,
 }
 
 /// One entry of [`LOADBALANCER_VIP_ADDRESSES`].
@@ -702,6 +704,7 @@ pub fn parse_service(svc: &Service) -> Result<Option<ServiceConfig>, ConfigError
     let external_traffic_policy = parse_traffic_policy(spec, &mut p.errors);
     let health_check_node_port = parse_health_check_node_port(spec, &mut p.errors);
     let source_ranges = parse_source_ranges(spec, &mut p.errors);
+    let ipv6_only = parse_ipv6_only(spec);
     let load_balancer_ip = spec
         .load_balancer_ip
         .as_deref()
@@ -743,6 +746,7 @@ pub fn parse_service(svc: &Service) -> Result<Option<ServiceConfig>, ConfigError
         health_check_node_port,
         source_ranges,
         load_balancer_ip,
+        ipv6_only,
     }))
 }
 

@@ -145,6 +145,18 @@ pub(super) fn parse_health_check_node_port(
     }
 }
 
+/// Whether the Service asks for IPv6 alone: `spec.ipFamilies` exactly `[IPv6]` with a
+/// `SingleStack` (or unset) policy. `[IPv4]` is not read as "no IPv6": it is what the API
+/// server writes into every Service of an IPv4 cluster, whose clients reach the load
+/// balancer's IPv6 VIP all the same.
+pub(super) fn parse_ipv6_only(spec: &ServiceSpec) -> bool {
+    let single = spec
+        .ip_family_policy
+        .as_deref()
+        .is_none_or(|p| p == "SingleStack");
+    single && spec.ip_families.as_deref() == Some(&["IPv6".to_string()][..])
+}
+
 /// Kubernetes trims spaces and clears host bits of source ranges; so do we.
 pub(super) fn parse_source_ranges(spec: &ServiceSpec, errors: &mut Vec<ConfigError>) -> Vec<IpNet> {
     let mut out = Vec::new();

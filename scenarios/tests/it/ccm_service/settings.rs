@@ -1,6 +1,6 @@
 //! Service settings end to end: monitor options the API does not echo converge under
 //! either API rule, `spec.loadBalancerSourceRanges` restricts the listeners and
-//! `spec.loadBalancerIP` is reported, the ingress appears only once every port serves,
+//! `spec.loadBalancerIP` is reported, an IPv6-only Service is given IPv6 addresses, the ingress appears only once every port serves,
 //! floating IPs are matched by address, a selection that leaves no member is announced as
 //! an outage and an unknown subnet refused, the status is cleared when a Service stops being
 //! a load balancer, a refused zone stays as written, and messages name things once.
@@ -118,6 +118,43 @@ async fn load_balancer_ip_is_reported_as_not_supported() {
         .wait_event("web", "SettingIgnored", "spec.loadBalancerIP 45.132.236.99")
         .await;
     assert_eq!(e.type_.as_deref(), Some("Warning"));
+}
+
+/// An IPv6-only Service: the API server gives it an IPv6 cluster IP, as kube-apiserver on a
+/// dual-stack cluster does, and its status lists the load balancer's IPv6 VIP alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ipv6_only_service_gets_an_ipv6_cluster_ip_and_ingress() {
+    let bed = Bed::start_default().await;
+    let mut svc = web(json!({}));
+    if let Some(spec) = svc.spec.as_mut() {
+        spec.ip_families = Some(vec!["IPv6".into()]);
+        spec.ip_family_policy = Some("SingleStack".into());
+    }
+    let snap = bed.create_converged(&svc, 2).await;
+    let live = bed.services().get("web").await.expect("web");
+    let cluster_ips = live
+        .spec
+        .as_ref()
+        .and_then(|s| s.cluster_ips.clone())
+        .unwrap_or_default();
+    assert_eq!(cluster_ips.len(), 1, "{cluster_ips:?}");
+    assert!(
+        cluster_ips[0].parse::<std::net::Ipv6Addr>().is_ok(),
+        "an IPv6 cluster IP: {cluster_ips:?}"
+    );
+    let vips: Vec<&str> = snap.lbs[0]["vip_addresses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v["address"].as_str())
+        .collect();
+    assert_eq!(
+        vips.len(),
+        2,
+        "a public load balancer has an IPv4 and an IPv6 VIP"
+    );
+    let listed: Vec<Value> = ingress(&live).iter().map(|e| e["ip"].clone()).collect();
+    assert_eq!(listed, [json!(vips[1])], "the IPv6 VIP alone");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
