@@ -199,10 +199,26 @@ pub fn prepare(kind: &str, new: &mut Value, old: Option<&Value>) -> ApiResult<()
         return Ok(());
     }
     Err(ApiError::Invalid {
-        kind: kind.to_string(),
+        kind: super::registry::qualify(kind, "apps"),
         name: meta_str(new, "name").unwrap_or_default().to_string(),
         causes,
     })
+}
+
+/// Labels as Go's `%#v` prints a `map[string]string` (which `field.Invalid` uses for the
+/// value of a map): keys sorted, `map[string]string(nil)` when there are none.
+fn go_string_map(labels: Option<&Value>) -> String {
+    match labels.and_then(Value::as_object) {
+        None => "map[string]string(nil)".to_string(),
+        Some(map) => {
+            // serde_json's map iterates in key order (no `preserve_order`), as Go's sort.
+            let pairs: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}:{}", json!(k), json!(v.as_str().unwrap_or_default())))
+                .collect();
+            format!("map[string]string{{{}}}", pairs.join(", "))
+        }
+    }
 }
 
 fn cause(reason: &'static str, field: impl Into<String>, message: impl Into<String>) -> Cause {
@@ -255,9 +271,7 @@ fn validate(kind: &str, new: &Value, old: Option<&Value>) -> Vec<Cause> {
             "spec.template.metadata.labels",
             format!(
                 "Invalid value: {}: `selector` does not match template `labels`",
-                spec.pointer("/template/metadata/labels")
-                    .cloned()
-                    .unwrap_or(json!({}))
+                go_string_map(spec.pointer("/template/metadata/labels"))
             ),
         ));
     }
@@ -426,7 +440,7 @@ pub(super) fn scale_request(
     };
     if replicas < 0 {
         return Err(ApiError::Invalid {
-            kind: "Scale".into(),
+            kind: "Scale.autoscaling".into(),
             name: target.name.clone().unwrap_or_default(),
             causes: vec![cause(
                 "FieldValueInvalid",
@@ -486,9 +500,10 @@ mod tests {
             json!({"matchLabels": {"app": "web"}}),
         );
         let err = prepare("Deployment", &mut d, None).expect_err("invalid");
-        assert!(
-            err.to_string()
-                .contains("`selector` does not match template `labels`")
+        // kube-apiserver's words, the labels as Go prints a map.
+        assert_eq!(
+            err.to_string(),
+            "Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`"
         );
         let mut d = deployment(json!({"app": "web"}), json!({}));
         let err = prepare("ReplicaSet", &mut d, None).expect_err("invalid");

@@ -240,6 +240,10 @@ pub async fn handle(
     };
     srv.0.requests.lock().push(record(code));
     match result {
+        // A Status, in kube-apiserver's field order.
+        Ok((code, _)) if verb == "deletecollection" => {
+            json_text_response(code, super::status::success_body())
+        }
         Ok((code, v)) => {
             let v = match verb {
                 // A Scale is answered as itself, never as a Table of its parent.
@@ -321,10 +325,8 @@ fn delete_collection(
         };
         srv.delete_object(&one, &json!({}), params.dry_run)?;
     }
-    Ok((
-        StatusCode::OK,
-        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}),
-    ))
+    // `handle` answers with the Success status (`status::success_body`).
+    Ok((StatusCode::OK, Value::Null))
 }
 
 /// `fieldValidation=Strict`: fields the type's OpenAPI schema does not know are a 400, with

@@ -174,7 +174,7 @@ impl Shared {
         let name = t.name.as_deref().unwrap_or_default();
         let ns = t.namespace.as_deref().unwrap_or_default();
         self.read_object(t.rt.storage_key(), ns, name, read)
-            .ok_or_else(|| ApiError::not_found(t.rt.plural, name))
+            .ok_or_else(|| ApiError::not_found(&t.rt.qualified_resource(), name))
     }
 
     pub(super) fn list(&self, t: &Target, p: &Params) -> ApiResult<Value> {
@@ -309,7 +309,7 @@ impl Shared {
             }
             _ => {
                 return Err(ApiError::invalid(
-                    rt.kind,
+                    &rt.qualified_kind(),
                     "",
                     "metadata.name",
                     "FieldValueRequired",
@@ -327,16 +327,21 @@ impl Shared {
                 .get("namespaces", &(String::new(), ns.clone()))
                 .is_some_and(|n| n.pointer("/metadata/deletionTimestamp").is_some())
         {
-            return Err(ApiError::Forbidden(format!(
-                "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                rt.plural
-            )));
+            return Err(ApiError::Denied {
+                message: format!(
+                    "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                    rt.qualified_resource()
+                ),
+                name: Some(name),
+                group: rt.group.to_string(),
+                resource: rt.plural.to_string(),
+            });
         }
 
         let key = (ns.clone(), name.clone());
         if store.get(rt.storage_key(), &key).is_some() {
             return Err(ApiError::AlreadyExists {
-                kind: rt.plural.to_string(),
+                kind: rt.qualified_resource(),
                 name,
             });
         }
@@ -385,7 +390,7 @@ impl Shared {
                 let obj = self.create_object(t.rt, t.namespace.as_deref(), body, dry_run)?;
                 return Ok((StatusCode::CREATED, obj));
             }
-            return Err(ApiError::not_found(t.rt.plural, &name));
+            return Err(ApiError::not_found(&t.rt.qualified_resource(), &name));
         };
         let incoming = internal(t.rt, body);
         if let Some(n) = meta_str(&incoming, "name")
@@ -400,7 +405,7 @@ impl Shared {
             && rv != meta_str(&old, "resourceVersion").unwrap_or_default()
         {
             return Err(ApiError::Conflict {
-                kind: t.rt.plural.to_string(),
+                kind: t.rt.qualified_resource(),
                 name,
                 message: "the object has been modified; please apply your changes to the latest version and try again".into(),
             });
@@ -410,7 +415,7 @@ impl Shared {
             && Some(uid) != meta_str(&old, "uid")
         {
             return Err(ApiError::Conflict {
-                kind: t.rt.plural.to_string(),
+                kind: t.rt.qualified_resource(),
                 name,
                 message: "Precondition failed: UID in precondition does not match the object"
                     .into(),
@@ -570,7 +575,7 @@ impl Shared {
         let old = store
             .get(t.rt.storage_key(), &key)
             .cloned()
-            .ok_or_else(|| ApiError::not_found(t.rt.plural, &name))?;
+            .ok_or_else(|| ApiError::not_found(&t.rt.qualified_resource(), &name))?;
         for (pre, field) in [("uid", "uid"), ("resourceVersion", "resourceVersion")] {
             if let Some(want) = options
                 .pointer(&format!("/preconditions/{pre}"))
@@ -578,7 +583,7 @@ impl Shared {
                 && Some(want) != meta_str(&old, field)
             {
                 return Err(ApiError::Conflict {
-                    kind: t.rt.plural.to_string(),
+                    kind: t.rt.qualified_resource(),
                     name,
                     message: format!(
                         "Precondition failed: {pre} in precondition does not match the object"

@@ -240,12 +240,12 @@ pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), ApiError> {
     }
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON patch: {e}")))?;
+    let field = |k: &str| target.get(k).and_then(Value::as_str).unwrap_or_default();
+    // `apps/v1` names group `apps`; `v1` the core group.
+    let group = field("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+    let kind = super::registry::qualify(field("kind"), group);
     json_patch::patch(target, &ops).map_err(|e| ApiError::Invalid {
-        kind: target
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
+        kind,
         name: target
             .pointer("/metadata/name")
             .and_then(Value::as_str)

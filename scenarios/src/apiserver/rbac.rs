@@ -281,9 +281,12 @@ pub fn denied_message(user: &User, request: &Request) -> String {
                 Some(sub) => format!("{resource}/{sub}"),
                 None => resource.to_string(),
             };
+            // The subject is the group-qualified resource without the subresource:
+            // kube-apiserver answers with `NewForbidden(GroupResource, name, ...)`.
+            let qualified = super::registry::qualify(resource, group);
             let subject = match name {
-                Some(n) => format!("{combined} \"{n}\""),
-                None => combined.clone(),
+                Some(n) => format!("{qualified} \"{n}\""),
+                None => qualified,
             };
             let scope = match namespace {
                 Some(ns) => format!("in the namespace \"{ns}\""),
@@ -620,14 +623,14 @@ mod tests {
                 &user,
                 &resource("patch", "", "nodes", Some("status"), None, Some("n1"))
             ),
-            "nodes/status \"n1\" is forbidden: User \"system:anonymous\" cannot patch resource \"nodes/status\" in API group \"\" at the cluster scope"
+            "nodes \"n1\" is forbidden: User \"system:anonymous\" cannot patch resource \"nodes/status\" in API group \"\" at the cluster scope"
         );
         assert_eq!(
             denied_message(
                 &user,
                 &resource("list", "apps", "deployments", None, Some("default"), None)
             ),
-            "deployments is forbidden: User \"system:anonymous\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"default\""
+            "deployments.apps is forbidden: User \"system:anonymous\" cannot list resource \"deployments\" in API group \"apps\" in the namespace \"default\""
         );
     }
 }

@@ -215,6 +215,18 @@ impl ResourceType {
         }
     }
 
+    /// The resource as kube-apiserver names it in messages (`schema.GroupResource.String()`):
+    /// `services`, `deployments.apps`.
+    pub fn qualified_resource(&self) -> String {
+        qualify(self.plural, self.group)
+    }
+
+    /// The kind as `Invalid` errors name it (`schema.GroupKind.String()`): `Service`,
+    /// `Deployment.apps`.
+    pub fn qualified_kind(&self) -> String {
+        qualify(self.kind, self.group)
+    }
+
     pub fn list_kind(&self) -> String {
         format!("{}List", self.kind)
     }
@@ -235,6 +247,15 @@ impl ResourceType {
             ("events.k8s.io", "events") | ("", "events") => "events",
             (_, p) => p,
         }
+    }
+}
+
+/// `name.group`, or `name` in the core group.
+pub fn qualify(name: &str, group: &str) -> String {
+    if group.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name}.{group}")
     }
 }
 

@@ -41,7 +41,7 @@ pub(super) fn token_request(
             Some(s) if s >= MIN_EXPIRATION_S => s,
             _ => {
                 return Err(ApiError::Invalid {
-                    kind: "TokenRequest".into(),
+                    kind: "TokenRequest.authentication.k8s.io".into(),
                     name: target.name.clone().unwrap_or_default(),
                     causes: vec![Cause {
                         reason: "FieldValueInvalid",

@@ -757,6 +757,87 @@ async fn create_existing_is_already_exists() {
     assert!(s.message.contains("already exists"));
 }
 
+/// The status code and body text of one request, sent as it is.
+async fn raw(client: &Client, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
+    let request = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json");
+    let body = body.map_or_else(kube::client::Body::empty, |b| {
+        kube::client::Body::from(b.to_string().into_bytes())
+    });
+    let response = w!(client.send(request.body(body).expect("request"))).expect("send");
+    let code = response.status().as_u16();
+    let bytes = w!(response.into_body().collect_bytes()).expect("body");
+    (code, String::from_utf8(bytes.to_vec()).expect("UTF-8 body"))
+}
+
+/// Error bodies byte for byte as kube-apiserver writes them (clients compare bodies): the
+/// `metav1.Status` field order, a grouped resource named with its group in the message and
+/// `details.group`, a core one without, and a trailing newline.
+#[tokio::test]
+async fn error_bodies_are_kube_apiservers_bytes() {
+    let e = env().await;
+    let status = |message: &str, reason: &str, details: &str, code: u16| {
+        format!(
+            "{{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"status\":\"Failure\",\"message\":{},\"reason\":\"{reason}\",\"details\":{details},\"code\":{code}}}\n",
+            json!(message)
+        )
+    };
+    let cases = [
+        (
+            "/api/v1/namespaces/default/services/web",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+                   "spec": {"ports": [{"port": 80}]}}),
+            "services",
+            r#"{"name":"web","kind":"services"}"#,
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/web",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                   "metadata": {"name": "web"}, "rules": []}),
+            "roles.rbac.authorization.k8s.io",
+            r#"{"name":"web","group":"rbac.authorization.k8s.io","kind":"roles"}"#,
+        ),
+        (
+            "/apis/apps/v1/namespaces/default/deployments/web",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                   "spec": {"selector": {"matchLabels": {"app": "web"}},
+                            "template": {"metadata": {"labels": {"app": "web"}},
+                                         "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+            "deployments.apps",
+            r#"{"name":"web","group":"apps","kind":"deployments"}"#,
+        ),
+    ];
+    for (path, object, resource, details) in cases {
+        let (code, body) = raw(&e.client, "GET", path, None).await;
+        assert_eq!(code, 404, "{body}");
+        assert_eq!(
+            body,
+            status(
+                &format!("{resource} \"web\" not found"),
+                "NotFound",
+                details,
+                404
+            )
+        );
+        let collection = path.trim_end_matches("/web");
+        let (code, body) = raw(&e.client, "POST", collection, Some(&object)).await;
+        assert_eq!(code, 201, "{body}");
+        let (code, body) = raw(&e.client, "POST", collection, Some(&object)).await;
+        assert_eq!(code, 409, "{body}");
+        assert_eq!(
+            body,
+            status(
+                &format!("{resource} \"web\" already exists"),
+                "AlreadyExists",
+                details,
+                409
+            )
+        );
+    }
+}
+
 #[tokio::test]
 async fn missing_object_is_not_found() {
     let e = env().await;
