@@ -16,6 +16,7 @@ mod ccm_services_faults;
 mod ccm_services_scenarios;
 mod deploy;
 mod kube_client;
+mod kube_python;
 mod kubectl;
 mod manual;
 mod openapi_kubectl;
