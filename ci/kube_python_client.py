@@ -2,8 +2,9 @@
 """The official Kubernetes Python client (`kubernetes` on PyPI) against the testbed's
 embedded API server (scenarios/src/apiserver/).
 
-Starts `testbed` (without its CCM: nothing else writes the objects checked here), loads the
-kubeconfig it writes with `kubernetes.config.load_kube_config` and checks:
+Starts `testbed` (its CCM initializes the Nodes, so the Deployment of the YAML check rolls
+out; its controllers also write Pods and Deployments, hence replace retries on a conflict),
+loads the kubeconfig it writes with `kubernetes.config.load_kube_config` and checks:
 
 - discovery (`/api/v1`, `/apis`) parses into the client's typed models, and every kind it
   lists gets a create, read, list, replace and delete through the client's typed API class
