@@ -7,6 +7,7 @@
 //! installed (`ci/test`'s venv, `target/cli-venv`). Without that variable the test says so and
 //! passes, so a plain `cargo test` works offline.
 
+use crate::support::run_acceptance;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -30,27 +31,11 @@ fn ansible_modules_complete_crud_on_every_resource() {
         .filter(|p| p.exists())
         .unwrap_or_else(|| PathBuf::from("python3"));
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ci/ansible_acceptance.py");
-    let output = Command::new(python)
+    let mut script_run = Command::new(python);
+    script_run
         .arg(script)
         .arg("--ansible")
         .arg(&ansible_playbook)
-        .args(["--fakecloud", env!("CARGO_BIN_EXE_fakecloud")])
-        .output()
-        .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
-    let summary = stdout.lines().last().unwrap_or_default();
-    assert!(
-        output.status.success() && failures.is_empty(),
-        "Ansible acceptance failed ({summary}):\n{}\nstderr:\n{}",
-        failures.join("\n"),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    // A run that checked nothing must not pass.
-    let passed: usize = summary
-        .split_whitespace()
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    assert!(passed >= MIN_CHECKS, "too few checks ran: {summary}");
+        .args(["--fakecloud", env!("CARGO_BIN_EXE_fakecloud")]);
+    run_acceptance("Ansible acceptance", script_run, MIN_CHECKS);
 }

@@ -9,6 +9,7 @@
 //! `cloudscale` executable. Without that variable the test says so and passes, so a plain
 //! `cargo test` works offline; CI always runs it.
 
+use crate::support::run_acceptance;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -21,27 +22,11 @@ fn check_61_python_cli_completes_crud_on_every_resource() {
         return;
     };
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../ci/cli_acceptance.py");
-    let output = Command::new("python3")
-        .arg(script)
+    let mut run = Command::new("python3");
+    run.arg(script)
         .arg("--cli")
         .arg(cli)
-        .args(["--fakecloud", env!("CARGO_BIN_EXE_fakecloud")])
-        .output()
-        .expect("python3 runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
-    let summary = stdout.lines().last().unwrap_or_default();
-    assert!(
-        output.status.success() && failures.is_empty(),
-        "CLI acceptance failed ({summary}):\n{}\nstderr:\n{}",
-        failures.join("\n"),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    // A run that checked nothing must not pass.
-    let passed: usize = summary
-        .split_whitespace()
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    assert!(passed > 300, "too few checks ran: {summary}");
+        .args(["--fakecloud", env!("CARGO_BIN_EXE_fakecloud")]);
+    // Over 300 checks in a full run.
+    run_acceptance("CLI acceptance", run, 301);
 }

@@ -523,3 +523,32 @@ pub async fn make_tagged(api: &Api, kind: &str, name: &str, tags: Value) -> Valu
     };
     api.create(kind, body).await
 }
+
+// ---------------------------------------------------------------------------
+// Acceptance scripts (ci/*_acceptance.py)
+// ---------------------------------------------------------------------------
+
+/// Runs an acceptance script that prints `ok - …` / `FAIL - …` lines and ends with
+/// `N passed, M failed`; panics unless it succeeded with at least `min_checks` passed (a run
+/// that checked nothing must not pass).
+pub fn run_acceptance(what: &str, mut script: std::process::Command, min_checks: usize) {
+    let output = script.output().expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let failures: Vec<&str> = stdout.lines().filter(|l| l.starts_with("FAIL")).collect();
+    let summary = stdout.lines().last().unwrap_or_default();
+    assert!(
+        output.status.success() && failures.is_empty(),
+        "{what} failed ({summary}):\n{}\nstderr:\n{}",
+        failures.join("\n"),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let passed: usize = summary
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        passed >= min_checks,
+        "{what}: too few checks ran: {summary}"
+    );
+}
