@@ -38,8 +38,9 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The fakecloud start-up and stop are cli_acceptance.py's (same flags, same token).
-from cli_acceptance import FAKECLOUD_TOKEN, FakecloudProcess, one_line  # noqa: E402
+# The fakecloud start-up and stop, and the report lines, are cli_acceptance.py's (same
+# flags, same token).
+from cli_acceptance import FAKECLOUD_TOKEN, FakecloudProcess, Report, one_line  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLAYBOOK_DIR = os.path.join(HERE, "ansible")
@@ -53,27 +54,6 @@ COLLECTIONS = (
     "floating-ips", "objects-users", "custom-images", "load-balancers",
     "load-balancers/pools", "load-balancers/listeners", "load-balancers/health-monitors",
 )
-
-
-class Report:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-
-    def ok(self, what):
-        self.passed += 1
-        print(f"ok - {what}", flush=True)
-
-    def fail(self, what, detail):
-        self.failed += 1
-        print(f"FAIL - {what}: {one_line(detail)}", flush=True)
-
-    def check(self, what, cond, detail=""):
-        if cond:
-            self.ok(what)
-        else:
-            self.fail(what, detail or "condition not met")
-        return bool(cond)
 
 
 def ansible_env(home):

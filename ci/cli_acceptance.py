@@ -163,31 +163,13 @@ class FakecloudProcess:
 # --------------------------------------------------------------------------
 
 
-class Acceptance:
-    def __init__(self, cli, base_url, token, managed):
-        self.cli_path = cli
-        self.base = base_url.rstrip("/")
-        self.api = self.base + "/v1"
-        self.token = token
-        self.managed = managed  # True when we started fakecloud ourselves
+class Report:
+    """The `ok - ...` / `FAIL - ...` lines and their counts (ci/ansible_acceptance.py uses it
+    too)."""
+
+    def __init__(self):
         self.passed = 0
         self.failed = 0
-        self.rid = uuidlib.uuid4().hex[:8]
-        self.workdir = tempfile.mkdtemp(prefix="cli-acceptance-")
-        self.env = self._cli_env()
-        self.cleanup = []  # absolute hrefs to DELETE at the end (best effort)
-        # shared state between sections
-        self.sg = None
-        self.server = None
-        self.volume = None
-        self.root_volume = None
-        self.net_auto = None
-        self.net_a = None
-        self.net_b = None
-        self.subnet_a = None
-        self.subnet_b = None
-
-    # ---- reporting -------------------------------------------------------
 
     def ok(self, what):
         self.passed += 1
@@ -203,6 +185,32 @@ class Acceptance:
         else:
             self.fail(what, detail or "condition not met")
         return bool(cond)
+
+
+class Acceptance(Report):
+    def __init__(self, cli, base_url, token, managed):
+        super().__init__()
+        self.cli_path = cli
+        self.base = base_url.rstrip("/")
+        self.api = self.base + "/v1"
+        self.token = token
+        self.managed = managed  # True when we started fakecloud ourselves
+        self.rid = uuidlib.uuid4().hex[:8]
+        self.workdir = tempfile.mkdtemp(prefix="cli-acceptance-")
+        self.env = self._cli_env()
+        self.cleanup = []  # absolute hrefs to DELETE at the end (best effort)
+        # shared state between sections
+        self.sg = None
+        self.server = None
+        self.volume = None
+        self.root_volume = None
+        self.net_auto = None
+        self.net_a = None
+        self.net_b = None
+        self.subnet_a = None
+        self.subnet_b = None
+
+    # ---- reporting (and Report's ok, fail, check) ---------------------------
 
     def require(self, what, cond, detail=""):
         if not self.check(what, cond, detail):
