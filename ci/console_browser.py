@@ -28,15 +28,15 @@ makes no requests).
 import argparse
 import json
 import os
-import queue
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testbed_process import TestbedProcess  # noqa: E402
 
 from selenium import webdriver
 from selenium.common.exceptions import (NoSuchElementException, StaleElementReferenceException,
@@ -101,43 +101,17 @@ STARTED = time.monotonic()
 # ---- the testbed ------------------------------------------------------------------------
 
 
-class Testbed:
-    """The testbed binary, its banner read line by line until it is ready."""
+class Testbed(TestbedProcess):
+    """The testbed binary with 3 nodes, its console's address read from the banner."""
 
     def __init__(self, binary, kubeconfig, time_scale):
         self.kubeconfig = kubeconfig
-        self.proc = subprocess.Popen(
-            [binary, "--nodes", "3", "--time-scale", str(time_scale), "--kubeconfig", kubeconfig],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines = queue.Queue()
-        self.stderr = []
-        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
-        threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append), daemon=True).start()
-        self.console = None
-        deadline = time.monotonic() + 60
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                raise Failure(f"testbed not ready (exit {self.proc.poll()}): {''.join(self.stderr)[-2000:]}")
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                continue
-            m = re.match(r"console: (\S+)", line)
-            if m:
-                self.console = m.group(1)
-            if line.startswith("Ctrl-C to stop"):
-                break
+        super().__init__([binary, "--nodes", "3", "--time-scale", str(time_scale), "--kubeconfig", kubeconfig],
+                         error=Failure)
+        found = (re.match(r"console: (\S+)", line) for line in self.banner)
+        self.console = next((m.group(1) for m in found if m), None)
         if not self.console:
             raise Failure("the testbed's banner has no `console:` line")
-
-    @staticmethod
-    def _pump(stream, put):
-        for line in stream:
-            put(line)
 
     def kubectl(self, *args, stdin=None):
         r = subprocess.run(
@@ -154,14 +128,6 @@ class Testbed:
         with urllib.request.urlopen(f"{base}/_fake/clock", timeout=10) as r:
             return json.load(r)["now"]
 
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 # ---- the browser ------------------------------------------------------------------------

@@ -26,15 +26,15 @@ exits 1 on a failure.
 import argparse
 import json
 import os
-import queue
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testbed_process import TestbedProcess  # noqa: E402
 
 from kubernetes import client, config, dynamic, utils, watch
 from kubernetes.client.exceptions import ApiException
@@ -79,48 +79,13 @@ def attempt(what, fn):
 # ---- the testbed ------------------------------------------------------------------------
 
 
-class Testbed:
-    """The testbed binary, its banner read line by line until it is ready (as
-    ci/console_browser.py does)."""
+class Testbed(TestbedProcess):
+    """The testbed binary with 3 nodes, its kubeconfig and CCM log in `workdir`."""
 
     def __init__(self, binary, workdir):
         self.kubeconfig = os.path.join(workdir, "kubeconfig")
-        self.proc = subprocess.Popen(
-            [binary, "--nodes", "3", "--kubeconfig", self.kubeconfig,
-             "--ccm-log", os.path.join(workdir, "ccm.log")],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines = queue.Queue()
-        self.stderr = []
-        threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
-        threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append), daemon=True).start()
-        deadline = time.monotonic() + 60
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
-                raise RuntimeError(f"testbed not ready (exit {self.proc.poll()}): {''.join(self.stderr)[-2000:]}")
-            try:
-                line = self.lines.get(timeout=left)
-            except queue.Empty:
-                continue
-            if line.startswith("Ctrl-C to stop"):
-                break
-
-    @staticmethod
-    def _pump(stream, put):
-        for line in stream:
-            put(line)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        super().__init__([binary, "--nodes", "3", "--kubeconfig", self.kubeconfig,
+                          "--ccm-log", os.path.join(workdir, "ccm.log")])
 
 
 # ---- helpers ----------------------------------------------------------------------------
