@@ -14,6 +14,7 @@
 use super::registry::{RESOURCES, ResourceType, group_versions};
 use k8s_openapi::api::apps::v1 as apps;
 use k8s_openapi::api::autoscaling::v1 as autoscaling;
+use k8s_openapi::api::batch::v1 as batch;
 use k8s_openapi::api::coordination::v1 as coordination;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -21,6 +22,7 @@ use k8s_openapi::api::events::v1 as events;
 use k8s_openapi::api::policy::v1 as policy;
 use k8s_openapi::api::rbac::v1 as rbac;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
 use k8s_openapi::schemars::generate::SchemaSettings;
 use k8s_openapi::schemars::{Schema, SchemaGenerator};
 use prost::Message as _;
@@ -128,6 +130,36 @@ const KIND_SCHEMAS: &[(&str, &str, &str, SchemaFn)] = &[
         "v1",
         "ReplicaSet",
         SchemaGenerator::subschema_for::<apps::ReplicaSet>,
+    ),
+    (
+        "apps",
+        "v1",
+        "DaemonSet",
+        SchemaGenerator::subschema_for::<apps::DaemonSet>,
+    ),
+    (
+        "batch",
+        "v1",
+        "Job",
+        SchemaGenerator::subschema_for::<batch::Job>,
+    ),
+    (
+        "batch",
+        "v1",
+        "CronJob",
+        SchemaGenerator::subschema_for::<batch::CronJob>,
+    ),
+    (
+        "",
+        "v1",
+        "ReplicationController",
+        SchemaGenerator::subschema_for::<core::ReplicationController>,
+    ),
+    (
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        SchemaGenerator::subschema_for::<apiregistration::APIService>,
     ),
     (
         "policy",

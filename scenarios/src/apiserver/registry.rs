@@ -153,6 +153,57 @@ pub const RESOURCES: &[ResourceType] = &[
             true,
         )
     },
+    // DaemonSets, Jobs, CronJobs and ReplicationControllers run through the testbed's
+    // controllers like Deployments (`src/workloads/`); APIServices are stored for manifests
+    // that register an aggregated API (nothing serves them here).
+    ResourceType {
+        categories: &["all"],
+        ..group_type(
+            "apps",
+            "DaemonSet",
+            "daemonsets",
+            "daemonset",
+            true,
+            &["ds"],
+            true,
+        )
+    },
+    ResourceType {
+        categories: &["all"],
+        ..group_type("batch", "Job", "jobs", "job", true, &[], true)
+    },
+    ResourceType {
+        categories: &["all"],
+        ..group_type(
+            "batch",
+            "CronJob",
+            "cronjobs",
+            "cronjob",
+            true,
+            &["cj"],
+            true,
+        )
+    },
+    ResourceType {
+        categories: &["all"],
+        ..core(
+            "ReplicationController",
+            "replicationcontrollers",
+            "replicationcontroller",
+            true,
+            &["rc"],
+            true,
+        )
+    },
+    group_type(
+        "apiregistration.k8s.io",
+        "APIService",
+        "apiservices",
+        "apiservice",
+        false,
+        &[],
+        true,
+    ),
     group_type(
         "policy",
         "PodDisruptionBudget",
