@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 
 /// Kinds with a `scale` subresource.
 pub fn has_scale(group: &str, kind: &str) -> bool {
-    group == "apps" && matches!(kind, "Deployment" | "ReplicaSet")
+    matches!(
+        (group, kind),
+        ("apps", "Deployment" | "ReplicaSet") | ("", "ReplicationController")
+    )
 }
 
 /// `metav1.LabelSelectorAsSelector(s).String()`: `k=v` for `matchLabels`, `k in (a,b)`,
@@ -110,7 +113,7 @@ pub fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
 }
 
 /// `SetDefaults_PodSpec` and the container defaults a real server writes into a template.
-fn default_pod_spec(spec: &mut Value) {
+pub(super) fn default_pod_spec(spec: &mut Value) {
     for (k, v) in [
         ("restartPolicy", json!("Always")),
         ("terminationGracePeriodSeconds", json!(30)),
@@ -158,19 +161,24 @@ fn default_pod_spec(spec: &mut Value) {
     }
 }
 
-fn set_default(obj: &mut Value, key: &str, value: Value) {
+pub(super) fn set_default(obj: &mut Value, key: &str, value: Value) {
     if obj.get(key).is_none_or(Value::is_null) {
         obj[key] = value;
     }
 }
 
-/// Defaults a Deployment or ReplicaSet (`new`) and validates it against `old` (on updates).
+/// Defaults a Deployment, ReplicaSet or DaemonSet (`new`) and validates it against `old`
+/// (on updates).
 pub fn prepare(kind: &str, new: &mut Value, old: Option<&Value>) -> ApiResult<()> {
     if !new.get("spec").is_some_and(Value::is_object) {
         new["spec"] = json!({});
     }
     let spec = &mut new["spec"];
-    set_default(spec, "replicas", json!(1));
+    if kind == "DaemonSet" {
+        default_daemon_set(spec);
+    } else {
+        set_default(spec, "replicas", json!(1));
+    }
     if kind == "Deployment" {
         if !spec.get("strategy").is_some_and(Value::is_object) {
             spec["strategy"] = json!({});
@@ -205,9 +213,26 @@ pub fn prepare(kind: &str, new: &mut Value, old: Option<&Value>) -> ApiResult<()
     })
 }
 
+/// `SetDefaults_DaemonSet`: a rolling update of one pod at a time, ten old revisions kept.
+fn default_daemon_set(spec: &mut Value) {
+    if !spec.get("updateStrategy").is_some_and(Value::is_object) {
+        spec["updateStrategy"] = json!({});
+    }
+    let strategy = &mut spec["updateStrategy"];
+    set_default(strategy, "type", json!("RollingUpdate"));
+    if strategy["type"] == "RollingUpdate" {
+        if !strategy.get("rollingUpdate").is_some_and(Value::is_object) {
+            strategy["rollingUpdate"] = json!({});
+        }
+        set_default(&mut strategy["rollingUpdate"], "maxUnavailable", json!(1));
+        set_default(&mut strategy["rollingUpdate"], "maxSurge", json!(0));
+    }
+    set_default(spec, "revisionHistoryLimit", json!(10));
+}
+
 /// Labels as Go's `%#v` prints a `map[string]string` (which `field.Invalid` uses for the
 /// value of a map): keys sorted, `map[string]string(nil)` when there are none.
-fn go_string_map(labels: Option<&Value>) -> String {
+pub(super) fn go_string_map(labels: Option<&Value>) -> String {
     match labels.and_then(Value::as_object) {
         None => "map[string]string(nil)".to_string(),
         Some(map) => {
@@ -221,7 +246,11 @@ fn go_string_map(labels: Option<&Value>) -> String {
     }
 }
 
-fn cause(reason: &'static str, field: impl Into<String>, message: impl Into<String>) -> Cause {
+pub(super) fn cause(
+    reason: &'static str,
+    field: impl Into<String>,
+    message: impl Into<String>,
+) -> Cause {
     Cause {
         reason,
         field: field.into(),
@@ -234,6 +263,8 @@ fn validate(kind: &str, new: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut out = Vec::new();
     let spec = &new["spec"];
     match spec.get("replicas").and_then(Value::as_i64) {
+        // DaemonSets have no replicas: one pod per eligible node.
+        _ if kind == "DaemonSet" => {}
         Some(n) if n < 0 => out.push(cause(
             "FieldValueInvalid",
             "spec.replicas",
@@ -286,10 +317,30 @@ fn validate(kind: &str, new: &Value, old: Option<&Value>) -> Vec<Cause> {
         ));
     }
     out.extend(validate_template(spec));
-    if kind == "Deployment" {
-        out.extend(validate_strategy(&spec["strategy"]));
+    match kind {
+        "Deployment" => out.extend(validate_strategy(&spec["strategy"])),
+        "DaemonSet" => out.extend(validate_update_strategy(&spec["updateStrategy"])),
+        _ => {}
     }
     out
+}
+
+/// `ValidateDaemonSetUpdateStrategy`: the two strategy types.
+fn validate_update_strategy(strategy: &Value) -> Option<Cause> {
+    match strategy
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "RollingUpdate" | "OnDelete" => None,
+        other => Some(cause(
+            "FieldValueNotSupported",
+            "spec.updateStrategy.type",
+            format!(
+                "Unsupported value: \"{other}\": supported values: \"OnDelete\", \"RollingUpdate\""
+            ),
+        )),
+    }
 }
 
 fn validate_strategy(strategy: &Value) -> Option<Cause> {
@@ -315,17 +366,21 @@ fn validate_strategy(strategy: &Value) -> Option<Cause> {
     }
 }
 
-fn validate_template(spec: &Value) -> Vec<Cause> {
+/// `ValidatePodTemplateSpec`'s checks that clients meet: containers with names and images,
+/// and a restart policy the owning kind supports (`Always` for Deployments, ReplicaSets,
+/// DaemonSets and ReplicationControllers; `OnFailure` or `Never` for Jobs). `path` is the
+/// template's field path (`spec.template`, `spec.jobTemplate.spec.template`).
+pub(super) fn validate_pod_template(template: &Value, path: &str, restart: &[&str]) -> Vec<Cause> {
     let mut out = Vec::new();
-    let containers = spec
-        .pointer("/template/spec/containers")
+    let containers = template
+        .pointer("/spec/containers")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
     if containers.is_empty() {
         out.push(cause(
             "FieldValueRequired",
-            "spec.template.spec.containers",
+            format!("{path}.spec.containers"),
             "Required value",
         ));
     }
@@ -337,28 +392,44 @@ fn validate_template(spec: &Value) -> Vec<Cause> {
             {
                 out.push(cause(
                     "FieldValueRequired",
-                    format!("spec.template.spec.containers[{i}].{field}"),
+                    format!("{path}.spec.containers[{i}].{field}"),
                     "Required value",
                 ));
             }
         }
     }
-    let restart = spec
-        .pointer("/template/spec/restartPolicy")
+    let policy = template
+        .pointer("/spec/restartPolicy")
         .and_then(Value::as_str)
+        // A template without a spec is defaulted like an empty one (`SetDefaults_PodSpec`).
         .unwrap_or("Always");
-    if restart != "Always" {
+    if policy.is_empty() {
+        out.push(cause(
+            "FieldValueRequired",
+            format!("{path}.spec.restartPolicy"),
+            "Required value",
+        ));
+    } else if !restart.contains(&policy) {
+        let supported: Vec<String> = restart.iter().map(|r| format!("\"{r}\"")).collect();
         out.push(cause(
             "FieldValueNotSupported",
-            "spec.template.spec.restartPolicy",
-            format!("Unsupported value: \"{restart}\": supported values: \"Always\""),
+            format!("{path}.spec.restartPolicy"),
+            format!(
+                "Unsupported value: \"{policy}\": supported values: {}",
+                supported.join(", ")
+            ),
         ));
     }
     out
 }
 
-/// The `autoscaling/v1` `Scale` of a Deployment or ReplicaSet (as its clients see it).
-pub fn scale_of(parent: &Value) -> Value {
+fn validate_template(spec: &Value) -> Vec<Cause> {
+    validate_pod_template(&spec["template"], "spec.template", &["Always"])
+}
+
+/// The `autoscaling/v1` `Scale` of a Deployment, ReplicaSet or ReplicationController (as its
+/// clients see it). A ReplicationController's selector is a plain map (`k=v,…`).
+pub fn scale_of(kind: &str, parent: &Value) -> Value {
     let mut metadata = json!({});
     for k in [
         "name",
@@ -371,10 +442,14 @@ pub fn scale_of(parent: &Value) -> Value {
             metadata[k] = v.clone();
         }
     }
-    let selector = parent
-        .pointer("/spec/selector")
-        .and_then(selector_string)
-        .unwrap_or_default();
+    let selector = if kind == "ReplicationController" {
+        super::replication::selector_set_string(parent.pointer("/spec/selector"))
+    } else {
+        parent
+            .pointer("/spec/selector")
+            .and_then(selector_string)
+            .unwrap_or_default()
+    };
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -407,7 +482,7 @@ pub(super) fn scale_request(
         ..target.clone()
     };
     let parent = srv.get(&parent_target)?;
-    let current = scale_of(&parent);
+    let current = scale_of(target.rt.kind, &parent);
     let wanted = match verb {
         "get" => return Ok((StatusCode::OK, current)),
         "update" => super::http::decode_body(headers, body)?,
@@ -461,7 +536,7 @@ pub(super) fn scale_request(
         }
     }
     let (_, stored) = srv.update_object(&parent_target, updated, params.dry_run, false)?;
-    Ok((StatusCode::OK, scale_of(&stored)))
+    Ok((StatusCode::OK, scale_of(target.rt.kind, &stored)))
 }
 
 #[cfg(test)]
@@ -557,7 +632,7 @@ mod tests {
         let d = json!({"metadata": {"name": "web", "namespace": "default", "resourceVersion": "7"},
             "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}},
             "status": {"replicas": 2}});
-        let s = scale_of(&d);
+        let s = scale_of("Deployment", &d);
         assert_eq!(s["kind"], "Scale");
         assert_eq!(s["apiVersion"], "autoscaling/v1");
         assert_eq!(s["spec"]["replicas"], 3);

@@ -1,8 +1,11 @@
 //! An embedded Kubernetes API server: real HTTP, real wire formats, for the resources the CCM
 //! and its testbed use. kube-rs controllers and kubectl talk to it as to a real cluster.
 
+pub mod apiservices;
 pub mod apps;
+pub mod batch;
 mod cluster_ips;
+pub mod cron;
 pub mod discovery;
 pub mod events;
 mod http;
@@ -12,6 +15,7 @@ pub mod patch;
 pub mod protobuf;
 pub mod rbac;
 pub mod registry;
+pub mod replication;
 pub mod selectors;
 pub mod server;
 pub mod services;

@@ -223,12 +223,13 @@ impl Shared {
             .is_some()
     }
 
-    /// Kind-specific defaulting, validation and allocation.
+    /// Kind-specific defaulting, validation and allocation (`now`: the request's time).
     pub(super) fn prepare(
         store: &Store,
         rt: &ResourceType,
         new: &mut Value,
         old: Option<&Value>,
+        now: &str,
     ) -> ApiResult<()> {
         match (rt.group, rt.kind) {
             ("", "Service") => {
@@ -255,7 +256,23 @@ impl Shared {
                 }
                 Ok(())
             }
-            ("apps", kind @ ("Deployment" | "ReplicaSet")) => super::apps::prepare(kind, new, old),
+            ("apps", kind @ ("Deployment" | "ReplicaSet" | "DaemonSet")) => {
+                super::apps::prepare(kind, new, old)
+            }
+            ("batch", "Job") => super::batch::prepare_job(new, old),
+            ("batch", "CronJob") => super::batch::prepare_cron_job(new),
+            ("", "ReplicationController") => super::replication::prepare(new),
+            ("apiregistration.k8s.io", "APIService") => {
+                let service = |k: &str| {
+                    new.pointer(&format!("/spec/service/{k}"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                let key = (service("namespace"), service("name"));
+                let exists = store.get("services", &key).is_some();
+                super::apiservices::prepare(new, exists, now)
+            }
             _ => Ok(()),
         }
     }
@@ -355,7 +372,13 @@ impl Shared {
         if has_generation(rt) {
             obj["metadata"]["generation"] = json!(1);
         }
-        Self::prepare(&store, rt, &mut obj, None)?;
+        Self::prepare(
+            &store,
+            rt,
+            &mut obj,
+            None,
+            &now_rfc3339(&self.0.config.ambient),
+        )?;
         if dry_run {
             return Ok(external(rt, &obj));
         }
@@ -459,7 +482,13 @@ impl Shared {
                     }
                 }
             }
-            Self::prepare(&store, t.rt, &mut o, Some(&old))?;
+            Self::prepare(
+                &store,
+                t.rt,
+                &mut o,
+                Some(&old),
+                &now_rfc3339(&self.0.config.ambient),
+            )?;
             if has_generation(t.rt) && o.get("spec") != old.get("spec") {
                 let g = old["metadata"]["generation"].as_i64().unwrap_or(1);
                 o["metadata"]["generation"] = json!(g + 1);

@@ -213,7 +213,9 @@ pub(super) fn random_suffix(ambient: &Ambient) -> String {
 pub(super) fn has_generation(rt: &ResourceType) -> bool {
     matches!(
         (rt.group, rt.kind),
-        ("", "Service" | "Pod") | ("apps", "Deployment" | "ReplicaSet")
+        ("", "Service" | "Pod" | "ReplicationController")
+            | ("apps", "Deployment" | "ReplicaSet" | "DaemonSet")
+            | ("batch", "Job" | "CronJob")
     )
 }
 
