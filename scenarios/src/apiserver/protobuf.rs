@@ -20,6 +20,7 @@
 //! | `create serviceaccount` | JSON | protobuf `v1 ServiceAccount` |
 //! | `create token SA` (`serviceaccounts/SA/token`) | JSON | protobuf `authentication.k8s.io/v1 TokenRequest` |
 //! | `create deployment` | JSON | protobuf `apps/v1 Deployment` |
+//! | `create job` (also `--from=cronjob/NAME`), `create cronjob` | JSON | protobuf `batch/v1 Job`, `batch/v1 CronJob` |
 //! | `create -f`, `replace -f` | JSON | JSON |
 //! | `apply -f` (client-side) | strategic merge patch | strategic merge patch |
 //! | `annotate`, `label`, `scale` | merge patch | merge patch |
@@ -35,7 +36,8 @@
 //! # What is decoded
 //!
 //! `v1` Namespace, Service, ConfigMap, Secret, ServiceAccount; `apps/v1` Deployment (the pod
-//! template's common fields: `protobuf/apps.rs`); `authentication.k8s.io/v1` TokenRequest; `DeleteOptions` (`v1` or `meta.k8s.io/v1`, in case a client sends it). Any
+//! template's common fields: `protobuf/apps.rs`); `batch/v1` Job and CronJob
+//! (`protobuf/batch.rs`, the same pod template); `authentication.k8s.io/v1` TokenRequest; `DeleteOptions` (`v1` or `meta.k8s.io/v1`, in case a client sends it). Any
 //! other kind is [`ProtobufError::UnknownKind`]. An envelope whose `contentType` says JSON is
 //! passed through.
 //!
@@ -62,6 +64,7 @@ use prost::Message;
 use serde_json::{Map, Value};
 
 mod apps;
+mod batch;
 
 /// The four bytes every Kubernetes protobuf body starts with.
 pub const MAGIC: [u8; 4] = *b"k8s\0";
@@ -77,6 +80,8 @@ pub const SUPPORTED_KINDS: &[(&str, &str)] = &[
     ("v1", "Secret"),
     ("v1", "ServiceAccount"),
     ("apps/v1", "Deployment"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
     ("v1", "DeleteOptions"),
     ("meta.k8s.io/v1", "DeleteOptions"),
     ("authentication.k8s.io/v1", "TokenRequest"),
@@ -95,7 +100,7 @@ pub enum ProtobufError {
     #[error("the protobuf envelope has no typeMeta kind")]
     MissingTypeMeta,
     #[error(
-        "unknown kind \"{kind}\" (apiVersion \"{api_version}\"): protobuf bodies are only decoded for Namespace, Service, ConfigMap, Secret, ServiceAccount, Deployment, TokenRequest and DeleteOptions; send JSON instead"
+        "unknown kind \"{kind}\" (apiVersion \"{api_version}\"): protobuf bodies are only decoded for Namespace, Service, ConfigMap, Secret, ServiceAccount, Deployment, Job, CronJob, TokenRequest and DeleteOptions; send JSON instead"
     )]
     UnknownKind { api_version: String, kind: String },
     #[error("unsupported contentEncoding \"{0}\" in the protobuf envelope")]
@@ -192,6 +197,8 @@ fn convert(api_version: &str, kind: &str, raw: &[u8]) -> Result<Map<String, Valu
         ("v1", "Secret") => secret(&decode(raw, "v1 Secret")?),
         ("v1", "ServiceAccount") => service_account(&decode(raw, "v1 ServiceAccount")?),
         ("apps/v1", "Deployment") => apps::deployment(&decode(raw, "apps/v1 Deployment")?),
+        ("batch/v1", "Job") => batch::job(&decode(raw, "batch/v1 Job")?),
+        ("batch/v1", "CronJob") => batch::cron_job(&decode(raw, "batch/v1 CronJob")?),
         ("v1" | "meta.k8s.io/v1", "DeleteOptions") => {
             delete_options(&decode(raw, "DeleteOptions")?)
         }

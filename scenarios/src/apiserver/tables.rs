@@ -9,6 +9,7 @@ use super::registry::ResourceType;
 use serde_json::{Value, json};
 
 mod apps;
+mod workloads;
 
 /// What the client asked for in `Accept`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,6 +309,10 @@ fn column_specs(rt: &ResourceType) -> Vec<Col> {
             age,
         ],
         ("apps", kind @ ("Deployment" | "ReplicaSet")) => apps::columns(kind, name, age),
+        ("apps", "DaemonSet")
+        | ("batch", "Job" | "CronJob")
+        | ("", "ReplicationController")
+        | ("apiregistration.k8s.io", "APIService") => workloads::columns(rt.kind, name, age),
         ("coordination.k8s.io", "Lease") => vec![
             name,
             (
@@ -951,6 +956,10 @@ pub fn cells(rt: &ResourceType, obj: &Value, now: chrono::DateTime<chrono::Utc>)
         ("", "Endpoints") => vec![json!(endpoints_cell(obj)), Value::Null],
         ("discovery.k8s.io", "EndpointSlice") => endpoint_slice_cells(obj),
         ("apps", kind @ ("Deployment" | "ReplicaSet")) => apps::cells(kind, obj),
+        ("apps", "DaemonSet")
+        | ("batch", "Job" | "CronJob")
+        | ("", "ReplicationController")
+        | ("apiregistration.k8s.io", "APIService") => workloads::cells(rt.kind, obj, now),
         ("coordination.k8s.io", "Lease") => {
             vec![json!(s(obj, "/spec/holderIdentity")), Value::Null]
         }

@@ -9,7 +9,7 @@ use k8s_pb::api::apps::v1 as apps;
 use serde_json::{Map, Value};
 
 /// Refuses what is not decoded (a field left out must not vanish silently).
-fn not_decoded(field: &'static str) -> ProtobufError {
+pub(super) fn not_decoded(field: &'static str) -> ProtobufError {
     ProtobufError::InvalidValue {
         field,
         message: "not decoded from protobuf by this server; send the object as JSON".into(),
@@ -55,7 +55,7 @@ pub(super) fn deployment(d: &apps::Deployment) -> Result<Map<String, Value>, Pro
     Ok(o.0)
 }
 
-fn label_selector(s: &meta::LabelSelector) -> Value {
+pub(super) fn label_selector(s: &meta::LabelSelector) -> Value {
     let mut o = Obj::new();
     o.map("matchLabels", &s.match_labels);
     let expressions = s
@@ -73,7 +73,7 @@ fn label_selector(s: &meta::LabelSelector) -> Value {
     o.done()
 }
 
-fn pod_template(t: &Option<core::PodTemplateSpec>) -> Result<Value, ProtobufError> {
+pub(super) fn pod_template(t: &Option<core::PodTemplateSpec>) -> Result<Value, ProtobufError> {
     let mut o = Obj::new();
     let (metadata, spec) = match t {
         Some(t) => (&t.metadata, t.spec.clone().unwrap_or_default()),
