@@ -32,7 +32,7 @@ fn unique(prefix: &str) -> String {
 }
 
 /// One API server (with its runtime) and a scratch directory, for one test.
-struct Env {
+pub(crate) struct Env {
     // Dropped first: the server stops before its runtime (kept for the server's tasks).
     api: ApiServer,
     _rt: tokio::runtime::Runtime,
@@ -75,14 +75,14 @@ impl Drop for Env {
 
 /// The output of a finished kubectl.
 #[derive(Debug)]
-struct Output {
+pub(crate) struct Output {
     status: Option<ExitStatus>,
-    stdout: String,
-    stderr: String,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Output {
-    fn success(&self) -> bool {
+    pub(crate) fn success(&self) -> bool {
         self.status.is_some_and(|s| s.success())
     }
 }
@@ -161,11 +161,11 @@ impl Drop for Bg {
 }
 
 /// One client version, working in its own namespace.
-struct Kubectl<'a> {
-    minor: u32,
+pub(crate) struct Kubectl<'a> {
+    pub(crate) minor: u32,
     bin: PathBuf,
     env: &'a Env,
-    ns: String,
+    pub(crate) ns: String,
 }
 
 impl Kubectl<'_> {
@@ -178,7 +178,7 @@ impl Kubectl<'_> {
     }
 
     /// Writes a manifest into the scratch directory.
-    fn file(&self, name: &str, content: &str) -> String {
+    pub(crate) fn file(&self, name: &str, content: &str) -> String {
         let path = self.env.dir.join(format!("{}-{name}", self.tag()));
         std::fs::write(&path, content).expect("manifest");
         path.display().to_string()
@@ -210,12 +210,12 @@ impl Kubectl<'_> {
         }
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.spawn(args).finish(COMMAND_TIMEOUT)
     }
 
     /// Runs a command that must succeed; its stdout.
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert!(
             out.success(),
@@ -230,7 +230,7 @@ impl Kubectl<'_> {
     }
 
     /// Runs a command that must fail; its stderr.
-    fn fails(&self, args: &[&str]) -> String {
+    pub(crate) fn fails(&self, args: &[&str]) -> String {
         let out = self.run(args);
         assert!(
             !out.success() && out.status.is_some(),
@@ -243,7 +243,7 @@ impl Kubectl<'_> {
         out.stderr
     }
 
-    fn json(&self, args: &[&str]) -> Value {
+    pub(crate) fn json(&self, args: &[&str]) -> Value {
         let mut all = args.to_vec();
         all.extend(["-o", "json"]);
         let out = self.ok(&all);
@@ -355,7 +355,7 @@ lastTimestamp: "2026-01-01T00:00:00Z"
 
 /// Runs `f` for every installed client in parallel, each in a fresh namespace of one
 /// server; reports every client's failure together.
-fn for_each_client(test: &str, f: impl Fn(&Kubectl) + Sync) {
+pub(crate) fn for_each_client(test: &str, f: impl Fn(&Kubectl) + Sync) {
     let clients = scenarios::kubectl::installed_clients();
     if clients.is_empty() {
         eprintln!("skipping {test}: no kubectl.1.NN client found next to `kubectl` on PATH");
@@ -419,7 +419,7 @@ fn for_each_client(test: &str, f: impl Fn(&Kubectl) + Sync) {
 /// A printed table: the header must be exactly `headers`; each row maps header → cell
 /// (cells are cut at the header's column positions, so empty cells and cells with spaces
 /// come out right).
-fn parse_table(out: &str, headers: &[&str]) -> Vec<HashMap<String, String>> {
+pub(crate) fn parse_table(out: &str, headers: &[&str]) -> Vec<HashMap<String, String>> {
     let mut lines = out.lines().filter(|l| !l.trim().is_empty());
     let header = lines
         .next()
@@ -473,11 +473,16 @@ fn row<'a>(
 }
 
 /// A cell of a row, e.g. `cell(&t, "NAME", "web", "TYPE")`.
-fn cell(table: &[HashMap<String, String>], key: &str, value: &str, column: &str) -> String {
+pub(crate) fn cell(
+    table: &[HashMap<String, String>],
+    key: &str,
+    value: &str,
+    column: &str,
+) -> String {
     row(table, key, value)[column].clone()
 }
 
-fn is_age(s: &str) -> bool {
+pub(crate) fn is_age(s: &str) -> bool {
     let s = s.trim();
     !s.is_empty()
         && s.chars().next().is_some_and(|c| c.is_ascii_digit())

@@ -28,4 +28,5 @@ mod quick_start;
 mod rbac;
 mod sim;
 mod testbed;
+mod workload_kinds;
 mod workloads;
