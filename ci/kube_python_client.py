@@ -15,7 +15,10 @@ loads the kubeconfig it writes with `kubernetes.config.load_kube_config` and che
   resourceVersion) seeing adds, updates and deletes across reconnects;
 - `kubernetes.utils.create_from_yaml` of a multi-document file with several kinds;
 - error bodies of a 404, a 409 and a 422: `ApiException.status` and the Status body's
-  reason, message and details, its fields in kube-apiserver's order.
+  reason, message and details, its fields in kube-apiserver's order;
+- what the server adds to Jobs, ReplicationControllers and APIServices: a Job's generated
+  selector, a ReplicationController's scale, a local APIService's `Available` condition, a
+  Job's 422.
 
 Prints `ok - <what>` or `FAIL - <what>: <detail>` per check and `N passed, M failed` last;
 exits 1 on a failure.
@@ -92,8 +95,9 @@ class Testbed(TestbedProcess):
 
 
 def snake(kind):
-    """`PodDisruptionBudget` -> `pod_disruption_budget`, as the client names its methods."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", kind).lower()
+    """`PodDisruptionBudget` -> `pod_disruption_budget`, `APIService` -> `api_service`, as
+    the client names its methods."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", kind).lower()
 
 
 def raw_get(api_client, path):
@@ -168,6 +172,23 @@ BODIES = {
     ("apps", "ReplicaSet"): {
         "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "py"}}, "template": POD_TEMPLATE},
     },
+    ("apps", "DaemonSet"): {
+        "spec": {"selector": {"matchLabels": {"app": "py"}}, "template": POD_TEMPLATE},
+    },
+    ("", "ReplicationController"): {"spec": {"replicas": 0, "template": POD_TEMPLATE}},
+    # The server generates the Job's selector and labels its template.
+    ("batch", "Job"): {
+        "spec": {"template": {**POD_TEMPLATE, "spec": {**POD_TEMPLATE["spec"], "restartPolicy": "Never"}}},
+    },
+    ("batch", "CronJob"): {
+        "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {
+            **POD_TEMPLATE, "spec": {**POD_TEMPLATE["spec"], "restartPolicy": "OnFailure"}}}}},
+    },
+    # A local APIService (`service: null`); its name must be `<version>.<group>`.
+    ("apiregistration.k8s.io", "APIService"): {
+        "spec": {"group": "py-crud.example.com", "version": "v1",
+                 "groupPriorityMinimum": 1000, "versionPriority": 15},
+    },
     ("policy", "PodDisruptionBudget"): {
         "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "py"}}},
     },
@@ -195,6 +216,8 @@ TYPED = {
     "events.k8s.io": client.EventsV1Api,
     "coordination.k8s.io": client.CoordinationV1Api,
     "policy": client.PolicyV1Api,
+    "batch": client.BatchV1Api,
+    "apiregistration.k8s.io": client.ApiregistrationV1Api,
     "rbac.authorization.k8s.io": client.RbacAuthorizationV1Api,
 }
 
@@ -238,6 +261,8 @@ def crud_typed(api_client, group, kind, namespaced):
         body["metadata"]["name"] = name = f"py-crud-{group or 'core'}"
     if kind == "Namespace":
         body["metadata"]["name"] = name = "py-crud-ns"
+    if kind == "APIService":
+        body["metadata"]["name"] = name = "v1.py-crud.example.com"
     created = attempt(f"{what}: create", lambda: getattr(api, f"create_{scope}{s}")(*ns_args, body))
     if created is None:
         return
@@ -637,6 +662,40 @@ def check_errors(api_client):
                       "field": "spec.template.metadata.labels"}]})
 
 
+def check_workload_kinds(api_client):
+    """What the server adds to the new kinds: a Job's generated selector, the scale of a
+    ReplicationController, a local APIService's `Available` condition, the 422 of a Job that
+    would restart `Always`."""
+    batch = client.BatchV1Api(api_client)
+    v1 = client.CoreV1Api(api_client)
+    job = batch.create_namespaced_job(NS, {"metadata": {"name": "py-job"}, **BODIES[("batch", "Job")]})
+    uid = job.metadata.uid
+    check("Job: the selector is generated from its uid",
+          job.spec.selector.match_labels == {"batch.kubernetes.io/controller-uid": uid}
+          and job.spec.template.metadata.labels.get("batch.kubernetes.io/job-name") == "py-job"
+          and job.spec.backoff_limit == 6 and job.spec.completions == 1, repr(job.spec))
+    v1.create_namespaced_replication_controller(NS, {
+        "metadata": {"name": "py-rc"}, "spec": {"replicas": 1, "template": POD_TEMPLATE}})
+    scale = v1.patch_namespaced_replication_controller_scale("py-rc", NS, {"spec": {"replicas": 3}})
+    rc = v1.read_namespaced_replication_controller("py-rc", NS)
+    check("ReplicationController: scale writes spec.replicas, the selector defaults from the template",
+          scale.spec.replicas == 3 and rc.spec.replicas == 3 and rc.spec.selector == {"app": "py"},
+          f"{scale.spec} {rc.spec.selector}")
+    reg = client.ApiregistrationV1Api(api_client)
+    reg.create_api_service({"metadata": {"name": "v1.py-local.example.com"}, "spec": {
+        "group": "py-local.example.com", "version": "v1", "groupPriorityMinimum": 1000, "versionPriority": 15}})
+    got = reg.read_api_service_status("v1.py-local.example.com")
+    conditions = [(c.type, c.status, c.reason) for c in (got.status.conditions or [])]
+    check("APIService: a local one is Available", conditions == [("Available", "True", "Local")], f"{conditions}")
+    bad_job = {"metadata": {"name": "bad"}, "spec": {"template": POD_TEMPLATE}}
+    message = 'Unsupported value: "Always": supported values: "OnFailure", "Never"'
+    status_checks("422 of a Job restarting Always", error_of(lambda: batch.create_namespaced_job(NS, bad_job)),
+                  422, "Invalid", f'Job.batch "bad" is invalid: spec.template.spec.restartPolicy: {message}',
+                  {"name": "bad", "group": "batch", "kind": "Job", "causes": [{
+                      "reason": "FieldValueNotSupported", "message": message,
+                      "field": "spec.template.spec.restartPolicy"}]})
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--testbed", default="target/ci/testbed")
@@ -654,7 +713,8 @@ def main():
                              ("watch", lambda: check_watch_from_list(api_client)),
                              ("informer", lambda: check_informer(api_client)),
                              ("create_from_yaml", lambda: check_create_from_yaml(api_client, workdir)),
-                             ("errors", lambda: check_errors(api_client))]:
+                             ("errors", lambda: check_errors(api_client)),
+                             ("workload kinds", lambda: check_workload_kinds(api_client))]:
                 try:
                     fn()
                 except Exception as e:  # noqa: BLE001 - one group's crash fails it, not the run
