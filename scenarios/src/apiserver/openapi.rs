@@ -2015,6 +2015,42 @@ mod tests {
     }
 
     #[test]
+    fn the_workload_kinds_status_conditions_carry_their_markers() {
+        let defs = &v2_json()["definitions"];
+        for (definition, list_type) in [
+            ("io.k8s.api.apps.v1.DaemonSetStatus", "map"),
+            ("io.k8s.api.batch.v1.JobStatus", "atomic"),
+            ("io.k8s.api.core.v1.ReplicationControllerStatus", "map"),
+            (
+                "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceStatus",
+                "map",
+            ),
+        ] {
+            let conditions = &defs[definition]["properties"]["conditions"];
+            assert_eq!(
+                conditions["x-kubernetes-list-type"], list_type,
+                "{definition}"
+            );
+            assert_eq!(
+                conditions["x-kubernetes-patch-merge-key"], "type",
+                "{definition}"
+            );
+            assert_eq!(
+                conditions["x-kubernetes-patch-strategy"], "merge",
+                "{definition}"
+            );
+        }
+        assert_eq!(
+            defs["io.k8s.api.batch.v1.CronJobStatus"]["properties"]["active"]["x-kubernetes-list-type"],
+            "atomic"
+        );
+        assert_eq!(
+            defs["io.k8s.api.core.v1.ReplicationControllerSpec"]["properties"]["selector"]["x-kubernetes-map-type"],
+            "atomic"
+        );
+    }
+
+    #[test]
     fn every_served_kind_has_a_definition_with_its_gvk() {
         let defs = &v2_json()["definitions"];
         for r in RESOURCES {
