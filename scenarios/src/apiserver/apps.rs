@@ -628,6 +628,50 @@ mod tests {
     }
 
     #[test]
+    fn a_daemon_set_gets_the_real_defaults_and_checks() {
+        let mut ds = deployment(
+            json!({"app": "agent"}),
+            json!({"matchLabels": {"app": "agent"}}),
+        );
+        prepare("DaemonSet", &mut ds, None).expect("valid");
+        assert!(ds["spec"].get("replicas").is_none());
+        assert_eq!(
+            ds["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+        );
+        assert_eq!(ds["spec"]["revisionHistoryLimit"], 10);
+        assert_eq!(ds["spec"]["template"]["spec"]["dnsPolicy"], "ClusterFirst");
+        let mut other = ds.clone();
+        other["spec"]["selector"] = json!({"matchLabels": {"app": "agent", "v": "2"}});
+        other["spec"]["template"]["metadata"]["labels"]["v"] = json!("2");
+        let err = prepare("DaemonSet", &mut other, Some(&ds)).expect_err("immutable");
+        assert!(
+            err.to_string()
+                .starts_with("DaemonSet.apps \"web\" is invalid: spec.selector")
+        );
+        let mut bad = deployment(json!({"app": "a"}), json!({"matchLabels": {"app": "a"}}));
+        bad["spec"]["updateStrategy"] = json!({"type": "Sometimes"});
+        let err = prepare("DaemonSet", &mut bad, None).expect_err("strategy");
+        assert!(err.to_string().contains(
+            "spec.updateStrategy.type: Unsupported value: \"Sometimes\": supported values: \"OnDelete\", \"RollingUpdate\""
+        ));
+    }
+
+    #[test]
+    fn a_replication_controller_has_a_scale_with_a_set_selector() {
+        assert!(has_scale("", "ReplicationController"));
+        let rc = json!({"metadata": {"name": "web"},
+            "spec": {"replicas": 2, "selector": {"tier": "front", "app": "web"}},
+            "status": {"replicas": 1}});
+        let s = scale_of("ReplicationController", &rc);
+        assert_eq!(
+            s["status"],
+            json!({"replicas": 1, "selector": "app=web,tier=front"})
+        );
+        assert_eq!(s["spec"]["replicas"], 2);
+    }
+
+    #[test]
     fn the_scale_of_a_deployment() {
         let d = json!({"metadata": {"name": "web", "namespace": "default", "resourceVersion": "7"},
             "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}}},
