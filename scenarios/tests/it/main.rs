@@ -29,3 +29,4 @@ mod rbac;
 mod sim;
 mod testbed;
 mod workloads;
+mod workloads_kinds;
