@@ -156,9 +156,10 @@ impl Default for CcmBedConfig {
                     ..KubeletConfig::default()
                 },
                 proxy_interval: Duration::from_millis(200),
-                // Pods start in half a second and leave a NotReady node after two.
+                // Pods start in half a second (a Job's run as long) and leave a NotReady node after two.
                 workloads: Some(crate::workloads::WorkloadsConfig {
                     pod_start: Duration::from_millis(500),
+                    pod_run: Duration::from_millis(500),
                     eviction_grace: Duration::from_secs(2),
                     resync: Duration::from_secs(5),
                     ..crate::workloads::WorkloadsConfig::default()

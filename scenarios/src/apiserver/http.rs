@@ -252,7 +252,14 @@ pub async fn handle(
                 }
                 _ => v,
             };
-            json_response(code, &v)
+            let mut response = json_response(code, &v);
+            if verb == "delete" && job_delete_warning(&target, &params, &headers, &body) {
+                let warning = format!("299 - \"{}\"", super::propagation::JOB_DEFAULT_WARNING);
+                if let Ok(value) = axum::http::HeaderValue::from_str(&warning) {
+                    response.headers_mut().insert("warning", value);
+                }
+            }
+            response
         }
         Err(e) => e.into_response(),
     }
@@ -303,12 +310,37 @@ fn dispatch(
                 .map(|v| (StatusCode::OK, v))
         }
         "delete" => decode_body(headers, body).and_then(|opts| {
+            let opts = delete_options(opts, params);
             srv.delete_object(target, &opts, params.dry_run)
                 .map(|v| (StatusCode::OK, v))
         }),
         "deletecollection" => delete_collection(srv, target, params),
         _ => Err(ApiError::MethodNotAllowed),
     }
+}
+
+/// The DeleteOptions of a delete: the body's, with the query's propagation parameters
+/// where the body has none.
+fn delete_options(body: Value, params: &Params) -> Value {
+    let mut opts = if body.is_object() { body } else { json!({}) };
+    if !super::propagation::given(&opts) {
+        if let Some(p) = &params.propagation_policy {
+            opts["propagationPolicy"] = json!(p);
+        }
+        if let Some(o) = params.orphan_dependents {
+            opts["orphanDependents"] = json!(o);
+        }
+    }
+    opts
+}
+
+/// kube-apiserver's warning for a Job deleted without a policy (in the body or the query).
+fn job_delete_warning(target: &Target, params: &Params, headers: &HeaderMap, body: &[u8]) -> bool {
+    if !(target.rt.group == "batch" && target.rt.kind == "Job") {
+        return false;
+    }
+    let opts = decode_body(headers, body).unwrap_or_else(|_| json!({}));
+    !super::propagation::given(&delete_options(opts, params))
 }
 
 fn delete_collection(
@@ -323,7 +355,7 @@ fn delete_collection(
             namespace: meta_str(item, "namespace").map(str::to_string),
             ..target.clone()
         };
-        srv.delete_object(&one, &json!({}), params.dry_run)?;
+        srv.delete_object(&one, &delete_options(json!({}), params), params.dry_run)?;
     }
     // `handle` answers with the Success status (`status::success_body`).
     Ok((StatusCode::OK, Value::Null))

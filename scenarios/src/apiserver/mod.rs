@@ -12,6 +12,7 @@ mod http;
 mod objects;
 pub mod openapi;
 pub mod patch;
+pub mod propagation;
 pub mod protobuf;
 pub mod rbac;
 pub mod registry;

@@ -620,8 +620,18 @@ impl Shared {
                 });
             }
         }
+        let policy = super::propagation::policy(t.rt, options)?;
         if dry_run {
             return Ok(external(t.rt, &old));
+        }
+        // Cascading deletion: the owner waits for the garbage collector under a finalizer
+        // (`propagation.rs`); without dependents there is nothing to wait for.
+        let gc_finalizer = policy.finalizer().filter(|_| {
+            super::propagation::has_dependents(&store, meta_str(&old, "uid").unwrap_or(""))
+        });
+        let mut old = old;
+        if let Some(f) = gc_finalizer {
+            old["metadata"]["finalizers"] = super::propagation::with_finalizer(&old, f);
         }
         let has_finalizers = old
             .pointer("/metadata/finalizers")
@@ -634,7 +644,11 @@ impl Shared {
             Arc::new(marked)
         } else if has_finalizers {
             if old.pointer("/metadata/deletionTimestamp").is_some() {
-                Arc::new(old)
+                if gc_finalizer.is_some() {
+                    store.put(t.rt.storage_key(), key, old, ChangeKind::Modified)
+                } else {
+                    Arc::new(old)
+                }
             } else {
                 let mut marked = old;
                 marked["metadata"]["deletionTimestamp"] =

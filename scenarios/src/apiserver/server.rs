@@ -104,6 +104,10 @@ pub(super) struct Params {
     pub(super) include_object: IncludeObject,
     /// `fieldValidation=Strict`: unknown fields are an error (what kubectl sends).
     pub(super) strict: bool,
+    /// A delete's `propagationPolicy` and `orphanDependents` given as query parameters
+    /// (kube-apiserver reads DeleteOptions from the query as from the body).
+    pub(super) propagation_policy: Option<String>,
+    pub(super) orphan_dependents: Option<bool>,
 }
 
 impl Params {
@@ -124,6 +128,8 @@ impl Params {
                 "sendInitialEvents" => p.send_initial_events = v == "true",
                 "includeObject" => p.include_object = IncludeObject::parse(&v),
                 "fieldValidation" => p.strict = v == "Strict",
+                "propagationPolicy" => p.propagation_policy = Some(v),
+                "orphanDependents" => p.orphan_dependents = v.parse().ok(),
                 _ => {}
             }
         }

@@ -88,6 +88,11 @@ impl Store {
         self.objects.get(storage).and_then(|m| m.get(key)).cloned()
     }
 
+    /// Whether any stored object, of any type, satisfies `f`.
+    pub fn any(&self, f: impl Fn(&Value) -> bool) -> bool {
+        self.objects.values().flat_map(|m| m.values()).any(|v| f(v))
+    }
+
     /// Objects of one type, in key order, optionally in one namespace.
     pub fn list<'a>(
         &'a self,

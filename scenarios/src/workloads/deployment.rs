@@ -26,15 +26,6 @@ pub fn sync(snap: &Snapshot, now: &str) -> Vec<Action> {
     for d in snap.deployments.iter().filter(|d| !deleting(d)) {
         out.extend(sync_one(snap, d, now));
     }
-    // What the garbage collector would do: a Deployment's ReplicaSets go with it.
-    for rs in &snap.replicasets {
-        let Some(owner) = controller_of(rs, "Deployment") else {
-            continue;
-        };
-        if !snap.deployments.iter().any(|d| uid(d) == owner) {
-            out.push(delete(rs));
-        }
-    }
     out
 }
 
@@ -44,6 +35,7 @@ fn delete(rs: &Value) -> Action {
         namespace: namespace(rs).into(),
         name: name(rs).into(),
         uid: uid(rs).into(),
+        foreground: false,
     }
 }
 
@@ -598,19 +590,6 @@ mod tests {
         assert_eq!(status["updatedReplicas"], 2);
         assert_eq!(status["availableReplicas"], 2);
         assert_eq!(status["conditions"][1]["reason"], "NewReplicaSetAvailable");
-    }
-
-    #[test]
-    fn replicasets_of_a_deleted_deployment_are_collected() {
-        let d = deployment(1, "nginx");
-        let rs = replicaset(&d, "web-a", 1, 1, "2026-01-01T00:00:00Z");
-        let snap = Snapshot {
-            replicasets: vec![rs],
-            ..Snapshot::default()
-        };
-        assert!(
-            matches!(sync(&snap, "t").as_slice(), [Action::Delete { name, .. }] if name == "web-a")
-        );
     }
 
     #[test]

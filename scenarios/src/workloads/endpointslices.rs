@@ -63,14 +63,15 @@ pub fn sync(snap: &Snapshot) -> Vec<Action> {
             .collect();
         out.extend(reconcile(svc, &desired(svc, sel, &snap.pods), &existing));
     }
-    // Slices of Services that are gone or no longer select Pods.
+    // Slices of Services that no longer select Pods (those of a deleted Service are the
+    // garbage collector's: they are owned by it).
     for slice in snap.slices.iter().filter(|s| managed(s)) {
-        let served = snap.services.iter().any(|svc| {
+        let unserved = snap.services.iter().any(|svc| {
             namespace(svc) == namespace(slice)
                 && name(svc) == service_of(slice)
-                && selector(svc).is_some()
+                && selector(svc).is_none()
         });
-        if !served {
+        if unserved {
             out.push(delete(slice));
         }
     }
@@ -83,6 +84,7 @@ fn delete(slice: &Value) -> Action {
         namespace: namespace(slice).into(),
         name: name(slice).into(),
         uid: uid(slice).into(),
+        foreground: false,
     }
 }
 
@@ -321,7 +323,7 @@ mod tests {
     }
 
     #[test]
-    fn slices_follow_pods_and_go_with_their_service() {
+    fn slices_follow_pods_and_go_when_their_service_stops_selecting() {
         let mut slice = json!({"metadata": {"name": "web-x", "namespace": "default", "uid": "x",
                                             "labels": {SERVICE_NAME: "web", MANAGED_BY: CONTROLLER}},
                                "addressType": "IPv4", "endpoints": []});
@@ -343,11 +345,19 @@ mod tests {
             ..snap
         };
         assert!(sync(&snap).is_empty(), "in step: nothing to write");
+        let mut unselecting = svc(json!(8080));
+        unselecting["spec"]["selector"] = json!({});
         let snap = Snapshot {
-            services: Vec::new(),
-            slices: vec![slice],
+            services: vec![unselecting],
+            slices: vec![slice.clone()],
             ..Snapshot::default()
         };
         assert!(matches!(sync(&snap).as_slice(), [Action::Delete { name, .. }] if name == "web-x"));
+        // A deleted Service's slices are left to the garbage collector.
+        let snap = Snapshot {
+            slices: vec![slice],
+            ..Snapshot::default()
+        };
+        assert!(sync(&snap).is_empty());
     }
 }

@@ -5,6 +5,13 @@
 //! - [`deployment`]: Deployment → ReplicaSets (rolling update or recreate), their status and
 //!   conditions, the revision history;
 //! - [`replicaset`]: ReplicaSet → Pods (created and deleted to match `replicas`), status;
+//! - [`daemonset`]: DaemonSet → one Pod pinned to each eligible Node, rolling updates,
+//!   status;
+//! - [`cronjob`]: CronJob → a Job at each time of its schedule ([`cron`]),
+//!   `concurrencyPolicy`, history limits, status;
+//! - [`replicationcontroller`]: the same for core/v1 ReplicationControllers;
+//! - [`job`]: Job → Pods run to completion (`parallelism`, `completions`, `backoffLimit`,
+//!   `suspend`, `activeDeadlineSeconds`), status and conditions, `ttlSecondsAfterFinished`;
 //! - [`pods`]: the scheduler (a Ready, schedulable Node whose taints the Pod tolerates, the
 //!   one with the fewest Pods of the same owner), the kubelets' part (pod IP from the Node's
 //!   pod CIDR, `Running` and Ready once `pod_start` has passed) and the node lifecycle's
@@ -17,15 +24,21 @@
 //! changed in the embedded store (its change feed, the same seam the simulation's
 //! kube-proxy view uses), when a Pod's start or eviction is due, and every `resync`. Every
 //! read and write goes through the API server as the cluster administrator, as the
-//! simulated kubelets do. Owner references are set as Kubernetes sets them, and what the
-//! garbage collector would delete (ReplicaSets of a deleted Deployment, Pods of a deleted
-//! ReplicaSet, slices of a deleted Service) is deleted by the controller of its kind.
+//! simulated kubelets do. Owner references are set as Kubernetes sets them, and [`gc`], the
+//! garbage collector, follows them: dependents of a deleted owner go (`Background`), or go
+//! first (`Foreground`), or stay without it (`Orphan`), as the delete asked.
 //! Timings come from tokio's clock and timestamps from `WorkloadsConfig::ambient`.
 
+pub mod cron;
+pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod endpointslices;
+pub mod gc;
+pub mod job;
 pub mod pods;
 pub mod replicaset;
+pub mod replicationcontroller;
 
 use crate::apiserver::Shared;
 use ccm::ambient::Ambient;
@@ -54,6 +67,9 @@ pub struct WorkloadsConfig {
     /// From a Pod's acceptance by its node's kubelet to `Running` and Ready (image pull and
     /// container start).
     pub pod_start: Duration,
+    /// How long a Job's Pod (or one with the exit-code annotation, `pods::EXIT_CODE`) runs
+    /// before its containers exit.
+    pub pod_run: Duration,
     /// How long a Node may be NotReady before its Pods are deleted (Kubernetes: the
     /// `not-ready`/`unreachable` taints' 300 s toleration after a 40 s grace).
     pub eviction_grace: Duration,
@@ -67,6 +83,7 @@ impl Default for WorkloadsConfig {
     fn default() -> Self {
         WorkloadsConfig {
             pod_start: Duration::from_secs(2),
+            pod_run: Duration::from_secs(2),
             eviction_grace: Duration::from_secs(10),
             resync: Duration::from_secs(30),
             ambient: Ambient::system(),
@@ -89,6 +106,10 @@ impl Drop for Workloads {
 const WATCHED: &[&str] = &[
     "deployments",
     "replicasets",
+    "replicationcontrollers",
+    "daemonsets",
+    "jobs",
+    "cronjobs",
     "pods",
     "nodes",
     "services",
@@ -157,6 +178,10 @@ async fn run(client: kube::Client, store: Shared, cfg: WorkloadsConfig) {
 pub struct Snapshot {
     pub deployments: Vec<Value>,
     pub replicasets: Vec<Value>,
+    pub replicationcontrollers: Vec<Value>,
+    pub daemonsets: Vec<Value>,
+    pub jobs: Vec<Value>,
+    pub cronjobs: Vec<Value>,
     pub pods: Vec<Value>,
     pub nodes: Vec<Value>,
     pub services: Vec<Value>,
@@ -168,19 +193,47 @@ pub struct Snapshot {
 pub enum Kind {
     Deployment,
     ReplicaSet,
+    ReplicationController,
+    DaemonSet,
+    Job,
+    CronJob,
     Pod,
+    Service,
     EndpointSlice,
     /// core/v1, as kube-scheduler's `FailedScheduling`.
     Event,
 }
 
 impl Kind {
+    /// The kind's name, for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Deployment => "Deployment",
+            Kind::ReplicaSet => "ReplicaSet",
+            Kind::ReplicationController => "ReplicationController",
+            Kind::DaemonSet => "DaemonSet",
+            Kind::Job => "Job",
+            Kind::CronJob => "CronJob",
+            Kind::Pod => "Pod",
+            Kind::Service => "Service",
+            Kind::EndpointSlice => "EndpointSlice",
+            Kind::Event => "Event",
+        }
+    }
+
     fn resource(self) -> ApiResource {
-        use k8s_openapi::api::{apps::v1 as apps, core::v1 as core, discovery::v1 as discovery};
+        use k8s_openapi::api::{
+            apps::v1 as apps, batch::v1 as batch, core::v1 as core, discovery::v1 as discovery,
+        };
         match self {
             Kind::Deployment => ApiResource::erase::<apps::Deployment>(&()),
             Kind::ReplicaSet => ApiResource::erase::<apps::ReplicaSet>(&()),
+            Kind::ReplicationController => ApiResource::erase::<core::ReplicationController>(&()),
+            Kind::DaemonSet => ApiResource::erase::<apps::DaemonSet>(&()),
+            Kind::Job => ApiResource::erase::<batch::Job>(&()),
+            Kind::CronJob => ApiResource::erase::<batch::CronJob>(&()),
             Kind::Pod => ApiResource::erase::<core::Pod>(&()),
+            Kind::Service => ApiResource::erase::<core::Service>(&()),
             Kind::EndpointSlice => ApiResource::erase::<discovery::EndpointSlice>(&()),
             Kind::Event => ApiResource::erase::<core::Event>(&()),
         }
@@ -203,12 +256,14 @@ pub enum Action {
         status: bool,
         patch: Value,
     },
-    /// Deleted with the UID as precondition: never a namesake created meanwhile.
+    /// Deleted with the UID as precondition: never a namesake created meanwhile. In the
+    /// background (dependents collected after), or (`foreground`) after its dependents.
     Delete {
         kind: Kind,
         namespace: String,
         name: String,
         uid: String,
+        foreground: bool,
     },
 }
 
@@ -234,12 +289,20 @@ impl Snapshot {
         let slices = list(client, &Kind::EndpointSlice.resource()).await?;
         let pods = list(client, &Kind::Pod.resource()).await?;
         let replicasets = list(client, &Kind::ReplicaSet.resource()).await?;
+        let replicationcontrollers = list(client, &Kind::ReplicationController.resource()).await?;
+        let daemonsets = list(client, &Kind::DaemonSet.resource()).await?;
+        let jobs = list(client, &Kind::Job.resource()).await?;
         let deployments = list(client, &Kind::Deployment.resource()).await?;
+        let cronjobs = list(client, &Kind::CronJob.resource()).await?;
         let services = list(client, &ApiResource::erase::<core::Service>(&())).await?;
         let nodes = list(client, &ApiResource::erase::<core::Node>(&())).await?;
         Ok(Snapshot {
             deployments,
             replicasets,
+            replicationcontrollers,
+            daemonsets,
+            jobs,
+            cronjobs,
             pods,
             nodes,
             services,
@@ -259,9 +322,21 @@ async fn pass(
     let now = cfg.ambient.now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
     let mut actions = deployment::sync(&snap, &now);
     actions.extend(replicaset::sync(&snap, &now));
+    actions.extend(replicationcontroller::sync(&snap, &now));
+    actions.extend(daemonset::sync(&snap, &now));
+    let (job_actions, job_due) = job::sync(&snap, utc_now(&cfg.ambient));
+    actions.extend(job_actions);
+    let (cron_actions, cron_due) = cronjob::sync(&snap, utc_now(&cfg.ambient));
+    actions.extend(cron_actions);
     let (pod_actions, due) = pods::sync(&snap, &mut memory.pods, cfg, &now, Instant::now());
     actions.extend(pod_actions);
+    let timer = |d: Option<Duration>| d.map(|d| Instant::now() + d);
+    let due = [due, timer(job_due), timer(cron_due)]
+        .into_iter()
+        .flatten()
+        .min();
     actions.extend(endpointslices::sync(&snap));
+    actions.extend(gc::sync(&snap));
     for action in actions {
         if let Err(e) = apply(client, &action).await {
             // A conflict or a vanished object: the next pass reads again.
@@ -269,6 +344,13 @@ async fn pass(
         }
     }
     Ok(due)
+}
+
+/// The ambient clock's time, as chrono's (the controllers compute with chrono).
+fn utc_now(ambient: &Ambient) -> chrono::DateTime<chrono::Utc> {
+    let t = ambient.now();
+    chrono::DateTime::from_timestamp(t.as_second(), t.subsec_nanosecond().max(0) as u32)
+        .unwrap_or_default()
 }
 
 async fn apply(client: &kube::Client, action: &Action) -> Result<(), WorkloadsError> {
@@ -315,10 +397,18 @@ async fn apply(client: &kube::Client, action: &Action) -> Result<(), WorkloadsEr
             namespace,
             name,
             uid,
+            foreground,
         } => {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(client.clone(), namespace, &kind.resource());
+            // A policy always: a Job's own default would orphan its Pods.
+            let policy = if *foreground {
+                kube::api::PropagationPolicy::Foreground
+            } else {
+                kube::api::PropagationPolicy::Background
+            };
             let dp = DeleteParams {
+                propagation_policy: Some(policy),
                 preconditions: Some(kube::api::Preconditions {
                     uid: Some(uid.clone()),
                     resource_version: None,

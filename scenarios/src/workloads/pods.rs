@@ -7,13 +7,21 @@
 //!   then the fewest Pods, then by name (the default spreading, deterministically). The
 //!   binding is a patch of `spec.nodeName` (no `Binding` subresource). A Pod no Node can
 //!   take stays Pending with `PodScheduled=False` (`Unschedulable`) and a `FailedScheduling`
-//!   Event counting the Nodes that failed for each reason. Not modelled:
-//!   affinity, topology spread constraints, resources, priorities.
+//!   Event counting the Nodes that failed for each reason. The required node affinity is
+//!   honoured (`matchExpressions` on labels, `matchFields` on `metadata.name`, which pins a
+//!   DaemonSet's Pods), and a cordoned Node takes Pods that tolerate its `unschedulable`
+//!   taint. Not modelled: preferred affinity, pod (anti-)affinity, topology spread
+//!   constraints, resources, priorities.
 //! - **Kubelet**: the Node's kubelet accepts a bound Pod (host IP, a pod IP from the Node's
 //!   pod CIDR, containers `ContainerCreating`) and reports it `Running` and Ready once
 //!   `pod_start` has passed. Each Node's CIDR is its `spec.podCIDR`, else `10.244.N.0/24`
 //!   given in the order Nodes are seen (the node IPAM controller's part, kept in memory);
-//!   `hostNetwork` Pods get the Node's address. Containers never fail, probes are not run.
+//!   `hostNetwork` Pods get the Node's address. Probes are not run. Containers run forever,
+//!   except in a Pod that runs to completion (`restartPolicy` `Never` or `OnFailure`, and
+//!   owned by a Job or annotated with [`EXIT_CODE`]): its containers exit `pod_run` after
+//!   they started, with the annotation's exit code (0 when absent), and the Pod is
+//!   `Succeeded` (0) or `Failed` (any other). `OnFailure` is run as `Never`: a failed
+//!   container is not restarted in place.
 //! - **Node lifecycle**: the Pods of a Node that is not Ready are marked unready at once
 //!   (`MarkPodsNotReady`) and deleted once it has been so for `eviction_grace` (taint-based
 //!   eviction; a Pod that tolerates the `not-ready`/`unreachable` taint without
@@ -29,11 +37,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 use tokio::time::Instant;
 
+/// The testbed's annotation of a Pod (or a Pod template) that runs to completion: the exit
+/// code its containers end with (`"1"`: the Pod fails, as a failing Job's would).
+pub const EXIT_CODE: &str = "testbed.cloudscale.ch/exit-code";
+
 /// What the scheduler, kubelets and node lifecycle remember between passes.
 #[derive(Debug, Default)]
 pub struct Memory {
     /// When each accepted Pod (by UID) is Running.
     starts: HashMap<String, Instant>,
+    /// When the containers of each Running Pod that runs to completion exit.
+    finishes: HashMap<String, Instant>,
     /// Since when each Node has not been Ready.
     not_ready: HashMap<String, Instant>,
     /// Each Node's /24 of the pod network, in the order Nodes were seen.
@@ -117,6 +131,7 @@ pub fn sync(
     let nodes = views(snap, memory, now);
     let live: BTreeSet<&str> = snap.pods.iter().map(uid).collect();
     memory.starts.retain(|u, _| live.contains(u.as_str()));
+    memory.finishes.retain(|u, _| live.contains(u.as_str()));
     let mut out = Vec::new();
     let mut due: Option<Instant> = None;
     let mut soonest = |t: Instant| due = Some(due.map_or(t, |d: Instant| d.min(t)));
@@ -331,7 +346,22 @@ fn kubelet(
                 "conditions": conditions(pod, true, now_text),
                 "containerStatuses": container_statuses(pod, Some(now_text)),
             });
-            (Some(pod_status_patch(pod, status)), None)
+            let finish = runs_to_completion(pod).then(|| {
+                let at = now + cfg.pod_run;
+                memory.finishes.insert(uid(pod).to_string(), at);
+                at
+            });
+            (Some(pod_status_patch(pod, status)), finish)
+        }
+        "Running" if runs_to_completion(pod) => {
+            let at = *memory
+                .finishes
+                .entry(uid(pod).to_string())
+                .or_insert(now + cfg.pod_run);
+            if at > now {
+                return (None, Some(at));
+            }
+            (Some(pod_status_patch(pod, finished(pod, now_text))), None)
         }
         "Running" if !pod_ready(pod) => {
             let status = json!({"conditions": conditions(pod, true, now_text)});
@@ -341,8 +371,59 @@ fn kubelet(
     }
 }
 
+/// Whether the Pod's containers exit by themselves (see the module's documentation).
+pub fn runs_to_completion(pod: &Value) -> bool {
+    matches!(text(pod, "/spec/restartPolicy"), "Never" | "OnFailure")
+        && (controller_of(pod, "Job").is_some()
+            || pod
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(EXIT_CODE))
+                .is_some())
+}
+
+/// The exit code of the Pod's containers: the annotation's, 0 without (or unreadable: a
+/// test that gets it wrong sees its Pod succeed).
+fn exit_code(pod: &Value) -> i64 {
+    pod.pointer("/metadata/annotations")
+        .and_then(|a| a.get(EXIT_CODE))
+        .and_then(Value::as_str)
+        .and_then(|c| c.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The status of a Pod whose containers exited: `Succeeded` or `Failed`, not Ready
+/// (`PodCompleted`, as the kubelet says), containers `terminated`.
+fn finished(pod: &Value, now: &str) -> Value {
+    let code = exit_code(pod);
+    let mut conds = conditions(pod, false, now);
+    for c in conds.as_array_mut().into_iter().flatten() {
+        if c.get("reason").is_some() {
+            c["reason"] = json!("PodCompleted");
+        }
+    }
+    let started = text(pod, "/status/startTime").to_string();
+    let statuses: Vec<Value> = container_statuses(pod, Some(started.as_str()))
+        .into_iter()
+        .map(|mut s| {
+            s["ready"] = json!(false);
+            s["started"] = json!(false);
+            s["state"] = json!({"terminated": {
+                "exitCode": code,
+                "reason": if code == 0 { "Completed" } else { "Error" },
+                "startedAt": started, "finishedAt": now,
+                "containerID": s["containerID"].clone()}});
+            s
+        })
+        .collect();
+    json!({
+        "phase": if code == 0 { "Succeeded" } else { "Failed" },
+        "conditions": conds,
+        "containerStatuses": statuses,
+    })
+}
+
 /// Whether a toleration of the Pod matches `taint`.
-fn tolerated(pod: &Value, taint: &Value) -> bool {
+pub fn tolerated(pod: &Value, taint: &Value) -> bool {
     tolerations(pod).iter().any(|t| {
         let key_ok = match text(t, "/key") {
             "" => text(t, "/operator") == "Exists",
@@ -363,30 +444,95 @@ fn misfit(pod: &Value, view: &NodeView) -> Option<String> {
     if !view.ready {
         return Some("node(s) were not ready".into());
     }
-    if node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+    let cordoned = node.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true);
+    // A cordoned Node is `node.kubernetes.io/unschedulable:NoSchedule` to the scheduler's
+    // NodeUnschedulable filter: a Pod tolerating that (a DaemonSet's) may still go there.
+    if cordoned && !tolerated(pod, &json!({"key": UNSCHEDULABLE, "effect": "NoSchedule"})) {
         return Some("node(s) were unschedulable".into());
     }
-    let untolerated = node
-        .pointer("/spec/taints")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|t| matches!(text(t, "/effect"), "NoSchedule" | "NoExecute"))
-        .find(|t| !tolerated(pod, t));
-    if let Some(t) = untolerated {
+    if let Some(t) = untolerated_taint(pod, node) {
         return Some(format!(
             "node(s) had untolerated taint {{{}: {}}}",
             text(t, "/key"),
             text(t, "/value")
         ));
     }
-    let selector_ok = pod
-        .pointer("/spec/nodeSelector")
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    (!node_selected(spec, node)).then(|| "node(s) didn't match Pod's node affinity/selector".into())
+}
+
+const UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+
+/// The first `NoSchedule`/`NoExecute` taint of the Node that the Pod does not tolerate.
+pub fn untolerated_taint<'a>(pod: &Value, node: &'a Value) -> Option<&'a Value> {
+    node.pointer("/spec/taints")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|t| matches!(text(t, "/effect"), "NoSchedule" | "NoExecute"))
+        .find(|t| !tolerated(pod, t))
+}
+
+/// Whether the Node passes a pod spec's `nodeSelector` and its required node affinity
+/// (any of its terms; in a term, every `matchExpressions` requirement on the Node's labels
+/// and every `matchFields` one on `metadata.name`, the only field Kubernetes allows).
+pub fn node_selected(spec: &Value, node: &Value) -> bool {
+    let labels = node.pointer("/metadata/labels");
+    let selector_ok = spec
+        .get("nodeSelector")
         .and_then(Value::as_object)
         .into_iter()
         .flatten()
-        .all(|(k, v)| node.pointer("/metadata/labels").and_then(|l| l.get(k)) == Some(v));
-    (!selector_ok).then(|| "node(s) didn't match Pod's node affinity/selector".into())
+        .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v));
+    let terms = spec
+        .pointer("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms")
+        .and_then(Value::as_array);
+    selector_ok && terms.is_none_or(|terms| terms.iter().any(|t| term_matches(t, node)))
+}
+
+fn term_matches(term: &Value, node: &Value) -> bool {
+    let list = |key: &str| {
+        term.get(key)
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    };
+    let (exprs, fields) = (list("matchExpressions"), list("matchFields"));
+    // An empty term selects nothing (`nodeaffinity.NewNodeSelector`).
+    if exprs.is_empty() && fields.is_empty() {
+        return false;
+    }
+    let label = |k: &str| {
+        node.pointer("/metadata/labels")
+            .and_then(|l| l.get(k))
+            .and_then(Value::as_str)
+    };
+    exprs.iter().all(|e| requirement(e, label(text(e, "/key"))))
+        && fields
+            .iter()
+            .all(|e| text(e, "/key") == "metadata.name" && requirement(e, Some(name(node))))
+}
+
+/// One node selector requirement against the value it selects on (`None`: absent).
+fn requirement(e: &Value, value: Option<&str>) -> bool {
+    let values: Vec<&str> = e
+        .get("values")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let number = |v: Option<&str>| v.and_then(|v| v.parse::<i64>().ok());
+    let bound = number(values.first().copied());
+    match text(e, "/operator") {
+        "In" => value.is_some_and(|v| values.contains(&v)),
+        "NotIn" => !value.is_some_and(|v| values.contains(&v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" => number(value).zip(bound).is_some_and(|(v, b)| v > b),
+        "Lt" => number(value).zip(bound).is_some_and(|(v, b)| v < b),
+        _ => false,
+    }
 }
 
 /// Binds the unscheduled Pods, oldest first, spreading each owner's Pods over the Nodes.

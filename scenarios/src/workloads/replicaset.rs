@@ -15,31 +15,52 @@ use super::{
 };
 use serde_json::{Value, json};
 
+/// What tells the owners of replicated Pods apart: ReplicaSets and ReplicationControllers
+/// (`replicationcontroller.rs`) share this controller, as Kubernetes' RC manager wraps the
+/// ReplicaSet one (`pkg/controller/replication`); their Pods are found by owner reference,
+/// so the two selector forms never matter here.
+#[derive(Debug, Clone, Copy)]
+pub struct Replicated {
+    pub kind: Kind,
+    pub kind_name: &'static str,
+    pub api_version: &'static str,
+}
+
+pub const REPLICASET: Replicated = Replicated {
+    kind: Kind::ReplicaSet,
+    kind_name: "ReplicaSet",
+    api_version: "apps/v1",
+};
+
 /// Every write the ReplicaSets of `snap` need.
 pub fn sync(snap: &Snapshot, now: &str) -> Vec<Action> {
+    sync_of(&REPLICASET, &snap.replicasets, snap, now)
+}
+
+/// Every write the `owners` (all of kind `of`) need.
+pub fn sync_of(of: &Replicated, owners: &[Value], snap: &Snapshot, now: &str) -> Vec<Action> {
     let mut out = Vec::new();
-    for rs in snap.replicasets.iter().filter(|rs| !deleting(rs)) {
+    for rs in owners.iter().filter(|rs| !deleting(rs)) {
         let pods: Vec<&Value> = snap
             .pods
             .iter()
             .filter(|p| {
-                namespace(p) == namespace(rs) && controller_of(p, "ReplicaSet") == Some(uid(rs))
+                namespace(p) == namespace(rs) && controller_of(p, of.kind_name) == Some(uid(rs))
             })
             .filter(|p| pod_active(p))
             .collect();
-        out.extend(scale(rs, &pods));
-        out.extend(status(rs, &pods, now));
-    }
-    // What the garbage collector would do: a ReplicaSet's Pods go with it.
-    for pod in &snap.pods {
-        let Some(owner) = controller_of(pod, "ReplicaSet") else {
-            continue;
-        };
-        if !snap.replicasets.iter().any(|rs| uid(rs) == owner) {
-            out.push(delete(pod));
-        }
+        out.extend(scale(of, rs, &pods));
+        out.extend(status(of, rs, &pods, now));
     }
     out
+}
+
+/// `spec.replicas`, 1 when absent (the API's default).
+pub fn replicas(owner: &Value) -> i64 {
+    owner
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
 }
 
 pub fn delete(pod: &Value) -> Action {
@@ -48,16 +69,17 @@ pub fn delete(pod: &Value) -> Action {
         namespace: namespace(pod).into(),
         name: name(pod).into(),
         uid: uid(pod).into(),
+        foreground: false,
     }
 }
 
-/// A Pod of the ReplicaSet's template.
-fn pod_of(rs: &Value) -> Value {
+/// A Pod of the owner's template.
+fn pod_of(of: &Replicated, rs: &Value) -> Value {
     let template = rs.pointer("/spec/template").cloned().unwrap_or(json!({}));
     let mut metadata = json!({
         "generateName": format!("{}-", name(rs)),
         "namespace": namespace(rs),
-        "ownerReferences": [owner_reference("apps/v1", "ReplicaSet", rs)],
+        "ownerReferences": [owner_reference(of.api_version, of.kind_name, rs)],
     });
     for key in ["labels", "annotations"] {
         if let Some(v) = template.pointer(&format!("/metadata/{key}")) {
@@ -87,10 +109,10 @@ fn rank(pod: &Value) -> (bool, u8, bool, std::cmp::Reverse<String>, String) {
     )
 }
 
-fn scale(rs: &Value, pods: &[&Value]) -> Vec<Action> {
-    let wanted = int(rs, "/spec/replicas").max(0) as usize;
+fn scale(of: &Replicated, rs: &Value, pods: &[&Value]) -> Vec<Action> {
+    let wanted = replicas(rs).max(0) as usize;
     if pods.len() < wanted {
-        let pod = pod_of(rs);
+        let pod = pod_of(of, rs);
         return (pods.len()..wanted)
             .map(|_| Action::Create {
                 kind: Kind::Pod,
@@ -109,7 +131,7 @@ fn scale(rs: &Value, pods: &[&Value]) -> Vec<Action> {
 }
 
 /// Ready for `minReadySeconds` (`IsPodAvailable`); `now` is RFC 3339.
-fn available(pod: &Value, min_ready_s: i64, now: &str) -> bool {
+pub fn available(pod: &Value, min_ready_s: i64, now: &str) -> bool {
     if !pod_ready(pod) {
         return false;
     }
@@ -128,7 +150,7 @@ fn available(pod: &Value, min_ready_s: i64, now: &str) -> bool {
     }
 }
 
-fn status(rs: &Value, pods: &[&Value], now: &str) -> Option<Action> {
+fn status(of: &Replicated, rs: &Value, pods: &[&Value], now: &str) -> Option<Action> {
     let labels = rs
         .pointer("/spec/template/metadata/labels")
         .and_then(Value::as_object);
@@ -163,7 +185,7 @@ fn status(rs: &Value, pods: &[&Value], now: &str) -> Option<Action> {
         &["replicas"],
     )?;
     Some(Action::Patch {
-        kind: Kind::ReplicaSet,
+        kind: of.kind,
         namespace: namespace(rs).into(),
         name: name(rs).into(),
         status: true,
@@ -267,14 +289,6 @@ mod tests {
                 json!({"replicas": 2, "fullyLabeledReplicas": 2, "readyReplicas": 1,
                         "availableReplicas": 1, "observedGeneration": 2})
             )
-        );
-        let orphan = pod("orphan", "n1", true, "2026-01-01T00:00:00Z");
-        let snap = Snapshot {
-            pods: vec![orphan],
-            ..Snapshot::default()
-        };
-        assert!(
-            matches!(sync(&snap, "t").as_slice(), [Action::Delete { name, .. }] if name == "orphan")
         );
     }
 }

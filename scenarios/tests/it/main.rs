@@ -30,3 +30,4 @@ mod sim;
 mod testbed;
 mod workload_kinds;
 mod workloads;
+mod workloads_kinds;

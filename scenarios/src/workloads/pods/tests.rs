@@ -232,3 +232,120 @@ fn addresses_skip_those_in_use_and_follow_a_set_pod_cidr() {
     let (_, accepted) = &patches(&actions)[0];
     assert_eq!(accepted["status"]["podIP"], "10.50.7.3");
 }
+
+/// A Pod with the Job's owner (or the exit-code annotation) and `restartPolicy: Never`.
+fn job_pod(name: &str, exit_code: Option<&str>) -> Value {
+    let mut p = pod(name, "n1");
+    p["metadata"]["ownerReferences"] = json!([{"kind": "Job", "uid": "j1", "controller": true}]);
+    p["spec"]["restartPolicy"] = json!("Never");
+    if let Some(code) = exit_code {
+        p["metadata"]["annotations"] = json!({EXIT_CODE: code});
+    }
+    p["status"] = json!({"phase": "Running", "hostIP": "10.0.0.11", "startTime": "t0",
+                         "conditions": [{"type": "Ready", "status": "True"}]});
+    p
+}
+
+fn finish(p: Value) -> (Vec<Action>, Option<Instant>, Option<Value>) {
+    let mut memory = Memory::default();
+    let snap = Snapshot {
+        nodes: three_nodes(),
+        pods: vec![p],
+        ..Snapshot::default()
+    };
+    let t0 = Instant::now();
+    let (actions, due) = sync(&snap, &mut memory, &cfg(), "t1", t0);
+    assert!(actions.is_empty(), "{actions:?}");
+    let later = t0 + cfg().pod_run;
+    assert_eq!(due, Some(later), "the containers' exit is due");
+    let (actions, next) = sync(&snap, &mut memory, &cfg(), "t2", later);
+    let status = patches(&actions).first().map(|(_, p)| p["status"].clone());
+    (actions, next, status)
+}
+
+#[test]
+fn a_jobs_pod_runs_for_pod_run_then_succeeds_or_fails_with_its_exit_code() {
+    let (_, next, status) = finish(job_pod("ok", None));
+    assert_eq!(next, None);
+    let status = status.expect("a status patch");
+    assert_eq!(status["phase"], "Succeeded");
+    let state = &status["containerStatuses"][0]["state"]["terminated"];
+    assert_eq!(
+        (state["exitCode"].clone(), state["reason"].clone()),
+        (json!(0), json!("Completed"))
+    );
+    let ready = status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        (ready["status"].clone(), ready["reason"].clone()),
+        (json!("False"), json!("PodCompleted"))
+    );
+
+    let (_, _, status) = finish(job_pod("bad", Some("3")));
+    let status = status.expect("a status patch");
+    assert_eq!(status["phase"], "Failed");
+    assert_eq!(
+        status["containerStatuses"][0]["state"]["terminated"]["exitCode"],
+        3
+    );
+}
+
+#[test]
+fn a_pod_that_restarts_always_keeps_running() {
+    let mut p = job_pod("web", Some("1"));
+    p["spec"]["restartPolicy"] = json!("Always");
+    let snap = Snapshot {
+        nodes: three_nodes(),
+        pods: vec![p],
+        ..Snapshot::default()
+    };
+    let (actions, due) = sync(&snap, &mut Memory::default(), &cfg(), "t", Instant::now());
+    assert!(actions.is_empty() && due.is_none(), "{actions:?} {due:?}");
+}
+
+#[test]
+fn the_scheduler_honours_required_node_affinity_and_cordons_tolerated() {
+    let mut nodes = three_nodes();
+    nodes[2] = node("n3", "10.0.0.13", true);
+    nodes[2]["spec"] = json!({"unschedulable": true});
+    let pinned = |name: &str, node: &str| {
+        let mut p = pod(name, "");
+        p["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}}});
+        p
+    };
+    let mut daemon = pinned("daemon", "n3");
+    daemon["spec"]["tolerations"] = json!([{"key": "node.kubernetes.io/unschedulable",
+                                            "operator": "Exists", "effect": "NoSchedule"}]);
+    let mut by_label = pod("by-label", "");
+    by_label["spec"]["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn",
+                                                     "values": ["n1"]}]}]}}});
+    let snap = Snapshot {
+        nodes,
+        pods: vec![
+            pinned("on-n2", "n2"),
+            daemon,
+            pinned("cordoned", "n3"),
+            by_label,
+        ],
+        ..Snapshot::default()
+    };
+    let (actions, _) = sync(&snap, &mut Memory::default(), &cfg(), "t", Instant::now());
+    let bound: Vec<(String, String)> = patches(&actions)
+        .into_iter()
+        .filter(|(_, p)| p.pointer("/spec/nodeName").is_some())
+        .map(|(n, p)| (n, text(&p, "/spec/nodeName").to_string()))
+        .collect();
+    assert_eq!(
+        bound,
+        [
+            ("by-label".to_string(), "n2".to_string()),
+            ("daemon".into(), "n3".into()),
+            ("on-n2".into(), "n2".into())
+        ]
+    );
+}
