@@ -481,3 +481,32 @@ pub(super) fn render(
         (Format::Metadata(version), false) => tables::partial_metadata(&v, version),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_query_gives_the_policy_where_the_body_does_not() {
+        let params = Params::parse(Some("propagationPolicy=Foreground&orphanDependents=true"));
+        // Both from the query: the policy check refuses the pair, as kube-apiserver does.
+        let both = delete_options(json!({}), &params);
+        assert_eq!(
+            both,
+            json!({"propagationPolicy": "Foreground", "orphanDependents": true})
+        );
+        let job = registry::RESOURCES
+            .iter()
+            .find(|r| r.group == "batch" && r.kind == "Job")
+            .expect("registered");
+        assert!(super::super::propagation::policy(job, &both).is_err());
+        // The body's policy wins over the query's.
+        let body = delete_options(json!({"propagationPolicy": "Orphan"}), &params);
+        assert_eq!(body, json!({"propagationPolicy": "Orphan"}));
+        let params = Params::parse(Some("propagationPolicy=Background"));
+        assert_eq!(
+            super::super::propagation::policy(job, &delete_options(Value::Null, &params)),
+            Ok(super::super::propagation::Policy::Background)
+        );
+    }
+}

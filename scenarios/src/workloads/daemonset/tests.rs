@@ -187,3 +187,24 @@ fn a_template_change_rolls_one_pod_at_a_time_and_on_delete_waits() {
     on_delete["spec"]["updateStrategy"] = json!({"type": "OnDelete"});
     assert!(deleted(&run(on_delete, nodes, pods)).is_empty());
 }
+
+#[test]
+fn host_network_pods_tolerate_an_unavailable_network_and_keep_their_own_tolerations() {
+    let mut d = ds("agent:1");
+    d["spec"]["template"]["spec"]["hostNetwork"] = json!(true);
+    d["spec"]["template"]["spec"]["tolerations"] =
+        json!([{"key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule"}]);
+    let nodes = vec![
+        node(
+            "n1",
+            json!({}),
+            json!([{"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}]),
+        ),
+        node(
+            "n2",
+            json!({}),
+            json!([{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]),
+        ),
+    ];
+    assert_eq!(created_on(&run(d, nodes, vec![])), ["n1", "n2"]);
+}
