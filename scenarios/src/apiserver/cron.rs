@@ -18,18 +18,46 @@ const FIELDS: [(u32, u32, &[&str]); 5] = [
     (0, 6, &["sun", "mon", "tue", "wed", "thu", "fri", "sat"]),
 ];
 
-const DESCRIPTORS: &[&str] = &[
-    "@yearly",
-    "@annually",
-    "@monthly",
-    "@weekly",
-    "@daily",
-    "@midnight",
-    "@hourly",
+/// The fixed descriptors and the five fields each stands for.
+const DESCRIPTORS: &[(&str, &str)] = &[
+    ("@yearly", "0 0 1 1 *"),
+    ("@annually", "0 0 1 1 *"),
+    ("@monthly", "0 0 1 * *"),
+    ("@weekly", "0 0 * * 0"),
+    ("@daily", "0 0 * * *"),
+    ("@midnight", "0 0 * * *"),
+    ("@hourly", "0 * * * *"),
 ];
+
+/// A parsed five-field schedule: bit `v` of a field is set when value `v` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fields {
+    pub minutes: u64,
+    pub hours: u64,
+    pub days: u64,
+    pub months: u64,
+    pub weekdays: u64,
+    /// The day-of-month / day-of-week field held a bare `*` or `?` (no step above 1): then
+    /// a day must match both day fields, otherwise either (robfig/cron's `starBit`).
+    pub days_star: bool,
+    pub weekdays_star: bool,
+}
+
+/// What a schedule the real server accepts means.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Parsed {
+    Fields(Fields),
+    /// `@every <duration>`: accepted by the parser, the Go duration text as written.
+    Every(String),
+}
 
 /// `Ok` for a schedule the real server accepts, else the parser's message.
 pub fn parse_standard(spec: &str) -> Result<(), String> {
+    parse(spec).map(|_| ())
+}
+
+/// The schedule's meaning, or the parser's message (the text the server's 422 carries).
+pub fn parse(spec: &str) -> Result<Parsed, String> {
     if spec.is_empty() {
         return Err("empty spec string".into());
     }
@@ -38,9 +66,14 @@ pub fn parse_standard(spec: &str) -> Result<(), String> {
         Some((tz, rest)) if tz.starts_with("TZ=") || tz.starts_with("CRON_TZ=") => rest.trim(),
         _ => spec,
     };
-    if spec.starts_with('@') {
-        return descriptor(spec);
-    }
+    let spec = if spec.starts_with('@') {
+        match descriptor(spec)? {
+            Descriptor::Every(d) => return Ok(Parsed::Every(d.to_string())),
+            Descriptor::Fields(f) => f,
+        }
+    } else {
+        spec
+    };
     let fields: Vec<&str> = spec.split_whitespace().collect();
     if fields.len() != 5 {
         return Err(format!(
@@ -49,21 +82,39 @@ pub fn parse_standard(spec: &str) -> Result<(), String> {
             fields.join(" ")
         ));
     }
-    for (field, (min, max, names)) in fields.iter().zip(FIELDS) {
+    let mut parsed = [(0u64, false); 5];
+    for ((field, (min, max, names)), out) in fields.iter().zip(FIELDS).zip(parsed.iter_mut()) {
         for expr in field.split(',') {
-            range(expr, min, max, names)?;
+            let (bits, star) = range(expr, min, max, names)?;
+            out.0 |= bits;
+            out.1 |= star;
         }
     }
-    Ok(())
+    let [m, h, dom, mon, dow] = parsed;
+    Ok(Parsed::Fields(Fields {
+        minutes: m.0,
+        hours: h.0,
+        days: dom.0,
+        months: mon.0,
+        weekdays: dow.0,
+        days_star: dom.1,
+        weekdays_star: dow.1,
+    }))
 }
 
-fn descriptor(spec: &str) -> Result<(), String> {
-    if DESCRIPTORS.contains(&spec) {
-        return Ok(());
+enum Descriptor<'a> {
+    Fields(&'static str),
+    Every(&'a str),
+}
+
+/// The `@` forms: the fixed ones as the five fields they stand for, `@every` as its duration.
+fn descriptor(spec: &str) -> Result<Descriptor<'_>, String> {
+    if let Some((_, fields)) = DESCRIPTORS.iter().find(|(d, _)| *d == spec) {
+        return Ok(Descriptor::Fields(fields));
     }
     if let Some(d) = spec.strip_prefix("@every ") {
         return if go_duration(d) {
-            Ok(())
+            Ok(Descriptor::Every(d))
         } else {
             Err(format!(
                 "failed to parse duration {spec}: time: invalid duration \"{d}\""
@@ -98,11 +149,13 @@ fn go_duration(d: &str) -> bool {
     true
 }
 
-fn range(expr: &str, min: u32, max: u32, names: &[&str]) -> Result<(), String> {
+/// One comma-separated part of a field: its bits, and whether it was a bare star.
+fn range(expr: &str, min: u32, max: u32, names: &[&str]) -> Result<(u64, bool), String> {
     let slashes: Vec<&str> = expr.split('/').collect();
     let hyphens: Vec<&str> = slashes[0].split('-').collect();
+    let star = matches!(slashes[0], "*" | "?");
     let (start, end);
-    if matches!(slashes[0], "*" | "?") {
+    if star {
         (start, end) = (min, max);
     } else {
         start = int_or_name(hyphens[0], names)?;
@@ -112,18 +165,18 @@ fn range(expr: &str, min: u32, max: u32, names: &[&str]) -> Result<(), String> {
             _ => return Err(format!("too many hyphens: {expr}")),
         };
     }
-    let end = match slashes.len() {
-        1 => end,
+    let (end, step) = match slashes.len() {
+        1 => (end, 1),
         2 => {
             let step = int(slashes[1])?;
             if step == 0 {
                 return Err(format!("step of range should be a positive number: {expr}"));
             }
             // `N/step` means from N to the field's maximum.
-            if hyphens.len() == 1 && !matches!(slashes[0], "*" | "?") {
-                max
+            if hyphens.len() == 1 && !star {
+                (max, step)
             } else {
-                end
+                (end, step)
             }
         }
         _ => return Err(format!("too many slashes: {expr}")),
@@ -143,7 +196,10 @@ fn range(expr: &str, min: u32, max: u32, names: &[&str]) -> Result<(), String> {
             "beginning of range ({start}) beyond end of range ({end}): {expr}"
         ));
     }
-    Ok(())
+    let bits = (start..=end)
+        .step_by(step as usize)
+        .fold(0u64, |b, v| b | (1 << v));
+    Ok((bits, star && step == 1))
 }
 
 fn int_or_name(s: &str, names: &[&str]) -> Result<u32, String> {

@@ -28,6 +28,6 @@ mod quick_start;
 mod rbac;
 mod sim;
 mod testbed;
+mod workload_controllers;
 mod workload_kinds;
 mod workloads;
-mod workloads_kinds;
