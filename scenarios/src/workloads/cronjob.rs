@@ -19,8 +19,8 @@
 use super::cron::Schedule;
 use super::job::finished;
 use super::{
-    Action, Kind, Snapshot, controller_of, deleting, name, namespace, owner_reference,
-    status_patch, text, uid,
+    Action, Kind, Snapshot, deleting, name, namespace, owner_reference, parse_time, rfc3339,
+    status_patch, sync_owned, text, uid,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -30,33 +30,9 @@ pub const SCHEDULED_TIMESTAMP: &str = "batch.kubernetes.io/cronjob-scheduled-tim
 
 /// Every write the CronJobs of `snap` need at `now`, and in how long the next run is due.
 pub fn sync(snap: &Snapshot, now: DateTime<Utc>) -> (Vec<Action>, Option<Duration>) {
-    let mut out = Vec::new();
-    let mut due: Option<Duration> = None;
-    for cj in snap.cronjobs.iter().filter(|c| !deleting(c)) {
-        let jobs: Vec<&Value> = snap
-            .jobs
-            .iter()
-            .filter(|j| {
-                namespace(j) == namespace(cj) && controller_of(j, "CronJob") == Some(uid(cj))
-            })
-            .collect();
-        let (actions, next) = sync_one(cj, &jobs, now);
-        out.extend(actions);
-        if let Some(n) = next {
-            due = Some(due.map_or(n, |d| d.min(n)));
-        }
-    }
-    (out, due)
-}
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-fn parse(t: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(t)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
+    sync_owned(&snap.cronjobs, &snap.jobs, "CronJob", |o, d| {
+        sync_one(o, d, now)
+    })
 }
 
 fn delete_job(job: &Value) -> Action {
@@ -77,7 +53,7 @@ fn sync_one(cj: &Value, jobs: &[&Value], now: DateTime<Utc>) -> (Vec<Action>, Op
         .copied()
         .filter(|j| finished(j).is_none() && !deleting(j))
         .collect();
-    let mut last_schedule = parse(text(cj, "/status/lastScheduleTime"));
+    let mut last_schedule = parse_time(text(cj, "/status/lastScheduleTime"));
     let zone = text(cj, "/spec/timeZone");
     let schedule = match text(cj, "/spec/schedule").parse::<Schedule>() {
         Ok(s) if matches!(zone, "" | "UTC" | "Etc/UTC") => Some(s),
@@ -114,8 +90,8 @@ fn due_run(
     schedule: &Schedule,
     now: DateTime<Utc>,
 ) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
-    let mut earliest = parse(text(cj, "/status/lastScheduleTime"))
-        .or_else(|| parse(text(cj, "/metadata/creationTimestamp")))
+    let mut earliest = parse_time(text(cj, "/status/lastScheduleTime"))
+        .or_else(|| parse_time(text(cj, "/metadata/creationTimestamp")))
         .unwrap_or(now);
     if let Some(s) = cj
         .pointer("/spec/startingDeadlineSeconds")

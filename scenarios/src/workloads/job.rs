@@ -17,8 +17,8 @@
 //! not forgotten), adoption of orphans.
 
 use super::{
-    Action, Kind, Snapshot, condition, controller_of, deleting, int, name, namespace,
-    next_condition, owner_reference, pod_active, pod_ready, status_patch, text, uid,
+    Action, Kind, Snapshot, condition, int, name, namespace, next_condition, owner_reference,
+    parse_time, pod_active, pod_ready, rfc3339, status_patch, sync_owned, text, uid,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
@@ -39,31 +39,7 @@ struct Counts<'a> {
 /// Every write the Jobs of `snap` need at `now`, and in how long one is next due (a
 /// deadline or a TTL).
 pub fn sync(snap: &Snapshot, now: DateTime<Utc>) -> (Vec<Action>, Option<Duration>) {
-    let mut out = Vec::new();
-    let mut due: Option<Duration> = None;
-    for job in snap.jobs.iter().filter(|j| !deleting(j)) {
-        let pods: Vec<&Value> = snap
-            .pods
-            .iter()
-            .filter(|p| namespace(p) == namespace(job) && controller_of(p, "Job") == Some(uid(job)))
-            .collect();
-        let (actions, next) = sync_one(job, &pods, now);
-        out.extend(actions);
-        if let Some(n) = next {
-            due = Some(due.map_or(n, |d| d.min(n)));
-        }
-    }
-    (out, due)
-}
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-fn parse(t: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(t)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
+    sync_owned(&snap.jobs, &snap.pods, "Job", |o, d| sync_one(o, d, now))
 }
 
 fn optional(job: &Value, pointer: &str) -> Option<i64> {
@@ -103,7 +79,7 @@ fn sync_one(job: &Value, pods: &[&Value], now: DateTime<Utc>) -> (Vec<Action>, O
         out.extend(ttl);
         return (out, due);
     }
-    let start = parse(text(job, "/status/startTime"));
+    let start = parse_time(text(job, "/status/startTime"));
     let suspended = job.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true);
     let start = if suspended {
         start
@@ -330,9 +306,9 @@ fn expiry(job: &Value, now: DateTime<Utc>) -> (Option<Action>, Option<Duration>)
     let Some(ttl) = optional(job, "/spec/ttlSecondsAfterFinished") else {
         return (None, None);
     };
-    let done = parse(text(job, "/status/completionTime")).or_else(|| {
+    let done = parse_time(text(job, "/status/completionTime")).or_else(|| {
         condition(job, "/status/conditions", "Failed")
-            .and_then(|c| parse(text(c, "/lastTransitionTime")))
+            .and_then(|c| parse_time(text(c, "/lastTransitionTime")))
     });
     let Some(done) = done else {
         return (None, None);

@@ -423,6 +423,45 @@ async fn apply(client: &kube::Client, action: &Action) -> Result<(), WorkloadsEr
 
 // ---- reading objects ---------------------------------------------------------------------
 
+/// A timestamp as statuses carry it (RFC 3339, whole seconds, UTC).
+pub fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A status or metadata timestamp; `None` when absent or malformed.
+pub fn parse_time(t: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_rfc3339(t)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// Runs `one` for every owner not being deleted, with the dependents in its namespace it
+/// controls (`owner_kind` in their controller reference): all the writes, and the earliest
+/// time one of them asked to be looked at again.
+pub fn sync_owned(
+    owners: &[Value],
+    dependents: &[Value],
+    owner_kind: &str,
+    mut one: impl FnMut(&Value, &[&Value]) -> (Vec<Action>, Option<Duration>),
+) -> (Vec<Action>, Option<Duration>) {
+    let mut out = Vec::new();
+    let mut due: Option<Duration> = None;
+    for owner in owners.iter().filter(|o| !deleting(o)) {
+        let mine: Vec<&Value> = dependents
+            .iter()
+            .filter(|d| {
+                namespace(d) == namespace(owner) && controller_of(d, owner_kind) == Some(uid(owner))
+            })
+            .collect();
+        let (actions, next) = one(owner, &mine);
+        out.extend(actions);
+        if let Some(n) = next {
+            due = Some(due.map_or(n, |d| d.min(n)));
+        }
+    }
+    (out, due)
+}
+
 /// The string at `pointer`, `""` when absent.
 pub fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer)

@@ -2,22 +2,10 @@
 //! `UP-TO-DATE`, `AVAILABLE` (Deployments), `DESIRED`, `CURRENT`, `READY` (ReplicaSets), and
 //! with `-o wide` the template's containers, images and the selector.
 
-use super::{Col, s};
-use crate::apiserver::apps::selector_string;
+use super::Col;
+use super::workloads::{CONTAINERS, IMAGES, containers, int, label_selector};
 use serde_json::{Value, json};
 
-const CONTAINERS: Col = (
-    "Containers",
-    "string",
-    1,
-    "Names of each container in the template.",
-);
-const IMAGES: Col = (
-    "Images",
-    "string",
-    1,
-    "Images referenced by each container in the template.",
-);
 const SELECTOR: Col = (
     "Selector",
     "string",
@@ -76,29 +64,8 @@ pub(super) fn columns(kind: &str, name: Col, age: Col) -> Vec<Col> {
     }
 }
 
-fn int(o: &Value, pointer: &str) -> i64 {
-    o.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
-}
-
 /// The cells after `Name`; `Value::Null` where the age goes.
 pub(super) fn cells(kind: &str, o: &Value) -> Vec<Value> {
-    let containers = o
-        .pointer("/spec/template/spec/containers")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let join = |field: &str| {
-        containers
-            .iter()
-            .map(|c| s(c, field))
-            .collect::<Vec<_>>()
-            .join(",")
-    };
-    let selector = o
-        .pointer("/spec/selector")
-        .and_then(selector_string)
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| "<none>".into());
     let desired = int(o, "/spec/replicas");
     let mut out = match kind {
         "Deployment" => vec![
@@ -112,11 +79,12 @@ pub(super) fn cells(kind: &str, o: &Value) -> Vec<Value> {
             json!(int(o, "/status/readyReplicas")),
         ],
     };
+    let [names, images] = containers(o.pointer("/spec/template"));
     out.extend([
         Value::Null,
-        json!(join("/name")),
-        json!(join("/image")),
-        json!(selector),
+        names,
+        images,
+        label_selector(o.pointer("/spec/selector")),
     ]);
     out
 }

@@ -8,13 +8,13 @@ use crate::apiserver::apps::selector_string;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-const CONTAINERS: Col = (
+pub(super) const CONTAINERS: Col = (
     "Containers",
     "string",
     1,
     "Names of each container in the template.",
 );
-const IMAGES: Col = (
+pub(super) const IMAGES: Col = (
     "Images",
     "string",
     1,
@@ -184,12 +184,12 @@ pub(super) fn columns(kind: &str, name: Col, age: Col) -> Vec<Col> {
     }
 }
 
-fn int(o: &Value, pointer: &str) -> i64 {
+pub(super) fn int(o: &Value, pointer: &str) -> i64 {
     o.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
 }
 
 /// `layoutContainerCells`: the names and images of a template's containers.
-fn containers(template: Option<&Value>) -> [Value; 2] {
+pub(super) fn containers(template: Option<&Value>) -> [Value; 2] {
     let containers = template
         .and_then(|t| t.pointer("/spec/containers"))
         .and_then(Value::as_array)
@@ -206,7 +206,7 @@ fn containers(template: Option<&Value>) -> [Value; 2] {
 }
 
 /// `metav1.FormatLabelSelector`: `<none>` for an absent or empty selector.
-fn label_selector(selector: Option<&Value>) -> Value {
+pub(super) fn label_selector(selector: Option<&Value>) -> Value {
     json!(
         selector
             .and_then(selector_string)

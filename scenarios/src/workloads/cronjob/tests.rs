@@ -1,7 +1,7 @@
 use super::*;
 
 fn t(s: &str) -> DateTime<Utc> {
-    parse(s).expect("time")
+    parse_time(s).expect("time")
 }
 
 fn cronjob(spec: Value) -> Value {

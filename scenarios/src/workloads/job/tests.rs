@@ -3,7 +3,7 @@ use super::*;
 const NOW: &str = "2026-01-01T00:10:00Z";
 
 fn now() -> DateTime<Utc> {
-    parse(NOW).expect("time")
+    parse_time(NOW).expect("time")
 }
 
 fn job(spec: Value) -> Value {
