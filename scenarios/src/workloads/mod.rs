@@ -619,3 +619,48 @@ mod tests {
         assert_eq!(controller_of(&json!({}), "ReplicaSet"), None);
     }
 }
+
+/// What the controllers' unit tests read out of a pass's writes.
+#[cfg(test)]
+pub(crate) mod testkit {
+    use super::{Action, Kind};
+    use serde_json::Value;
+
+    /// The objects the writes create.
+    pub fn created(actions: &[Action]) -> Vec<&Value> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Create { object, .. } => Some(object),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The names the writes delete.
+    pub fn deleted(actions: &[Action]) -> Vec<&str> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Delete { name, .. } => Some(name.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The status the writes give an object of `kind` (`Null`: none).
+    pub fn status_of(actions: &[Action], kind: Kind) -> Value {
+        actions
+            .iter()
+            .find_map(|a| match a {
+                Action::Patch {
+                    kind: k,
+                    status: true,
+                    patch,
+                    ..
+                } if *k == kind => Some(patch["status"].clone()),
+                _ => None,
+            })
+            .unwrap_or(Value::Null)
+    }
+}

@@ -1,4 +1,5 @@
 use super::*;
+use crate::workloads::testkit::{created, deleted, status_of};
 
 const NOW: &str = "2026-01-01T00:10:00Z";
 
@@ -38,37 +39,14 @@ fn run(ds: Value, nodes: Vec<Value>, pods: Vec<Value>) -> Vec<Action> {
 }
 
 fn created_on(actions: &[Action]) -> Vec<String> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Create { object, .. } => Some(node_of(object).to_string()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn deleted(actions: &[Action]) -> Vec<&str> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Delete { name, .. } => Some(name.as_str()),
-            _ => None,
-        })
+    created(actions)
+        .into_iter()
+        .map(|o| node_of(o).to_string())
         .collect()
 }
 
 fn status(actions: &[Action]) -> Value {
-    actions
-        .iter()
-        .find_map(|a| match a {
-            Action::Patch {
-                kind: Kind::DaemonSet,
-                patch,
-                ..
-            } => Some(patch["status"].clone()),
-            _ => None,
-        })
-        .unwrap_or(Value::Null)
+    status_of(actions, Kind::DaemonSet)
 }
 
 #[test]

@@ -1,4 +1,9 @@
 use super::*;
+use crate::workloads::testkit::{created, deleted, status_of};
+
+fn status(actions: &[Action]) -> Value {
+    status_of(actions, Kind::Job)
+}
 
 const NOW: &str = "2026-01-01T00:10:00Z";
 
@@ -32,41 +37,6 @@ fn run(job: Value, pods: Vec<Value>) -> (Vec<Action>, Option<Duration>) {
         ..Snapshot::default()
     };
     sync(&snap, now())
-}
-
-fn created(actions: &[Action]) -> Vec<&Value> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Create { object, .. } => Some(object),
-            _ => None,
-        })
-        .collect()
-}
-
-fn deleted(actions: &[Action]) -> Vec<&str> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Delete { name, .. } => Some(name.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
-fn status(actions: &[Action]) -> Value {
-    actions
-        .iter()
-        .find_map(|a| match a {
-            Action::Patch {
-                kind: Kind::Job,
-                status: true,
-                patch,
-                ..
-            } => Some(patch["status"].clone()),
-            _ => None,
-        })
-        .unwrap_or(Value::Null)
 }
 
 fn condition_types(status: &Value) -> Vec<(String, String, String)> {
