@@ -90,26 +90,40 @@ pub fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
         .flatten()
         .all(|e| {
             let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            match e
-                .get("operator")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-            {
-                "In" => get(key).is_some_and(|v| values.contains(&v)),
-                "NotIn" => get(key).is_none_or(|v| !values.contains(&v)),
-                "Exists" => get(key).is_some(),
-                "DoesNotExist" => get(key).is_none(),
-                _ => false,
-            }
+            // `Gt` and `Lt` belong to node selectors; a label selector with them selects
+            // nothing.
+            let numeric = matches!(e.get("operator").and_then(Value::as_str), Some("Gt" | "Lt"));
+            !numeric && requirement_matches(e, get(key))
         });
     labels_ok && expressions_ok
+}
+
+/// One selector requirement (`key`, `operator`, `values`) against the value it selects on
+/// (`None`: absent): the label selector operators, and the node selector's `Gt` and `Lt`,
+/// which compare integers.
+pub fn requirement_matches(e: &Value, value: Option<&str>) -> bool {
+    let values: Vec<&str> = e
+        .get("values")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let number = |v: Option<&str>| v.and_then(|v| v.parse::<i64>().ok());
+    let bound = number(values.first().copied());
+    match e
+        .get("operator")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+    {
+        "In" => value.is_some_and(|v| values.contains(&v)),
+        "NotIn" => !value.is_some_and(|v| values.contains(&v)),
+        "Exists" => value.is_some(),
+        "DoesNotExist" => value.is_none(),
+        "Gt" => number(value).zip(bound).is_some_and(|(v, b)| v > b),
+        "Lt" => number(value).zip(bound).is_some_and(|(v, b)| v < b),
+        _ => false,
+    }
 }
 
 /// `SetDefaults_PodSpec` and the container defaults a real server writes into a template.

@@ -32,6 +32,7 @@ use super::{
     Action, Kind, Snapshot, WorkloadsConfig, condition, controller_of, deleting, name, namespace,
     pod_active, pod_ready, text, uid,
 };
+use crate::apiserver::apps::requirement_matches;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::Ipv4Addr;
@@ -507,32 +508,12 @@ fn term_matches(term: &Value, node: &Value) -> bool {
             .and_then(|l| l.get(k))
             .and_then(Value::as_str)
     };
-    exprs.iter().all(|e| requirement(e, label(text(e, "/key"))))
+    exprs
+        .iter()
+        .all(|e| requirement_matches(e, label(text(e, "/key"))))
         && fields
             .iter()
-            .all(|e| text(e, "/key") == "metadata.name" && requirement(e, Some(name(node))))
-}
-
-/// One node selector requirement against the value it selects on (`None`: absent).
-fn requirement(e: &Value, value: Option<&str>) -> bool {
-    let values: Vec<&str> = e
-        .get("values")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let number = |v: Option<&str>| v.and_then(|v| v.parse::<i64>().ok());
-    let bound = number(values.first().copied());
-    match text(e, "/operator") {
-        "In" => value.is_some_and(|v| values.contains(&v)),
-        "NotIn" => !value.is_some_and(|v| values.contains(&v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" => number(value).zip(bound).is_some_and(|(v, b)| v > b),
-        "Lt" => number(value).zip(bound).is_some_and(|(v, b)| v < b),
-        _ => false,
-    }
+            .all(|e| text(e, "/key") == "metadata.name" && requirement_matches(e, Some(name(node))))
 }
 
 /// Binds the unscheduled Pods, oldest first, spreading each owner's Pods over the Nodes.
