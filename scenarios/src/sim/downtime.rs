@@ -535,10 +535,24 @@ const HALT_HOLD_MS: u128 = 120_000;
 /// resource), which ends the hold when it finds the change made (else the read or the
 /// repeated request holds on); any other failure holds until the request succeeds again
 /// as such.
-fn retry_key(r: &Request, any: bool) -> String {
-    let path = r.bare_path();
-    let method = if any { "*" } else { r.method };
-    format!("{} {} {method} {path}", r.actor, r.api)
+fn retry_key<'a>(r: &Request<'a>, any: bool) -> RetryKey<'a> {
+    RetryKey {
+        actor: r.actor,
+        api: r.api,
+        method: if any { "*" } else { r.method },
+        path: r.bare_path(),
+    }
+}
+
+/// Who retries what where ([`retry_key`]), borrowed from the trace line: the judgement
+/// keys a map by it for every request of a run, so it is not formatted into a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct RetryKey<'a> {
+    actor: &'a str,
+    api: &'a str,
+    /// The method, or `*` for any.
+    method: &'a str,
+    path: &'a str,
 }
 
 /// Whether a failed request can hold up load-balancer work: any cloud request, and
@@ -562,7 +576,7 @@ fn holds_up(r: &Request) -> bool {
 /// such a write waits for the API cannot take it back, so the load balancer applies it
 /// ahead of the change's own writes, like the backlog queued before the change.
 fn carried_over(lines: &[String], a: u128, b: u128) -> u128 {
-    let mut failing: BTreeMap<String, u128> = BTreeMap::new();
+    let mut failing: BTreeMap<RetryKey, u128> = BTreeMap::new();
     let mut carried = 0;
     for line in lines {
         let Some(r) = Request::parse(line) else {
@@ -599,10 +613,10 @@ fn carried_over(lines: &[String], a: u128, b: u128) -> u128 {
 fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
     let mut out = Vec::new();
     // Per retry key, the failures not retried with success yet.
-    let mut failed: BTreeMap<String, Vec<u128>> = BTreeMap::new();
+    let mut failed: BTreeMap<RetryKey, Vec<u128>> = BTreeMap::new();
     // Per retry key of a lost POST, when its lookup found nothing: the CCM backs off and
     // sends it again, still held up by the fault until that request is answered.
-    let mut looked_up: BTreeMap<String, u128> = BTreeMap::new();
+    let mut looked_up: BTreeMap<RetryKey, u128> = BTreeMap::new();
     let mut halted: Vec<u128> = Vec::new();
     // Since when the cloud settings are wrong, and since when the API server is cut off.
     let mut misconfigured: Option<u128> = None;
@@ -634,7 +648,7 @@ fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
                     close(&mut out, at, r.millis, FAILURE_HOLD_MS);
                 }
                 for key in [retry_key(&r, false), any] {
-                    let lost = key.contains(" * ") && failed.contains_key(&key);
+                    let lost = key.method == "*" && failed.contains_key(&key);
                     for from in failed.remove(&key).unwrap_or_default() {
                         close(&mut out, from, r.millis, FAILURE_HOLD_MS);
                     }
