@@ -12,63 +12,17 @@
 //! later from what then exists, so a newer edit or a deletion of the Service always comes
 //! first, and no worker waits.
 
+use super::cloud_error::{ApplyError, api_err, invalid, parse_uuid};
 use super::fetch::Edit;
 use super::model::*;
 use super::plan::{Action, ListenerChanges, MonitorChanges, Plan, PoolRef, Replaced, describe};
 use crate::cloudscale::{
-    self as api, Client, ClientError, Filter, Idempotency, LoadBalancerStatus, MonitorStatus, Tags,
+    self as api, Client, Filter, Idempotency, LoadBalancerStatus, MonitorStatus, Tags,
 };
 use std::collections::HashSet;
 use std::time::Duration;
 use tokio::time::Instant;
 use uuid::Uuid;
-
-/// What can go wrong fetching or applying. Never "absent" for an API failure.
-#[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
-    /// An API request failed; `action` says which step (or which read).
-    #[error("{action}: {source}")]
-    Api {
-        action: String,
-        #[source]
-        source: ClientError,
-    },
-    /// A wait ran out of time.
-    #[error("timed out after {after:?} waiting for {what}")]
-    Timeout { what: String, after: Duration },
-    /// The load balancer disappeared while it was being worked on.
-    #[error("load balancer {uuid} disappeared")]
-    Vanished { uuid: Uuid },
-    /// An inconsistent input (plan, API data or value out of the API's range).
-    #[error("{action}: {message}")]
-    Invalid { action: String, message: String },
-}
-
-impl ApplyError {
-    /// The API status of an [`ApplyError::Api`] failure.
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            ApplyError::Api { source, .. } => source.status(),
-            _ => None,
-        }
-    }
-}
-
-pub(super) fn api_err(action: impl Into<String>) -> impl FnOnce(ClientError) -> ApplyError {
-    let action = action.into();
-    move |source| ApplyError::Api { action, source }
-}
-
-pub(super) fn invalid(action: impl Into<String>, message: impl Into<String>) -> ApplyError {
-    ApplyError::Invalid {
-        action: action.into(),
-        message: message.into(),
-    }
-}
-
-pub(super) fn parse_uuid(what: &str, s: &str) -> Result<Uuid, ApplyError> {
-    Uuid::parse_str(s).map_err(|e| invalid(format!("decode {what}"), format!("{s:?}: {e}")))
-}
 
 /// Timing of [`execute`].
 #[derive(Debug, Clone, PartialEq, Eq)]

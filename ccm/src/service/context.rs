@@ -26,7 +26,7 @@ use tokio::time::Instant;
 /// loses them at once (nothing of it serves).
 pub const RETURN_GRACE: Duration = Duration::from_secs(30);
 
-/// A change in progress that waits (see [`super::ensure::Progress::Pending`]).
+/// A change in progress that waits (see [`super::progress::Progress::Pending`]).
 #[derive(Debug, Clone)]
 pub struct Waiting {
     /// The desired state it works towards (a different one is a new change).
@@ -45,7 +45,7 @@ pub struct Waiting {
     /// it has all its members).
     pub published: bool,
     /// When it last yielded its turn to the Services queued behind it (see
-    /// `ensure::Progress::Yielded`), until its next reconcile.
+    /// `progress::Progress::Yielded`), until its next reconcile.
     pub yielded: Option<Instant>,
     /// How long it waited in this CCM's queue after yielding, and its requests for the
     /// rate limit: time its change spent on this CCM's request budget, not on the load

@@ -7,10 +7,12 @@
 use super::annotations;
 use super::claims;
 use super::context::{ServiceContext, service_key};
-use super::ensure::{self, Progress};
+use super::ensure;
 use super::error::ServiceError;
 use super::fetch::node_view;
 use super::map::{self, NodeView};
+pub use super::progress::FINALIZER;
+use super::progress::Progress;
 use crate::cloudscale;
 use crate::runner::{self, Change, Informer, Key, Queue};
 use k8s_openapi::api::core::v1::{Node, Service};
@@ -25,7 +27,6 @@ use tokio::time::Instant;
 pub use super::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
 
 pub const CONTROLLER: &str = "service";
-pub const FINALIZER: &str = "service.kubernetes.io/load-balancer-cleanup";
 
 /// The pause before retrying after the `failures`-th consecutive failure (1-based):
 /// `min`, doubling each time, at most `max`.

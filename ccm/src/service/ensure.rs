@@ -5,7 +5,6 @@
 use super::annotations::{self, IpMode, ServiceConfig};
 use super::apply::{self, Pending, Recheck};
 use super::context::{ServiceContext, service_key};
-use super::controller::FINALIZER;
 use super::error::ServiceError;
 use super::fetch::{Edit, Snapshot};
 use super::map::{self, Mapped};
@@ -15,6 +14,7 @@ use super::plan::{Action, Impact, Ownership, Plan, RefusalKind};
 use super::prepare::{
     Prepared, Reads, account_servers, claimants, foreign_account, lookup, plan_for, prepare,
 };
+use super::progress::{FINALIZER, Progress};
 use super::wait::{continues, note_waiting, recheck_waiting};
 use crate::cloudscale::{Client as Cloud, LoadBalancer};
 use k8s_openapi::api::core::v1::Service;
@@ -26,21 +26,6 @@ use std::collections::BTreeMap;
 /// Passes of plan-and-apply per reconcile before giving up for now (a plan normally
 /// converges in one; a second covers races with concurrent writers).
 const MAX_PASSES: usize = 3;
-
-/// Where a reconcile left the Service.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// Converged, status written; `Some`: members of a deleted Node were kept, look again
-    /// then (`prepare::Prepared::kept_until`).
-    Done(Option<tokio::time::Instant>),
-    /// Waiting for the load balancer or for new members: look again shortly.
-    Pending,
-    /// The Service changed while its plan ran: plan again at once.
-    Superseded,
-    /// A new load balancer serves (or will, once its first members are up); its other
-    /// members come once the Services queued before this one came back had their turn.
-    Yielded,
-}
 
 async fn set_finalizer(
     api: &Api<Service>,

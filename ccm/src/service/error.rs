@@ -1,6 +1,6 @@
 //! What can go wrong reconciling a Service.
 
-use super::{apply, map};
+use super::{cloud_error, map};
 use crate::cloudscale;
 
 #[derive(Debug, thiserror::Error)]
@@ -12,7 +12,7 @@ pub enum ServiceError {
     #[error(transparent)]
     Cloud(#[from] cloudscale::ClientError),
     #[error(transparent)]
-    Apply(#[from] apply::ApplyError),
+    Apply(#[from] cloud_error::ApplyError),
     #[error("Kubernetes API: {}", crate::kube_text::KubeText(.0))]
     Kube(#[from] kube::Error),
     /// Changes were applied, yet planning again still finds these steps to do (`remaining`

@@ -4,7 +4,7 @@
 //! member list per pool on top of the shared lists. Any API failure is an error, never
 //! "absent".
 
-use super::apply::{ApplyError, api_err, invalid, parse_uuid};
+use super::cloud_error::{ApplyError, api_err, invalid, parse_uuid};
 use super::map::{NodeView, ServerView};
 use super::model::*;
 use super::ownership::{self, Claimant, Resolution, Seeker};

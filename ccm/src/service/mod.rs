@@ -6,6 +6,7 @@
 pub mod annotations;
 pub mod apply;
 pub mod claims;
+pub mod cloud_error;
 pub mod context;
 pub mod controller;
 pub mod ensure;
@@ -17,6 +18,7 @@ pub mod model;
 pub mod ownership;
 pub mod plan;
 pub mod prepare;
+pub mod progress;
 pub mod reference;
 pub mod shared;
 pub mod sim;

@@ -13,7 +13,7 @@
 //! status: their edit shows it `changing`. A load balancer missing from a snapshot is looked
 //! up in a fresh one before anything is created, so staleness can never cause a duplicate.
 
-use super::apply::{ApplyError, api_err};
+use super::cloud_error::{ApplyError, api_err};
 use super::fetch::{self, Edit, Found, Lookup, Snapshot};
 use super::map::ServerView;
 use crate::cloudscale::{Client, Filter};

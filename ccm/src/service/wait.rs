@@ -4,8 +4,8 @@
 
 use super::apply::{Cause, Pending};
 use super::context::{ServiceContext, Waiting, service_key};
-use super::ensure::Progress;
 use super::model::DesiredLb;
+use super::progress::Progress;
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use std::time::Duration;

@@ -5,7 +5,8 @@
 use crate::support;
 use ccm::cloudscale::*;
 use ccm::secret::{Token, TokenSource};
-use ccm::service::apply::{self, ApplyError, ApplyOptions};
+use ccm::service::apply::{self, ApplyOptions};
+use ccm::service::cloud_error::ApplyError;
 use ccm::service::fetch::{self, Found, Lookup, Snapshot};
 use ccm::service::fixtures::Sample;
 use ccm::service::model::{

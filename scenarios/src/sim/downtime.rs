@@ -45,7 +45,7 @@
 //! notices), and a Service whose whole load balancer outside hands deleted (it is
 //! re-created with other addresses; `not-converged` judges that).
 
-use super::check::Violation;
+use super::invariants::Violation;
 use super::schedule::{Action, Effects, Played, Port};
 use super::trace::Request;
 use super::world::World;

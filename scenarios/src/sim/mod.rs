@@ -8,7 +8,9 @@
 pub mod burst;
 pub mod check;
 pub mod downtime;
+pub mod invariants;
 pub mod props;
+pub mod rng;
 pub mod run;
 pub mod schedule;
 pub mod soak;

@@ -141,7 +141,7 @@ pub struct CloudLink {
     pub switch: Arc<AccountSwitch>,
     /// What the checks made after each of its creates found ("never", not only "at the
     /// end": a duplicate the CCM cleans up later still broke the invariant).
-    pub found: Arc<Mutex<Vec<super::check::Violation>>>,
+    pub found: Arc<Mutex<Vec<super::invariants::Violation>>>,
 }
 
 impl std::fmt::Debug for CloudLink {
@@ -207,7 +207,7 @@ impl Transport for CloudLink {
                     trace.cloud(&actor, &method, &path, Some(status.as_u16()));
                     trace.slow(&actor, sent);
                     if own && method == "POST" && status.is_success() {
-                        let mut new = super::check::after_create(cloud.app(), &path);
+                        let mut new = super::invariants::after_create(cloud.app(), &path);
                         if !new.is_empty() {
                             let mut found = found.lock();
                             new.retain(|v| !found.contains(v));
@@ -225,7 +225,7 @@ impl Transport for CloudLink {
                     trace.slow(&actor, sent);
                     if own && method == "POST" {
                         // A lost answer may hide an executed create.
-                        let mut new = super::check::after_create(cloud.app(), &path);
+                        let mut new = super::invariants::after_create(cloud.app(), &path);
                         let mut found = found.lock();
                         new.retain(|v| !found.contains(v));
                         found.extend(new);
@@ -320,7 +320,7 @@ pub struct KubeLink {
 pub struct TaintAudit {
     pub api: crate::apiserver::Shared,
     pub cloud: fakecloud::App,
-    pub found: Arc<Mutex<Vec<super::check::Violation>>>,
+    pub found: Arc<Mutex<Vec<super::invariants::Violation>>>,
 }
 
 impl TaintAudit {
@@ -377,7 +377,7 @@ impl TaintAudit {
         let status = self.server_status(node).unwrap_or_default();
         if after != (status == "stopped") {
             let verb = if after { "added" } else { "removed" };
-            self.found.lock().push(super::check::Violation {
+            self.found.lock().push(super::invariants::Violation {
                 invariant: "taint-without-cause",
                 detail: format!(
                     "{actor} {verb} the shutdown taint of Node {node} while its server was {status}"

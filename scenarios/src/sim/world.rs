@@ -169,8 +169,8 @@ pub struct World {
     /// fakecloud's time when the trace began (trace millisecond 0).
     pub cloud_zero: fakecloud::clock::Time,
     pub ccms: Vec<SimCcm>,
-    /// Violations the checks found while the run went on (see [`super::check::after_create`]).
-    pub found: Arc<parking_lot::Mutex<Vec<super::check::Violation>>>,
+    /// Violations the checks found while the run went on (see [`super::invariants::after_create`]).
+    pub found: Arc<parking_lot::Mutex<Vec<super::invariants::Violation>>>,
     /// Which account the CCMs' cloud requests reach (see [`World::misconfigure`]).
     pub switch: Arc<AccountSwitch>,
     /// Another project's account, with servers of its own and none of the cluster's.
@@ -675,7 +675,7 @@ fn other_account(seed: u64, token: &str) -> Result<fakecloud::App, TestbedError>
         clock: fakecloud::ClockMode::Simulated,
         // Not a sub-seed: those differ from the world's by multiples of the generator's
         // step, and the two accounts would hand out the same UUIDs a few draws apart.
-        id_seed: Some(super::schedule::Rng::new(seed ^ 0x6f74_6865_725f_6163).draw()),
+        id_seed: Some(super::rng::Rng::new(seed ^ 0x6f74_6865_725f_6163).draw()),
         tokens: vec![token.to_string()],
         public_url: Some(CLOUD_URL.to_string()),
         ..fakecloud::Config::default()

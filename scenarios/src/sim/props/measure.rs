@@ -4,8 +4,8 @@
 
 use super::backend::{Backend, converged_since, last_ccm_write};
 use super::model;
-use super::play::Violation;
 use super::state::{State, allowed};
+use super::verdict::Violation;
 use super::{A, Change, End, PortDraw};
 use crate::sim::world::load_balancers_of;
 use ccm::service::plan::Impact;

@@ -46,6 +46,7 @@ pub mod report;
 pub mod scratch;
 pub mod state;
 pub mod strategy;
+pub mod verdict;
 
 use serde::{Deserialize, Serialize};
 

@@ -6,8 +6,8 @@
 
 use super::backend::Backend;
 use super::measure::{self, CLIENTS, Mark, availability, merged, seconds};
-use super::play::Violation;
 use super::state::State;
+use super::verdict::Violation;
 use super::{A, Change, Neighbour, Place};
 use crate::sim::world::{World, load_balancers_of};
 use fakecloud::clock::Time;

@@ -6,6 +6,7 @@ use super::measure::{self, Events, Mark, Window};
 use super::model::{self, Kind};
 use super::neighbours::{self, Neighbours};
 use super::state::State;
+use super::verdict::Violation;
 use super::{A, Case, Change, End, Place, scratch};
 use crate::sim::world::{World, WorldConfig, node_subnet, runtime};
 use ccm::service::plan::Impact;
@@ -14,13 +15,6 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::time::Duration;
 use uuid::Uuid;
-
-/// A broken property.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Violation {
-    pub property: &'static str,
-    pub detail: String,
-}
 
 /// One change as it was played and judged.
 #[derive(Debug, Clone)]

@@ -60,7 +60,7 @@ pub struct Summary {
     rows: BTreeMap<Kind, Agg>,
     pub passed: usize,
     pub failed: usize,
-    pub violations: Vec<(usize, play::Violation)>,
+    pub violations: Vec<(usize, super::verdict::Violation)>,
     pub cases: usize,
     pub skipped_changes: usize,
 }
