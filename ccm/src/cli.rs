@@ -75,7 +75,7 @@ fn parse<T: Parser>(args: impl IntoIterator<Item = String>, program: &str) -> Re
     })
 }
 
-fn plan_command(args: crate::preview::PlanArgs) -> ExitCode {
+fn plan_command(args: crate::options::PlanArgs) -> ExitCode {
     init_logging("text");
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,

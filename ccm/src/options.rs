@@ -99,7 +99,7 @@ pub const CONTROLLERS: &[&str] = &["cloud-node", "cloud-node-lifecycle", "servic
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Command {
     /// Preview the load balancer changes for a Service (writes nothing).
-    Plan(crate::preview::PlanArgs),
+    Plan(PlanArgs),
 }
 
 #[derive(Debug, Clone, Parser)]
@@ -423,4 +423,27 @@ mod tests {
         assert_eq!(api_timeout(None), Ok(Duration::from_secs(20)));
         assert_eq!(api_timeout(Some(" ".into())), Ok(Duration::from_secs(20)));
     }
+}
+
+/// The arguments of `plan` (a command of [`Options`]).
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlanArgs {
+    /// The Service, as NAMESPACE/NAME, or NAME in the kubeconfig context's namespace
+    /// (`default` if it names none), as kubectl reads it.
+    #[arg(long)]
+    pub service: String,
+    /// A proposed version of the Service (YAML or JSON) instead of the live one.
+    #[arg(short = 'f', long = "file")]
+    pub file: Option<PathBuf>,
+    /// kubeconfig file (default: in-cluster configuration, else KUBECONFIG).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// File holding the API token (default: CLOUDSCALE_ACCESS_TOKEN). A read-only token is
+    /// enough.
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+    /// The cluster name the running CCM was given (`--cluster-name`): it is part of the
+    /// tags that mark a load balancer as a Service's.
+    #[arg(long, default_value = "kubernetes")]
+    pub cluster_name: String,
 }

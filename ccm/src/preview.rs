@@ -3,36 +3,12 @@
 
 use crate::app::Environment;
 use crate::cloudscale::{self, Client, ClientConfig};
-use crate::options;
+use crate::options::{self, PlanArgs};
 use crate::secret::TokenSource;
 use crate::service::controller;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
-use std::path::PathBuf;
 use std::sync::Arc;
-
-/// The arguments of `plan` (a command of [`crate::options::Options`]).
-#[derive(Debug, Clone, clap::Args)]
-pub struct PlanArgs {
-    /// The Service, as NAMESPACE/NAME, or NAME in the kubeconfig context's namespace
-    /// (`default` if it names none), as kubectl reads it.
-    #[arg(long)]
-    pub service: String,
-    /// A proposed version of the Service (YAML or JSON) instead of the live one.
-    #[arg(short = 'f', long = "file")]
-    pub file: Option<PathBuf>,
-    /// kubeconfig file (default: in-cluster configuration, else KUBECONFIG).
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// File holding the API token (default: CLOUDSCALE_ACCESS_TOKEN). A read-only token is
-    /// enough.
-    #[arg(long)]
-    pub token_file: Option<PathBuf>,
-    /// The cluster name the running CCM was given (`--cluster-name`): it is part of the
-    /// tags that mark a load balancer as a Service's.
-    #[arg(long, default_value = "kubernetes")]
-    pub cluster_name: String,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum PreviewError {

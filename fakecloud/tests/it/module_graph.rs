@@ -1,18 +1,31 @@
-//! The modules of `src/` must not import each other in a circle: models below handlers,
-//! handlers below the router. Parses the sources (`crate::x` and `super::x` paths, `use`
-//! trees included) and fails on a cycle, printing it.
+//! The modules of the workspace's crates must not import each other in a circle: in
+//! fakecloud models below handlers, handlers below the router; in the CCM the service
+//! controller's pure core, cloud edge and reconcile apart; in scenarios the API server's
+//! parts, the simulation's and the property suite's. Parses the sources (`crate::x` and
+//! `super::x` paths, `use` trees included) and fails on a cycle, printing it.
 //!
-//! Nodes are top-level modules (`src/x.rs`, `src/x/…`), with `api` split into its
-//! submodules (`api::servers`, …) so that a cycle among handlers counts too.
+//! Nodes are top-level modules (`src/x.rs`, `src/x/…`), with the modules a crate lists in
+//! its split (`api` in fakecloud, …) split into their submodules (`api::servers`, …) so that
+//! a cycle among those counts too. Unit tests (`tests.rs`, `mod tests`) are not part of the
+//! graph: a test may use any module it likes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Modules whose submodules are nodes of their own. `model` is one node: the store holds
-/// the records and the records render through the store's `Ctx`, a recursion by design
-/// (like a struct and its fields); what matters is that nothing below the model reaches
-/// up into it and the model reaches no HTTP layer.
+/// fakecloud's split. `model` is one node: the store holds the records and the records
+/// render through the store's `Ctx`, a recursion by design (like a struct and its fields);
+/// what matters is that nothing below the model reaches up into it and the model reaches no
+/// HTTP layer.
 const SPLIT: &[&str] = &["api"];
+
+/// The other crates of the workspace, each with its split (longest prefix wins).
+const OTHER_CRATES: &[(&str, &[&str])] = &[
+    ("ccm", &["service", "node"]),
+    (
+        "scenarios",
+        &["apiserver", "sim", "sim::props", "workloads"],
+    ),
+];
 
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("read src") {
@@ -44,21 +57,29 @@ fn module_path(src: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
-/// The graph node a module path belongs to (empty: the crate root, not a node).
-fn node(path: &[String]) -> Option<String> {
+/// The graph node a module path belongs to (empty: the crate root, not a node): the
+/// longest split prefix of `path` and the segment after it, else its first segment.
+fn node(path: &[String], split: &[&str]) -> Option<String> {
     let first = path.first()?;
-    if SPLIT.contains(&first.as_str()) {
-        match path.get(1) {
-            Some(second) => Some(format!("{first}::{second}")),
-            None => Some(first.clone()),
+    let joined = path.join("::");
+    let prefix = split
+        .iter()
+        .filter(|s| joined == **s || joined.starts_with(&format!("{s}::")))
+        .max_by_key(|s| s.len());
+    match prefix {
+        Some(prefix) => {
+            let depth = prefix.split("::").count();
+            Some(match path.get(depth) {
+                Some(next) => format!("{prefix}::{next}"),
+                None => prefix.to_string(),
+            })
         }
-    } else {
-        Some(first.clone())
+        None => Some(first.clone()),
     }
 }
 
 /// Source without comments (line and block) and string literals, so that paths in docs
-/// and messages do not count.
+/// and messages do not count, in ASCII.
 fn strip(src: &str) -> String {
     let b = src.as_bytes();
     let mut out = String::with_capacity(src.len());
@@ -96,7 +117,9 @@ fn strip(src: &str) -> String {
             i = end;
             out.push_str("' '");
         } else {
-            out.push(b[i] as char);
+            // Non-ASCII text outside comments and strings (a `≥` in an identifier-free
+            // spot) becomes a space: the output stays ASCII, so byte offsets are char ones.
+            out.push(if b[i].is_ascii() { b[i] as char } else { ' ' });
             i += 1;
         }
     }
@@ -191,22 +214,32 @@ fn references(src: &str, here: &[String], is_mod_file: bool) -> Vec<Vec<String>>
     out
 }
 
+/// fakecloud's graph (`MODULE_GRAPH_SRC` points at another tree, e.g. an old revision, to
+/// print its graph).
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    // `MODULE_GRAPH_SRC` points at another tree (e.g. an old revision) to print its graph.
     let src = std::env::var_os("MODULE_GRAPH_SRC")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("src"));
+    graph_of(&src, SPLIT)
+}
+
+/// The graph of the crate whose sources are in `src`.
+fn graph_of(src: &Path, split: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
-    rs_files(&src, &mut files);
+    rs_files(src, &mut files);
     files.sort();
+    // Unit tests are not part of the graph.
+    files.retain(|f| !module_path(src, f).iter().any(|p| p == "tests"));
     let modules: BTreeSet<String> = files
         .iter()
-        .filter_map(|f| node(&module_path(&src, f)))
+        .filter_map(|f| node(&module_path(src, f), split))
         .collect();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for f in &files {
-        let here = module_path(&src, f);
-        let Some(from) = node(&here) else { continue };
+        let here = module_path(src, f);
+        let Some(from) = node(&here, split) else {
+            continue;
+        };
         edges.entry(from.clone()).or_default();
         let is_mod = f.file_name().is_some_and(|n| n == "mod.rs");
         let mut text = std::fs::read_to_string(f).expect("read");
@@ -214,7 +247,10 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
         if let Some(at) = text.find("#[cfg(test)]\nmod tests") {
             text.truncate(at);
         }
-        // A module uses the children it declares (`mod x;`), often without a path.
+        // A module uses the children it declares (`mod x;`), often without a path; a split
+        // module's declarations only make its submodules nodes of their own (they share
+        // its vocabulary: the children of `node` use `node::ServerDirectory`).
+        let split_parent = split.contains(&here.join("::").as_str());
         let children = strip(&text)
             .lines()
             .filter_map(|l| {
@@ -224,9 +260,12 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
                 p.push(name.trim().to_string());
                 Some(p)
             })
+            .filter(|_| !split_parent)
             .collect::<Vec<_>>();
         for target in references(&text, &here, is_mod).into_iter().chain(children) {
-            let Some(to) = node(&target) else { continue };
+            let Some(to) = node(&target, split) else {
+                continue;
+            };
             // Only modules of this crate (`crate::Config` is a re-export, not a node).
             let to = if modules.contains(&to) {
                 to
@@ -298,6 +337,25 @@ fn module_imports_have_no_cycle() {
 }
 
 #[test]
+fn the_other_crates_modules_have_no_cycle() {
+    for (krate, split) in OTHER_CRATES {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(krate)
+            .join("src");
+        let edges = graph_of(&src, split);
+        assert!(
+            edges.len() > 10,
+            "{krate}: too few modules found in {}",
+            src.display()
+        );
+        if let Some(cycle) = find_cycle(&edges) {
+            panic!("{krate}: import cycle: {}", cycle.join(" -> "));
+        }
+    }
+}
+
+#[test]
 fn model_does_not_import_http_layers() {
     let edges = graph();
     for (from, to) in edges.iter().filter(|(f, _)| f.starts_with("model")) {
@@ -329,6 +387,20 @@ fn the_parser_sees_a_planted_cycle() {
     let tree = references("use crate::model::{a::B, c};", &here, false);
     let flat: Vec<String> = tree.iter().map(|r| r.join("::")).collect();
     assert_eq!(flat, ["model::a", "model::c"]);
+    let path = |p: &str| p.split("::").map(String::from).collect::<Vec<_>>();
+    let split = ["sim", "sim::props"];
+    assert_eq!(
+        node(&path("sim::props::play"), &split).as_deref(),
+        Some("sim::props::play")
+    );
+    assert_eq!(
+        node(&path("sim::check"), &split).as_deref(),
+        Some("sim::check")
+    );
+    assert_eq!(
+        node(&path("apiserver::http"), &split).as_deref(),
+        Some("apiserver")
+    );
     let mut edges = BTreeMap::new();
     edges.insert("a".to_string(), BTreeSet::from(["b".to_string()]));
     edges.insert("b".to_string(), BTreeSet::from(["a".to_string()]));

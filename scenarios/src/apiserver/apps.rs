@@ -11,12 +11,15 @@ use super::status::{ApiError, ApiResult, Cause};
 use axum::http::{HeaderMap, StatusCode, header};
 use serde_json::{Value, json};
 
-/// Kinds with a `scale` subresource.
-pub fn has_scale(group: &str, kind: &str) -> bool {
-    matches!(
-        (group, kind),
-        ("apps", "Deployment" | "ReplicaSet") | ("", "ReplicationController")
-    )
+/// `labels.SelectorFromSet(m).String()`: `k=v` pairs sorted by key, comma-separated.
+pub fn selector_set_string(map: Option<&Value>) -> String {
+    // serde_json's map iterates in key order, as the selector sorts its requirements.
+    map.and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// `metav1.LabelSelectorAsSelector(s).String()`: `k=v` for `matchLabels`, `k in (a,b)`,
@@ -457,7 +460,7 @@ pub fn scale_of(kind: &str, parent: &Value) -> Value {
         }
     }
     let selector = if kind == "ReplicationController" {
-        super::replication::selector_set_string(parent.pointer("/spec/selector"))
+        selector_set_string(parent.pointer("/spec/selector"))
     } else {
         parent
             .pointer("/spec/selector")
@@ -499,7 +502,7 @@ pub(super) fn scale_request(
     let current = scale_of(target.rt.kind, &parent);
     let wanted = match verb {
         "get" => return Ok((StatusCode::OK, current)),
-        "update" => super::http::decode_body(headers, body)?,
+        "update" => super::body::decode_body(headers, body)?,
         "patch" => {
             let ct = content_type.split(';').next().unwrap_or_default().trim();
             let patch_body: Value = serde_json::from_slice(body)
@@ -673,7 +676,10 @@ mod tests {
 
     #[test]
     fn a_replication_controller_has_a_scale_with_a_set_selector() {
-        assert!(has_scale("", "ReplicationController"));
+        assert!(super::super::registry::has_scale(
+            "",
+            "ReplicationController"
+        ));
         let rc = json!({"metadata": {"name": "web"},
             "spec": {"replicas": 2, "selector": {"tier": "front", "app": "web"}},
             "status": {"replicas": 1}});

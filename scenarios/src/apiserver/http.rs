@@ -1,6 +1,7 @@
 //! The HTTP front: path parsing, authentication and authorization, content negotiation and
 //! the dispatch of each request to the REST verbs in `objects.rs`.
 
+use super::body::decode_body;
 use super::registry::{self, ResourceType};
 use super::server::*;
 use super::status::{ApiError, ApiResult};
@@ -59,24 +60,6 @@ pub(super) fn parse_target(segments: &[&str]) -> Option<Target> {
         }
         _ => None,
     }
-}
-
-pub(super) fn decode_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
-    let ct = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("application/json");
-    if ct.starts_with("application/vnd.kubernetes.protobuf") {
-        return super::protobuf::decode_body(body).map_err(|e| ApiError::BadRequest(e.to_string()));
-    }
-    if ct.starts_with("application/yaml") {
-        return serde_yaml_ng::from_slice(body)
-            .map_err(|e| ApiError::BadRequest(format!("invalid YAML: {e}")));
-    }
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(json!({}));
-    }
-    serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("invalid JSON: {e}")))
 }
 
 /// The user a request authenticates as: a 401 for an unknown token when RBAC is on.

@@ -4,6 +4,7 @@
 pub mod apiservices;
 pub mod apps;
 pub mod batch;
+mod body;
 mod cluster_ips;
 pub mod cron;
 pub mod discovery;
@@ -18,6 +19,7 @@ pub mod rbac;
 pub mod registry;
 pub mod replication;
 pub mod selectors;
+pub mod serve;
 pub mod server;
 pub mod services;
 pub mod status;
@@ -27,7 +29,8 @@ pub mod tls;
 mod tokens;
 mod watch;
 
-pub use server::{ApiServer, ApiServerConfig, RequestRecord, Shared, verb_counts};
+pub use serve::ApiServer;
+pub use server::{ApiServerConfig, RequestRecord, Shared, verb_counts};
 
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -254,7 +254,7 @@ pub const RESOURCES: &[ResourceType] = &[
 impl ResourceType {
     /// Has a `scale` subresource (`autoscaling/v1` `Scale`).
     pub fn scale(&self) -> bool {
-        super::apps::has_scale(self.group, self.kind)
+        has_scale(self.group, self.kind)
     }
 
     /// `v1` or `group/version`.
@@ -326,6 +326,14 @@ pub fn group_versions() -> Vec<(&'static str, &'static str)> {
         }
     }
     out
+}
+
+/// Kinds with a `scale` subresource.
+pub fn has_scale(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        ("apps", "Deployment" | "ReplicaSet") | ("", "ReplicationController")
+    )
 }
 
 #[cfg(test)]

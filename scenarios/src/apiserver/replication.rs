@@ -10,17 +10,6 @@ use super::server::meta_str;
 use super::status::{ApiError, ApiResult, Cause};
 use serde_json::{Value, json};
 
-/// `labels.SelectorFromSet(m).String()`: `k=v` pairs sorted by key, comma-separated.
-pub fn selector_set_string(map: Option<&Value>) -> String {
-    // serde_json's map iterates in key order, as the selector sorts its requirements.
-    map.and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 fn non_empty_map(v: Option<&Value>) -> Option<&Value> {
     v.filter(|m| m.as_object().is_some_and(|m| !m.is_empty()))
 }
@@ -131,7 +120,7 @@ mod tests {
         );
         assert_eq!(r["spec"]["replicas"], 1);
         assert_eq!(
-            selector_set_string(r.pointer("/spec/selector")),
+            super::super::apps::selector_set_string(r.pointer("/spec/selector")),
             "app=web,tier=front"
         );
         assert_eq!(r["spec"]["template"]["spec"]["restartPolicy"], "Always");

@@ -6,6 +6,7 @@
 
 use super::events;
 use super::registry::ResourceType;
+use super::server::IncludeObject;
 use serde_json::{Value, json};
 
 mod apps;
@@ -20,26 +21,6 @@ pub enum Format {
     Table(&'static str),
     /// `as=PartialObjectMetadata` / `as=PartialObjectMetadataList`.
     Metadata(&'static str),
-}
-
-/// `includeObject` of a Table request: what each row's `object` carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum IncludeObject {
-    None,
-    /// The default: the object's metadata as `PartialObjectMetadata`.
-    #[default]
-    Metadata,
-    Object,
-}
-
-impl IncludeObject {
-    pub fn parse(s: &str) -> IncludeObject {
-        match s {
-            "None" => IncludeObject::None,
-            "Object" => IncludeObject::Object,
-            _ => IncludeObject::Metadata,
-        }
-    }
 }
 
 /// The first media range of `Accept` the server can answer (JSON only: protobuf ranges are

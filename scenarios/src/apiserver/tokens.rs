@@ -33,7 +33,7 @@ pub(super) fn token_request(
         sub: None,
         ..target.clone()
     })?;
-    let request = super::http::decode_body(headers, body)?;
+    let request = super::body::decode_body(headers, body)?;
     let spec = &request["spec"];
     let expiration = match spec.get("expirationSeconds").filter(|v| !v.is_null()) {
         None => DEFAULT_EXPIRATION_S,

@@ -3,10 +3,11 @@
 
 use super::registry::ResourceType;
 use super::selectors::{FieldSelector, LabelSelector};
+use super::server::IncludeObject;
 use super::server::*;
 use super::status::{ApiError, ApiResult};
 use super::store::ChangeKind;
-use super::tables::{self, Format, IncludeObject};
+use super::tables::{self, Format};
 use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -248,7 +248,7 @@ impl World {
         });
         let ccm_token =
             crate::ccm_identity::install(&api).map_err(|e| TestbedError::Seed(e.to_string()))?;
-        let router = apiserver::server::router(api.clone());
+        let router = apiserver::serve::router(api.clone());
         let kube = KubeLink {
             router: router.clone(),
             actor: "workload".into(),
