@@ -45,13 +45,7 @@ pub fn selector_string(selector: &Value) -> Option<String> {
         .flatten()
     {
         let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
-        let mut values: Vec<&str> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
+        let mut values = requirement_values(e);
         values.sort_unstable();
         let text = match e
             .get("operator")
@@ -105,13 +99,7 @@ pub fn selector_matches(selector: &Value, labels: Option<&Value>) -> bool {
 /// (`None`: absent): the label selector operators, and the node selector's `Gt` and `Lt`,
 /// which compare integers.
 pub fn requirement_matches(e: &Value, value: Option<&str>) -> bool {
-    let values: Vec<&str> = e
-        .get("values")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
+    let values = requirement_values(e);
     let number = |v: Option<&str>| v.and_then(|v| v.parse::<i64>().ok());
     let bound = number(values.first().copied());
     match e
@@ -127,6 +115,16 @@ pub fn requirement_matches(e: &Value, value: Option<&str>) -> bool {
         "Lt" => number(value).zip(bound).is_some_and(|(v, b)| v < b),
         _ => false,
     }
+}
+
+/// The `values` of a selector requirement (none when absent).
+fn requirement_values(e: &Value) -> Vec<&str> {
+    e.get("values")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 /// `SetDefaults_PodSpec` and the container defaults a real server writes into a template.
