@@ -294,17 +294,13 @@ pub async fn run_wired(
             origin: tokio::time::Instant::now(),
         },
         shared: crate::service::shared::SharedReads::new(opts.api_read_sharing_window),
-        retry: (
-            opts.service_sync_retry_delay,
-            opts.service_sync_max_retry_delay,
-        ),
-        failures: Default::default(),
-        waiting: Default::default(),
+        retry: crate::service::state::Backoff {
+            min: opts.service_sync_retry_delay,
+            max: opts.service_sync_max_retry_delay,
+        },
+        states: Default::default(),
         services: Default::default(),
         nodes: Default::default(),
-        touched: Default::default(),
-        ensuring: Default::default(),
-        written: Default::default(),
         returning: Default::default(),
     });
     let concurrency = u16::try_from(opts.concurrent_service_syncs).unwrap_or(u16::MAX);

@@ -12,7 +12,8 @@ pub struct CacheSizes {
     pub services_cached: usize,
     /// Nodes in the shared reflector cache.
     pub nodes_cached: usize,
-    /// Per-Service maps of the service controller (`service/context.rs`), by "ns/name".
+    /// Services holding each kind of the service controller's per-Service memory
+    /// (`service/state.rs`).
     pub failures: usize,
     pub waiting: usize,
     pub touched: usize,

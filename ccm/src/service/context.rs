@@ -1,10 +1,10 @@
 //! What the service controller's reconciles share: clients, options, the shared caches and
-//! reads, and the Services' backoff and waits.
+//! reads, and what is remembered of each Service (`state.rs`).
 
 use super::apply::ApplyOptions;
 use super::fetch::node_view;
 use super::map::NodeView;
-use super::model::DesiredLb;
+use super::state::{Backoff, ServiceStates};
 use crate::cloudscale::Client as Cloud;
 use crate::events::Events;
 use crate::metrics::Metrics;
@@ -26,59 +26,6 @@ use tokio::time::Instant;
 /// loses them at once (nothing of it serves).
 pub const RETURN_GRACE: Duration = Duration::from_secs(30);
 
-/// A change in progress that waits (see [`super::progress::Progress::Pending`]).
-#[derive(Debug, Clone)]
-pub struct Waiting {
-    /// The desired state it works towards (a different one is a new change).
-    pub desired: DesiredLb,
-    pub since: Instant,
-    /// What it waits for (announced once).
-    pub reason: String,
-    /// A Warning said it is held, and what held it then (one more is said if members are
-    /// found down after a Warning that blamed the load balancer's queue).
-    pub warned: Option<super::apply::Cause>,
-    /// What it waits for, with the checks that tell when to plan again.
-    pub pending: Vec<super::apply::Pending>,
-    /// When a whole pass last planned it (not a recheck).
-    pub planned: Instant,
-    /// Its ingress was published while it still waits (a new load balancer serves before
-    /// it has all its members).
-    pub published: bool,
-    /// When it last yielded its turn to the Services queued behind it (see
-    /// `progress::Progress::Yielded`), until its next reconcile.
-    pub yielded: Option<Instant>,
-    /// How long it waited in this CCM's queue after yielding, and its requests for the
-    /// rate limit: time its change spent on this CCM's request budget, not on the load
-    /// balancer.
-    pub queued: std::time::Duration,
-}
-
-impl Waiting {
-    /// A reconcile begins: the time since it yielded was spent in this CCM's queue.
-    pub fn resume(&mut self, now: Instant) {
-        if let Some(at) = self.yielded.take() {
-            self.queued += now.saturating_duration_since(at);
-        }
-    }
-}
-
-impl Waiting {
-    /// A change that starts waiting now.
-    pub fn new(desired: DesiredLb) -> Waiting {
-        Waiting {
-            desired,
-            since: Instant::now(),
-            reason: String::new(),
-            warned: None,
-            pending: Vec::new(),
-            planned: Instant::now(),
-            published: false,
-            yielded: None,
-            queued: std::time::Duration::ZERO,
-        }
-    }
-}
-
 pub struct ServiceContext {
     pub kube: kube::Client,
     pub cloud: Cloud,
@@ -88,33 +35,19 @@ pub struct ServiceContext {
     pub apply: ApplyOptions,
     /// When converged Services are looked at again (drift repair).
     pub resync: Resync,
-    /// A failed Service is retried after `retry.0`, doubling per further failure up to
-    /// `retry.1` (the upstream service controller's 5 s and 5 min by default).
-    pub retry: (Duration, Duration),
-    /// Consecutive failures per Service (namespace/name), for the backoff.
-    pub failures: parking_lot::Mutex<BTreeMap<String, u32>>,
-    /// Changes that wait for new members, per Service (namespace/name).
-    pub waiting: parking_lot::Mutex<BTreeMap<String, Waiting>>,
+    /// How failed Services are retried.
+    pub retry: Backoff,
+    /// What is remembered of each Service between its reconciles.
+    pub states: parking_lot::Mutex<ServiceStates>,
     /// Account-wide reads shared by the Services reconciled within a short window.
     pub shared: super::shared::SharedReads,
     /// The shared cache of Services (set when the controller starts).
     pub services: parking_lot::RwLock<Option<Store<Service>>>,
     /// The shared cache of Nodes (set when the controller starts).
     pub nodes: parking_lot::RwLock<Option<Store<Node>>>,
-    /// Services (namespace/name) changed, or whose members a Node change can alter, since
-    /// their last reconcile began: a waiting one among them is planned again rather than
-    /// only polled.
-    pub touched: parking_lot::Mutex<std::collections::BTreeSet<String>>,
-    /// Services told `EnsuringLoadBalancer` whose change has not yet been reported
-    /// `EnsuredLoadBalancer` (namespace/name): the pair frames each change for a user
-    /// watching `kubectl describe`, however many reconciles it takes.
-    pub ensuring: parking_lot::Mutex<std::collections::BTreeSet<String>>,
     /// Nodes deleted within [`RETURN_GRACE`] and not registered again, by name: their last
     /// view and when they went.
     pub returning: parking_lot::Mutex<BTreeMap<String, (NodeView, Instant)>>,
-    /// The annotations this CCM last wrote on each Service (namespace/name), recorded before
-    /// the write: the watch event of its own write is no change to reconcile for.
-    pub written: parking_lot::Mutex<BTreeMap<String, BTreeMap<String, String>>>,
 }
 
 impl ServiceContext {
@@ -133,11 +66,7 @@ impl ServiceContext {
     pub fn sizes(&self, out: &mut crate::sizes::CacheSizes) {
         out.services_cached += self.services.read().as_ref().map_or(0, |s| s.state().len());
         out.nodes_cached += self.nodes.read().as_ref().map_or(0, |s| s.state().len());
-        out.failures += self.failures.lock().len();
-        out.waiting += self.waiting.lock().len();
-        out.touched += self.touched.lock().len();
-        out.ensuring += self.ensuring.lock().len();
-        out.written += self.written.lock().len();
+        self.states.lock().sizes(out);
         out.shared_edits += self.shared.edits_kept();
         out.event_series += self.events.series();
     }

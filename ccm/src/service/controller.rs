@@ -28,12 +28,6 @@ pub use super::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
 
 pub const CONTROLLER: &str = "service";
 
-/// The pause before retrying after the `failures`-th consecutive failure (1-based):
-/// `min`, doubling each time, at most `max`.
-pub fn retry_delay(failures: u32, min: Duration, max: Duration) -> Duration {
-    cloudscale::doubling(failures, min, max)
-}
-
 /// When to look again at a change that has waited `waited`: every `poll` at first, then
 /// less often the longer it waits (a quarter of the time waited, at most four polls apart:
 /// provisioning a load balancer takes a minute, members come up after their checks), and
@@ -118,7 +112,7 @@ async fn reconcile(
     .await;
     // Time its requests waited for this CCM's rate limit: its budget, not the load
     // balancer (a held change says so, `wait.rs`).
-    if let Some(w) = ctx.waiting.lock().get_mut(&service_key(&svc)) {
+    if let Some(w) = ctx.states.lock().waiting_mut(&Key::of(svc.as_ref())) {
         w.queued += throttled;
     }
     let result = result?;
@@ -157,7 +151,7 @@ async fn reconcile_timed(svc: &Service, ctx: &ServiceContext) -> Result<Progress
 
 /// When to look at a Service again after a reconcile that left it at `progress`.
 fn next_look(svc: &Service, ctx: &ServiceContext, progress: Progress) -> Duration {
-    let key = service_key(svc);
+    let key = Key::of(svc);
     match progress {
         Progress::Done(kept_until) => {
             // At debug level: one line per Service per resync. The simulation reads it to
@@ -167,8 +161,7 @@ fn next_look(svc: &Service, ctx: &ServiceContext, progress: Progress) -> Duratio
                 resource_version = svc.metadata.resource_version.as_deref().unwrap_or_default(),
                 "service converged"
             );
-            ctx.failures.lock().remove(&key);
-            ctx.waiting.lock().remove(&key);
+            ctx.states.lock().converged(&key);
             let now = Instant::now();
             let resync = ctx.resync.after(now);
             kept_until.map_or(resync, |u| resync.min(u.saturating_duration_since(now)))
@@ -177,21 +170,22 @@ fn next_look(svc: &Service, ctx: &ServiceContext, progress: Progress) -> Duratio
         // order they came due), so a burst's new load balancers all get what makes them
         // serve before any takes its other members.
         Progress::Superseded | Progress::Yielded => {
-            ctx.failures.lock().remove(&key);
+            ctx.states.lock().progressed(&key);
             Duration::ZERO
         }
         Progress::Pending => {
-            ctx.failures.lock().remove(&key);
-            let waited = ctx
-                .waiting
-                .lock()
-                .get(&key)
-                .map_or(Duration::ZERO, |w| w.since.elapsed());
+            let waited = {
+                let mut states = ctx.states.lock();
+                states.progressed(&key);
+                states
+                    .waiting(&key)
+                    .map_or(Duration::ZERO, |w| w.since.elapsed())
+            };
             poll_after(
                 waited,
                 ctx.apply.poll,
                 ctx.apply.members_timeout,
-                ctx.retry.0,
+                ctx.retry.min,
             )
         }
     }
@@ -220,13 +214,8 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<Progress
 
 /// When to try a failed Service again: exponential backoff per Service.
 fn error_policy(svc: &Service, error: &ServiceError, ctx: &ServiceContext) -> Duration {
-    let failures = {
-        let mut f = ctx.failures.lock();
-        let n = f.entry(service_key(svc)).or_insert(0);
-        *n = n.saturating_add(1);
-        *n
-    };
-    let delay = retry_delay(failures, ctx.retry.0, ctx.retry.1);
+    let failures = ctx.states.lock().failed(&Key::of(svc));
+    let delay = ctx.retry.delay(failures);
     tracing::warn!(
         service = %service_key(svc),
         error = %error,
@@ -340,15 +329,15 @@ pub async fn run(
                 let key = Key::of(svc.as_ref());
                 let live = store.get(&key.object_ref());
                 let unchanged = if live.is_some() {
-                    let input = reconcile_input(svc, ctx.written.lock().get(&key.to_string()));
+                    let input = reconcile_input(svc, ctx.states.lock().written(&key));
                     inputs.insert(key.clone(), input) == Some(input)
                 } else {
                     inputs.remove(&key);
-                    ctx.written.lock().remove(&key.to_string());
+                    ctx.states.lock().gone(&key);
                     false
                 };
                 if !unchanged {
-                    ctx.touched.lock().insert(service_key(svc));
+                    ctx.states.lock().touch(&key);
                     queue.prefer(&key, live.as_deref().is_some_and(unpublished));
                     queue.schedule(key.clone(), Duration::ZERO);
                     if live.is_some() {
@@ -411,9 +400,12 @@ pub async fn run(
                 }
                 let all = runner::sorted(&store);
                 let affected = affected_by(&all, before.as_ref(), now.as_ref());
-                ctx.touched
-                    .lock()
-                    .extend(affected.iter().map(ToString::to_string));
+                {
+                    let mut states = ctx.states.lock();
+                    for key in &affected {
+                        states.touch(key);
+                    }
+                }
                 queue.schedule_all(affected);
             }
         }
@@ -431,12 +423,7 @@ pub async fn run(
         let (queue, ctx) = (queue.clone(), ctx.clone());
         async move {
             while recoveries.changed().await.is_ok() {
-                let keys: Vec<Key> = ctx
-                    .failures
-                    .lock()
-                    .keys()
-                    .filter_map(|k| key_of(k))
-                    .collect();
+                let keys = ctx.states.lock().failed_keys();
                 if !keys.is_empty() {
                     tracing::info!(
                         services = keys.len(),
@@ -458,8 +445,7 @@ pub async fn run(
                 // Gone from the cache: deleted (its finalizer is ours, so the cleanup
                 // already ran).
                 let Some(svc) = store.get(&key.object_ref()) else {
-                    ctx.touched.lock().remove(&key.to_string());
-                    ctx.written.lock().remove(&key.to_string());
+                    ctx.states.lock().gone(&key);
                     queue.prefer(&key, false);
                     return None;
                 };
@@ -494,15 +480,6 @@ pub async fn run(
         () = work => {}
         () = retry_failed => {}
     }
-}
-
-/// The queue key of a `namespace/name`.
-fn key_of(key: &str) -> Option<Key> {
-    let (namespace, name) = key.split_once('/')?;
-    Some(Key {
-        namespace: namespace.to_string(),
-        name: name.to_string(),
-    })
 }
 
 /// What the controller would do for `cfg`'s Service, as a preview: see [`ensure::preview`].
@@ -679,16 +656,6 @@ mod tests {
         assert_eq!(after(12), 3.0);
         assert_eq!(after(60), 8.0, "at most four polls apart");
         assert_eq!(after(400), 5.0, "held");
-    }
-
-    #[test]
-    fn failed_services_back_off_exponentially_up_to_the_maximum() {
-        let (min, max) = (Duration::from_secs(5), Duration::from_secs(300));
-        let delays: Vec<u64> = (1..=9)
-            .map(|n| retry_delay(n, min, max).as_secs())
-            .collect();
-        assert_eq!(delays, [5, 10, 20, 40, 80, 160, 300, 300, 300]);
-        assert_eq!(retry_delay(u32::MAX, min, max), max, "no overflow");
     }
 
     #[test]

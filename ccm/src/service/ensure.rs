@@ -17,6 +17,7 @@ use super::prepare::{
 use super::progress::{FINALIZER, Progress};
 use super::wait::{continues, note_waiting, recheck_waiting};
 use crate::cloudscale::{Client as Cloud, LoadBalancer};
+use crate::runner::Key;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -122,8 +123,7 @@ pub async fn cleanup(
         )
         .await?;
     }
-    ctx.waiting.lock().remove(&service_key(svc));
-    ctx.ensuring.lock().remove(&service_key(svc));
+    ctx.states.lock().cleaned_up(&Key::of(svc));
     set_finalizer(&api, svc, false).await?;
     Ok(())
 }
@@ -144,7 +144,7 @@ pub fn ingress_of(svc: &Service) -> Vec<serde_json::Value> {
 
 /// Says that a change of the Service's load balancer starts, and what it is.
 async fn announce_ensuring(svc: &Service, ctx: &ServiceContext, p: &Plan) {
-    ctx.ensuring.lock().insert(service_key(svc));
+    ctx.states.lock().begin_ensuring(&Key::of(svc));
     let steps = p.steps.len();
     // A new Service's first Event says that its load balancer is being created.
     let what = match p.steps.first().map(|s| &s.action) {
@@ -329,7 +329,7 @@ pub async fn ensure(
     let ns = svc.namespace().unwrap_or_default();
     let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &ns);
     set_finalizer(&api, svc, true).await?;
-    if let Some(w) = ctx.waiting.lock().get_mut(&service_key(svc)) {
+    if let Some(w) = ctx.states.lock().waiting_mut(&Key::of(svc)) {
         w.resume(tokio::time::Instant::now());
     }
     if let Some(progress) = recheck_waiting(svc, ctx).await {
@@ -474,7 +474,7 @@ async fn one_pass(
         && serves_every_port(desired, a)
     {
         publish((svc, cfg), ctx, desired, lb).await?;
-        if let Some(w) = ctx.waiting.lock().get_mut(&service_key(svc)) {
+        if let Some(w) = ctx.states.lock().waiting_mut(&Key::of(svc)) {
             w.yielded = Some(tokio::time::Instant::now());
         }
         return Ok(Pass::Yielded);
@@ -579,19 +579,15 @@ async fn publish(
 ) -> Result<(), ServiceError> {
     let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &svc.namespace().unwrap_or_default());
     finish(svc, cfg, ctx, &api, lb).await?;
-    ctx.waiting
-        .lock()
-        .entry(service_key(svc))
-        .or_insert_with(|| super::context::Waiting::new(desired.clone()))
-        .published = true;
+    ctx.states.lock().wait_for(&Key::of(svc), desired).published = true;
     Ok(())
 }
 
 /// Whether this CCM published the Service's ingress while its change still waits.
 fn published(ctx: &ServiceContext, svc: &Service) -> bool {
-    ctx.waiting
+    ctx.states
         .lock()
-        .get(&service_key(svc))
+        .waiting(&Key::of(svc))
         .is_some_and(|w| w.published)
 }
 
@@ -635,8 +631,8 @@ async fn finish(
         .iter()
         .any(|(k, v)| svc.annotations().get(*k) != Some(v));
     if differs {
-        ctx.written.lock().insert(
-            service_key(svc),
+        ctx.states.lock().wrote(
+            &Key::of(svc),
             wanted
                 .iter()
                 .map(|(k, v)| ((*k).to_string(), v.clone()))
@@ -675,7 +671,7 @@ async fn finish(
     }
     // `EnsuredLoadBalancer` once the status is written, so that a user who reads it finds
     // the ingress; a status write that fails leaves it for the next pass.
-    let announced = ctx.ensuring.lock().remove(&service_key(svc));
+    let announced = ctx.states.lock().end_ensuring(&Key::of(svc));
     if differs || announced {
         ctx.events
             .publish(

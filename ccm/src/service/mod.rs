@@ -22,4 +22,5 @@ pub mod progress;
 pub mod reference;
 pub mod shared;
 pub mod sim;
+pub mod state;
 pub mod wait;

@@ -3,9 +3,11 @@
 //! and the cheap poll of a wait ([`recheck_waiting`]) that asks only the waits' own checks.
 
 use super::apply::{Cause, Pending};
-use super::context::{ServiceContext, Waiting, service_key};
+use super::context::ServiceContext;
 use super::model::DesiredLb;
 use super::progress::Progress;
+use super::state::Waiting;
+use crate::runner::Key;
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use std::time::Duration;
@@ -23,12 +25,10 @@ pub(super) async fn note_waiting(
 ) {
     let (what, reason) = clauses(pending);
     let reason = reason.as_str();
-    let key = service_key(svc);
+    let key = Key::of(svc);
     let (announce, warn) = {
-        let mut waiting = ctx.waiting.lock();
-        let w = waiting
-            .entry(key)
-            .or_insert_with(|| Waiting::new(desired.clone()));
+        let mut states = ctx.states.lock();
+        let w = states.wait_for(&key, desired);
         if w.desired != *desired {
             *w = Waiting::new(desired.clone());
         }
@@ -152,11 +152,14 @@ pub fn queued_message(ahead: usize, per_reconcile: f64, rate: f64) -> Option<Str
 /// mapping and planning everything again. `Some(Pending)` while any still waits; `None`
 /// when the Service must be planned again.
 pub(super) async fn recheck_waiting(svc: &Service, ctx: &ServiceContext) -> Option<Progress> {
-    let key = service_key(svc);
-    if ctx.touched.lock().remove(&key) {
-        return None;
-    }
-    let w = ctx.waiting.lock().get(&key).cloned()?;
+    let key = Key::of(svc);
+    let w = {
+        let mut states = ctx.states.lock();
+        if states.take_touched(&key) {
+            return None;
+        }
+        states.waiting(&key).cloned()?
+    };
     // A long wait is planned again once per resync period all the same, so drift
     // (outside hands) is repaired while a change is held.
     if w.pending.is_empty()
@@ -189,9 +192,9 @@ pub(super) async fn recheck_waiting(svc: &Service, ctx: &ServiceContext) -> Opti
 
 /// Whether this reconcile continues a change already announced.
 pub(super) fn continues(ctx: &ServiceContext, svc: &Service, desired: &DesiredLb) -> bool {
-    ctx.waiting
+    ctx.states
         .lock()
-        .get(&service_key(svc))
+        .waiting(&Key::of(svc))
         .is_some_and(|w| w.desired == *desired)
 }
 
