@@ -16,7 +16,7 @@ use super::progress::Progress;
 use crate::cloudscale;
 use crate::runner::{self, Change, Informer, Key, Queue};
 use k8s_openapi::api::core::v1::{Node, Service};
-use kube::runtime::reflector;
+use kube::runtime::reflector::{self, Store};
 use kube::{Resource, ResourceExt};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -317,159 +317,32 @@ pub async fn run(
     *ctx.nodes.write() = Some(nodes.store());
     let queue = Arc::new(Queue::default());
     queue.count_in(CONTROLLER, &ctx.metrics);
-    services.subscribe({
-        let (queue, ctx, store) = (queue.clone(), ctx.clone(), store.clone());
-        // Each Service's floating IP claim as last seen, to tell the Services that share an
-        // address when a claim comes or goes.
-        let mut claims: BTreeMap<Key, Vec<std::net::IpAddr>> = BTreeMap::new();
-        // What each Service's reconcile acts on, as last seen (see `reconcile_input`).
-        let mut inputs: BTreeMap<Key, u64> = BTreeMap::new();
-        move |change| {
-            if let Change::Touched(svc) = change {
-                let key = Key::of(svc.as_ref());
-                let live = store.get(&key.object_ref());
-                let unchanged = if live.is_some() {
-                    let input = reconcile_input(svc, ctx.states.lock().written(&key));
-                    inputs.insert(key.clone(), input) == Some(input)
-                } else {
-                    inputs.remove(&key);
-                    ctx.states.lock().gone(&key);
-                    false
-                };
-                if !unchanged {
-                    ctx.states.lock().touch(&key);
-                    queue.prefer(&key, live.as_deref().is_some_and(unpublished));
-                    queue.schedule(key.clone(), Duration::ZERO);
-                    if live.is_some() {
-                        announce_queued(&ctx, &queue, &key, svc);
-                    }
-                }
-                let now = live
-                    .as_deref()
-                    .and_then(claims::claim_of)
-                    .map(|c| c.addresses)
-                    .unwrap_or_default();
-                let before = if now.is_empty() {
-                    claims.remove(&key)
-                } else {
-                    claims.insert(key.clone(), now.clone())
-                }
-                .unwrap_or_default();
-                if before != now {
-                    let rivals = sharing(&claims, &key, &before, &now);
-                    if !rivals.is_empty() {
-                        tracing::info!(
-                            service = %key,
-                            requeued = rivals.len(),
-                            "a floating IP claim changed: its other claimants are looked at again"
-                        );
-                    }
-                    queue.schedule_all(rivals);
-                }
-            }
-        }
-    });
-    nodes.subscribe({
-        let (queue, node_store, ctx) = (queue.clone(), nodes.store(), ctx.clone());
-        // What the mapping last saw of each Node, to tell a change that matters from one
-        // that does not.
-        let mut seen: BTreeMap<String, NodeView> = BTreeMap::new();
-        move |change| {
-            let names: Vec<String> = match change {
-                Change::Touched(node) => vec![node.name_any()],
-                // After a re-list: Nodes deleted while the watch was down sent no event.
-                Change::Synced => seen
-                    .keys()
-                    .filter(|n| node_store.get(&reflector::ObjectRef::new(n)).is_none())
-                    .cloned()
-                    .collect(),
-            };
-            for name in names {
-                let now = node_store
-                    .get(&reflector::ObjectRef::new(&name))
-                    .map(|n| node_view(&n));
-                let before = match &now {
-                    Some(v) => {
-                        ctx.node_present(&name);
-                        seen.insert(name, v.clone())
-                    }
-                    None => seen.remove(&name),
-                };
-                if let (None, Some(gone)) = (&now, &before) {
-                    ctx.node_gone(gone.clone());
-                }
-                let all = runner::sorted(&store);
-                let affected = affected_by(&all, before.as_ref(), now.as_ref());
-                {
-                    let mut states = ctx.states.lock();
-                    for key in &affected {
-                        states.touch(key);
-                    }
-                }
-                queue.schedule_all(affected);
-            }
-        }
-    });
+    services.subscribe(on_service(ctx.clone(), queue.clone(), store.clone()));
+    nodes.subscribe(on_node(
+        ctx.clone(),
+        queue.clone(),
+        nodes.store(),
+        store.clone(),
+    ));
     let mut shutdown = std::pin::pin!(shutdown);
     tokio::select! {
         biased;
         () = &mut shutdown => return,
         () = async { tokio::join!(services.synced(), nodes.synced()); } => {}
     }
-    // After a long API trouble, the Services that failed meanwhile are tried at once rather
-    // than when their grown backoff says (see `cloudscale/trouble.rs`).
-    let mut recoveries = ctx.cloud.recoveries();
-    let retry_failed = {
-        let (queue, ctx) = (queue.clone(), ctx.clone());
-        async move {
-            while recoveries.changed().await.is_ok() {
-                let keys = ctx.states.lock().failed_keys();
-                if !keys.is_empty() {
-                    tracing::info!(
-                        services = keys.len(),
-                        "the cloudscale API answers again: the Services that failed are tried now"
-                    );
-                }
-                queue.schedule_all(keys);
-            }
-            std::future::pending::<()>().await;
-        }
-    };
+    let retry_failed = retry_on_recovery(ctx.cloud.recoveries(), ctx.clone(), queue.clone());
     let work = runner::run(
         queue.clone(),
         usize::from(concurrency),
         shutdown,
         |key: Key| {
-            let (ctx, store, queue) = (ctx.clone(), services.store(), queue.clone());
-            async move {
-                // Gone from the cache: deleted (its finalizer is ours, so the cleanup
-                // already ran).
-                let Some(svc) = store.get(&key.object_ref()) else {
-                    ctx.states.lock().gone(&key);
-                    queue.prefer(&key, false);
-                    return None;
-                };
-                let again = match reconcile(svc.clone(), &ctx).await {
-                    Ok((again, prefer)) => {
-                        queue.prefer(&key, prefer);
-                        // A wait of a Service not yet published is looked at again no
-                        // sooner than the work queued meanwhile takes to be sent: in a
-                        // burst, the first Services' polls would otherwise take the budget
-                        // the next Services need to be created.
-                        if prefer && again < ctx.resync.period {
-                            again.max(backlog(&ctx, &queue, concurrency))
-                        } else {
-                            again
-                        }
-                    }
-                    Err(e) => {
-                        queue.prefer(&key, false);
-                        queue.note_retry();
-                        error_policy(&svc, &e, &ctx)
-                    }
-                };
-                Some(again)
-            }
+            work_on(
+                key,
+                ctx.clone(),
+                services.store(),
+                queue.clone(),
+                concurrency,
+            )
         },
     );
     // The runner ends on shutdown; the recovery watch never does. Biased, as every select
@@ -480,6 +353,170 @@ pub async fn run(
         () = work => {}
         () = retry_failed => {}
     }
+}
+
+/// What a Service's watch event sets going: its reconcile when what it acts on changed,
+/// and the reconcile of the Services whose floating IP claims it shares.
+fn on_service(
+    ctx: Arc<ServiceContext>,
+    queue: Arc<Queue>,
+    store: Store<Service>,
+) -> impl FnMut(&Change<Service>) + Send + 'static {
+    // Each Service's floating IP claim as last seen, to tell the Services that share an
+    // address when a claim comes or goes.
+    let mut claims: BTreeMap<Key, Vec<std::net::IpAddr>> = BTreeMap::new();
+    // What each Service's reconcile acts on, as last seen (see `reconcile_input`).
+    let mut inputs: BTreeMap<Key, u64> = BTreeMap::new();
+    move |change| {
+        if let Change::Touched(svc) = change {
+            let key = Key::of(svc.as_ref());
+            let live = store.get(&key.object_ref());
+            let unchanged = if live.is_some() {
+                let input = reconcile_input(svc, ctx.states.lock().written(&key));
+                inputs.insert(key.clone(), input) == Some(input)
+            } else {
+                inputs.remove(&key);
+                ctx.states.lock().gone(&key);
+                false
+            };
+            if !unchanged {
+                ctx.states.lock().touch(&key);
+                queue.prefer(&key, live.as_deref().is_some_and(unpublished));
+                queue.schedule(key.clone(), Duration::ZERO);
+                if live.is_some() {
+                    announce_queued(&ctx, &queue, &key, svc);
+                }
+            }
+            let now = live
+                .as_deref()
+                .and_then(claims::claim_of)
+                .map(|c| c.addresses)
+                .unwrap_or_default();
+            let before = if now.is_empty() {
+                claims.remove(&key)
+            } else {
+                claims.insert(key.clone(), now.clone())
+            }
+            .unwrap_or_default();
+            if before != now {
+                let rivals = sharing(&claims, &key, &before, &now);
+                if !rivals.is_empty() {
+                    tracing::info!(
+                        service = %key,
+                        requeued = rivals.len(),
+                        "a floating IP claim changed: its other claimants are looked at again"
+                    );
+                }
+                queue.schedule_all(rivals);
+            }
+        }
+    }
+}
+
+/// What a Node's watch event sets going: the reconcile of the Services whose members it
+/// can alter.
+fn on_node(
+    ctx: Arc<ServiceContext>,
+    queue: Arc<Queue>,
+    node_store: Store<Node>,
+    store: Store<Service>,
+) -> impl FnMut(&Change<Node>) + Send + 'static {
+    // What the mapping last saw of each Node, to tell a change that matters from one
+    // that does not.
+    let mut seen: BTreeMap<String, NodeView> = BTreeMap::new();
+    move |change| {
+        let names: Vec<String> = match change {
+            Change::Touched(node) => vec![node.name_any()],
+            // After a re-list: Nodes deleted while the watch was down sent no event.
+            Change::Synced => seen
+                .keys()
+                .filter(|n| node_store.get(&reflector::ObjectRef::new(n)).is_none())
+                .cloned()
+                .collect(),
+        };
+        for name in names {
+            let now = node_store
+                .get(&reflector::ObjectRef::new(&name))
+                .map(|n| node_view(&n));
+            let before = match &now {
+                Some(v) => {
+                    ctx.node_present(&name);
+                    seen.insert(name, v.clone())
+                }
+                None => seen.remove(&name),
+            };
+            if let (None, Some(gone)) = (&now, &before) {
+                ctx.node_gone(gone.clone());
+            }
+            let all = runner::sorted(&store);
+            let affected = affected_by(&all, before.as_ref(), now.as_ref());
+            {
+                let mut states = ctx.states.lock();
+                for key in &affected {
+                    states.touch(key);
+                }
+            }
+            queue.schedule_all(affected);
+        }
+    }
+}
+
+/// After a long API trouble, the Services that failed meanwhile are tried at once rather
+/// than when their grown backoff says (see `cloudscale/trouble.rs`).
+async fn retry_on_recovery(
+    mut recoveries: tokio::sync::watch::Receiver<u64>,
+    ctx: Arc<ServiceContext>,
+    queue: Arc<Queue>,
+) {
+    while recoveries.changed().await.is_ok() {
+        let keys = ctx.states.lock().failed_keys();
+        if !keys.is_empty() {
+            tracing::info!(
+                services = keys.len(),
+                "the cloudscale API answers again: the Services that failed are tried now"
+            );
+        }
+        queue.schedule_all(keys);
+    }
+    std::future::pending::<()>().await;
+}
+
+/// One turn of the Service `key`: its reconcile, and when to look at it again (`None`:
+/// it is gone).
+async fn work_on(
+    key: Key,
+    ctx: Arc<ServiceContext>,
+    store: Store<Service>,
+    queue: Arc<Queue>,
+    concurrency: u16,
+) -> Option<Duration> {
+    // Gone from the cache: deleted (its finalizer is ours, so the cleanup
+    // already ran).
+    let Some(svc) = store.get(&key.object_ref()) else {
+        ctx.states.lock().gone(&key);
+        queue.prefer(&key, false);
+        return None;
+    };
+    let again = match reconcile(svc.clone(), &ctx).await {
+        Ok((again, prefer)) => {
+            queue.prefer(&key, prefer);
+            // A wait of a Service not yet published is looked at again no
+            // sooner than the work queued meanwhile takes to be sent: in a
+            // burst, the first Services' polls would otherwise take the budget
+            // the next Services need to be created.
+            if prefer && again < ctx.resync.period {
+                again.max(backlog(&ctx, &queue, concurrency))
+            } else {
+                again
+            }
+        }
+        Err(e) => {
+            queue.prefer(&key, false);
+            queue.note_retry();
+            error_policy(&svc, &e, &ctx)
+        }
+    };
+    Some(again)
 }
 
 /// What the controller would do for `cfg`'s Service, as a preview: see [`ensure::preview`].
