@@ -434,35 +434,7 @@ async fn one_pass(
     // something happened from those planned after (scenarios' `downtime.rs`).
     tracing::debug!(service = %service_key(svc), pass, "service planned");
     if p.is_converged() {
-        let Some(lb) = lb else {
-            return Err(ServiceError::NotConverged {
-                passes: pass + 1,
-                remaining: "no load balancer".into(),
-            });
-        };
-        if let Some(a) = actual.as_ref().filter(|a| a.changing()) {
-            // A load balancer that serves every port before it settled (a new one takes
-            // its other members after its first) is published at once: the users of a
-            // Service need not wait for members that only add capacity.
-            let unpublished = ingress_of(svc).is_empty() && !published(ctx, svc);
-            let first_serving = unpublished && serves_every_port(desired, a);
-            if first_serving {
-                publish((svc, cfg), ctx, desired, &lb).await?;
-            }
-            let recheck = if unpublished && !first_serving {
-                Recheck::Serves {
-                    lb: a.uuid,
-                    pools: a.pools.iter().map(|p| p.uuid).collect(),
-                }
-            } else {
-                Recheck::Settled(a.uuid)
-            };
-            let applying = Pending::new("the load balancer to apply its configuration", "")
-                .rechecked_by(recheck);
-            note_waiting(svc, ctx, desired, &[applying], true).await;
-            return Ok(Pass::Pending);
-        }
-        return Ok(Pass::Done(Box::new(lb)));
+        return settled_pass((svc, cfg), ctx, desired, (lb, actual.as_ref()), pass).await;
     }
     let members_only = p.steps.iter().all(|s| s.action.writes_members_only());
     let serving = !ingress_of(svc).is_empty() || published(ctx, svc);
@@ -479,22 +451,8 @@ async fn one_pass(
         }
         return Ok(Pass::Yielded);
     }
-    // A new change (not the continuation of one that waits) is announced, as Kubernetes'
-    // service controller does, except members following Nodes on a load balancer that
-    // serves: Node churn would otherwise cost every Service two Events per Node change.
-    if pass == 0 && !continues(ctx, svc, desired) && !(members_only && serving) {
-        announce_ensuring(svc, ctx, &p).await;
-    }
-    if pass == 0 && p.steps_impact() > Impact::None && !continues(ctx, svc, desired) {
-        ctx.events
-            .publish(
-                &svc.object_ref(&()),
-                false,
-                "PlannedChange",
-                "PlanLoadBalancer",
-                p.summary(&service_key(svc)),
-            )
-            .await;
+    if pass == 0 {
+        announce_change(svc, ctx, desired, &p, members_only && serving).await;
     }
     // A new load balancer not yet published does what makes it serve, then lets the
     // Services queued behind it do the same before it takes its other members: in a burst,
@@ -514,19 +472,7 @@ async fn one_pass(
         &|| changed_since(svc, cfg, ctx),
     )
     .await;
-    // The shared reads follow what was written: by its edits when every write was one an
-    // edit describes; else (a failure included: its effect is unknown) they are read again,
-    // unless the plan writes nothing but members, which only show the load balancer busy.
-    match (&executed, &actual) {
-        (
-            Ok(apply::Outcome {
-                edits: Some(edits), ..
-            }),
-            _,
-        ) => ctx.shared.record(edits),
-        (_, Some(a)) if members_only => ctx.shared.record(&[Edit::Changing(a.uuid.to_string())]),
-        _ => ctx.shared.invalidate(),
-    }
+    follow_writes(ctx, &executed, actual.as_ref(), members_only);
     let outcome = executed?;
     if outcome.superseded {
         return Ok(Pass::Superseded);
@@ -536,23 +482,7 @@ async fn one_pass(
         return Ok(Pass::Pending);
     }
     if head.is_some() {
-        // What makes it serve is queued on the load balancer: wait (cheaply, and before the
-        // Services that serve) for each port's first member to be up, then publish.
-        let mut pools: Vec<uuid::Uuid> = actual
-            .iter()
-            .flat_map(|a| &a.pools)
-            .map(|p| p.uuid)
-            .collect();
-        let created = outcome.edits.iter().flatten().filter_map(|e| match e {
-            Edit::Pool(p) => p.uuid.parse::<uuid::Uuid>().ok(),
-            _ => None,
-        });
-        pools.extend(created);
-        let first = Pending::new("the load balancer to serve its first members", "");
-        let first = match (outcome.lb_uuid, &outcome.edits) {
-            (Some(lb), Some(_)) => first.rechecked_by(Recheck::Serves { lb, pools }),
-            _ => first,
-        };
+        let first = first_members(actual.as_ref(), &outcome);
         note_waiting(svc, ctx, desired, &[first], true).await;
         return Ok(Pass::Pending);
     }
@@ -567,6 +497,119 @@ async fn one_pass(
         return Ok(Pass::Done(Box::new(lb)));
     }
     Ok(Pass::Applied(p))
+}
+
+/// A pass whose plan has nothing left to do: done once the load balancer has applied it
+/// all, else waiting for it (and published first if it serves every port already).
+async fn settled_pass(
+    (svc, cfg): (&Service, &ServiceConfig),
+    ctx: &ServiceContext,
+    desired: &DesiredLb,
+    (lb, actual): (Option<LoadBalancer>, Option<&ActualLb>),
+    pass: usize,
+) -> Result<Pass, ServiceError> {
+    let Some(lb) = lb else {
+        return Err(ServiceError::NotConverged {
+            passes: pass + 1,
+            remaining: "no load balancer".into(),
+        });
+    };
+    if let Some(a) = actual.filter(|a| a.changing()) {
+        // A load balancer that serves every port before it settled (a new one takes
+        // its other members after its first) is published at once: the users of a
+        // Service need not wait for members that only add capacity.
+        let unpublished = ingress_of(svc).is_empty() && !published(ctx, svc);
+        let first_serving = unpublished && serves_every_port(desired, a);
+        if first_serving {
+            publish((svc, cfg), ctx, desired, &lb).await?;
+        }
+        let recheck = if unpublished && !first_serving {
+            Recheck::Serves {
+                lb: a.uuid,
+                pools: a.pools.iter().map(|p| p.uuid).collect(),
+            }
+        } else {
+            Recheck::Settled(a.uuid)
+        };
+        let applying =
+            Pending::new("the load balancer to apply its configuration", "").rechecked_by(recheck);
+        note_waiting(svc, ctx, desired, &[applying], true).await;
+        return Ok(Pass::Pending);
+    }
+    Ok(Pass::Done(Box::new(lb)))
+}
+
+/// Announces a change at its first pass: `EnsuringLoadBalancer`, and `PlannedChange` when
+/// it disrupts. `members_following`: the plan only makes the members follow the Nodes on
+/// a load balancer that serves.
+async fn announce_change(
+    svc: &Service,
+    ctx: &ServiceContext,
+    desired: &DesiredLb,
+    p: &Plan,
+    members_following: bool,
+) {
+    // A new change (not the continuation of one that waits) is announced, as Kubernetes'
+    // service controller does, except members following Nodes on a load balancer that
+    // serves: Node churn would otherwise cost every Service two Events per Node change.
+    if !continues(ctx, svc, desired) && !members_following {
+        announce_ensuring(svc, ctx, p).await;
+    }
+    if p.steps_impact() > Impact::None && !continues(ctx, svc, desired) {
+        ctx.events
+            .publish(
+                &svc.object_ref(&()),
+                false,
+                "PlannedChange",
+                "PlanLoadBalancer",
+                p.summary(&service_key(svc)),
+            )
+            .await;
+    }
+}
+
+/// Keeps the shared reads in step with what a plan's run wrote.
+fn follow_writes(
+    ctx: &ServiceContext,
+    executed: &Result<apply::Outcome, super::cloud_error::ApplyError>,
+    actual: Option<&ActualLb>,
+    members_only: bool,
+) {
+    // The shared reads follow what was written: by its edits when every write was one an
+    // edit describes; else (a failure included: its effect is unknown) they are read again,
+    // unless the plan writes nothing but members, which only show the load balancer busy.
+    match (executed, actual) {
+        (
+            Ok(apply::Outcome {
+                edits: Some(edits), ..
+            }),
+            _,
+        ) => ctx.shared.record(edits),
+        (_, Some(a)) if members_only => ctx.shared.record(&[Edit::Changing(a.uuid.to_string())]),
+        _ => ctx.shared.invalidate(),
+    }
+}
+
+/// The wait of a new load balancer whose serving steps ran: for each port's first member
+/// to be up, checked cheaply when the run's writes are all known.
+fn first_members(actual: Option<&ActualLb>, outcome: &apply::Outcome) -> Pending {
+    // What makes it serve is queued on the load balancer: wait (cheaply, and before the
+    // Services that serve) for each port's first member to be up, then publish.
+    let mut pools: Vec<uuid::Uuid> = actual
+        .into_iter()
+        .flat_map(|a| &a.pools)
+        .map(|p| p.uuid)
+        .collect();
+    let created = outcome.edits.iter().flatten().filter_map(|e| match e {
+        Edit::Pool(p) => p.uuid.parse::<uuid::Uuid>().ok(),
+        _ => None,
+    });
+    pools.extend(created);
+    let first = Pending::new("the load balancer to serve its first members", "");
+    match (outcome.lb_uuid, &outcome.edits) {
+        (Some(lb), Some(_)) => first.rechecked_by(Recheck::Serves { lb, pools }),
+        _ => first,
+    }
 }
 
 /// Publishes a load balancer that serves before it settled (see [`finish`]), and records
