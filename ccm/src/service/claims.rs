@@ -327,7 +327,7 @@ mod tests {
         assert!(rivals(&[good], "u1", &[ip()]).is_empty());
     }
 
-    use crate::service::fixtures::load_balancer as lb;
+    use crate::service::testkit::fixtures::load_balancer as lb;
 
     fn fip(on_lb: Option<u128>, on_server: Option<&str>) -> FloatingIp {
         let mut v = json!({"href": "x", "network": format!("{IP}/32"), "ip_version": 4,

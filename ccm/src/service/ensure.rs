@@ -818,9 +818,12 @@ mod tests {
     }
 
     fn lb(vips: serde_json::Value) -> LoadBalancer {
-        let mut lb =
-            serde_json::to_value(super::super::fixtures::load_balancer(1, "lb", json!({})))
-                .expect("JSON");
+        let mut lb = serde_json::to_value(crate::service::testkit::fixtures::load_balancer(
+            1,
+            "lb",
+            json!({}),
+        ))
+        .expect("JSON");
         lb["vip_addresses"] = vips;
         serde_json::from_value(lb).expect("a load balancer")
     }

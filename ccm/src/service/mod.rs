@@ -12,7 +12,6 @@ pub mod controller;
 pub mod ensure;
 pub mod error;
 pub mod fetch;
-pub mod fixtures;
 pub mod map;
 pub mod model;
 pub mod ownership;
@@ -21,6 +20,7 @@ pub mod prepare;
 pub mod progress;
 pub mod reference;
 pub mod shared;
-pub mod sim;
 pub mod state;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 pub mod wait;

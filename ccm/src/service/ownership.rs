@@ -229,7 +229,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::service::fixtures::load_balancer as lb;
+    use crate::service::testkit::fixtures::load_balancer as lb;
 
     fn claimant(service: &str, uid: &str, lb_name: &str, lb_uuid: Option<u128>) -> Claimant {
         Claimant {

@@ -255,7 +255,7 @@ mod tests {
     }
 
     fn desired(name: &str) -> DesiredLb {
-        let sample = crate::service::fixtures::Sample {
+        let sample = crate::service::testkit::fixtures::Sample {
             subnet: uuid::Uuid::nil(),
             nodes: vec![],
         };

@@ -2,7 +2,7 @@
 //! (1-4 ports, named or not, TCP and UDP, distinct and shared node ports, either traffic
 //! policy), then changed: port names, numbers and node ports permuted, protocols flipped,
 //! ports added and removed, the traffic policy and pool settings toggled, nodes joining and
-//! leaving. Each plan is carried out in a model of the API (`ccm::service::sim`), under the
+//! leaving. Each plan is carried out in a model of the API (`ccm::service::testkit::lb_api`), under the
 //! strict and the lenient member rule, and must:
 //!
 //! - be accepted by the API at every step (one listener per protocol and port, one monitor
@@ -14,8 +14,9 @@
 use ccm::service::annotations::parse_service;
 use ccm::service::map::{self, NodeView, ServerView};
 use ccm::service::model::*;
-use ccm::service::plan::{Account, Impact, Ownership, Plan, converged, plan};
-use ccm::service::sim::{MemberRule, Sim};
+use ccm::service::plan::{Account, Impact, Ownership, Plan, plan};
+use ccm::service::testkit::converged;
+use ccm::service::testkit::lb_api::{LbApi, MemberRule};
 use k8s_openapi::api::core::v1::Service;
 use proptest::prelude::*;
 use serde_json::json;
@@ -326,7 +327,7 @@ fn plan_of(d: &DesiredLb, a: Option<&ActualLb>) -> Plan {
 fn check(before: &ActualLb, after: &DesiredLb, rule: MemberRule) -> Result<Plan, TestCaseError> {
     let p = plan_of(after, Some(before));
     prop_assert!(p.refusals.is_empty(), "{}", p.describe());
-    let mut sim = Sim::new(Some(before), rule);
+    let mut sim = LbApi::new(Some(before), rule);
     let initial = sim.routes();
     let run = sim.run_routed(&initial, after, &p);
     prop_assert!(run.is_ok(), "{:?}\n{}", run, p.describe());
@@ -371,7 +372,7 @@ proptest! {
         let d = after.desired();
         let first = plan_of(&d, Some(&from));
         let k = (first.steps.len() as f64 * cut) as usize;
-        let mut sim = Sim::new(Some(&from), MemberRule::Strict);
+        let mut sim = LbApi::new(Some(&from), MemberRule::Strict);
         let initial = sim.routes();
         let partial = Plan { steps: first.steps[..k].to_vec(), ..Plan::default() };
         let run = sim.run(&d, &partial, |_| ());
@@ -390,7 +391,7 @@ proptest! {
     fn a_new_service_is_built_in_one_pass(s in arb_svc()) {
         let d = s.desired();
         let p = plan_of(&d, None);
-        let mut sim = Sim::new(None, MemberRule::Strict);
+        let mut sim = LbApi::new(None, MemberRule::Strict);
         let run = sim.run(&d, &p, |_| ());
         prop_assert!(run.is_ok(), "{:?}", run);
         let again = plan_of(&d, sim.lb.as_ref());

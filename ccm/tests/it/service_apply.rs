@@ -8,12 +8,12 @@ use ccm::secret::{Token, TokenSource};
 use ccm::service::apply::{self, ApplyOptions};
 use ccm::service::cloud_error::ApplyError;
 use ccm::service::fetch::{self, Found, Lookup, Snapshot};
-use ccm::service::fixtures::Sample;
 use ccm::service::model::{
     self, ActualLb, DesiredLb, DesiredPool, HealthMonitorType, Monitor, PoolAlgorithm,
 };
 use ccm::service::ownership::{self, Seeker};
 use ccm::service::plan::{Action, Ownership, Plan, plan};
+use ccm::service::testkit::fixtures::Sample;
 use fakecloud::{ClockMode, Config, FakeCloud, FaultEffect, FaultRule};
 use serde_json::{Value, json};
 use std::sync::Arc;

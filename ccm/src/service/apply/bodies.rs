@@ -201,8 +201,8 @@ pub(super) fn update_monitor(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::fixtures::Sample;
     use crate::service::model::{HealthMonitorType, Vip};
+    use crate::service::testkit::fixtures::Sample;
     use serde_json::json;
 
     fn sample() -> Sample {

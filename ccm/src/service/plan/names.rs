@@ -166,11 +166,12 @@ fn walk(names: &mut HashMap<PoolId, String>, action: &Action) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Account, Ownership, converged, plan};
-    use crate::service::fixtures::Sample;
+    use super::super::{Account, Ownership, plan};
     use crate::service::model::PoolAlgorithm;
     use crate::service::plan::Action;
-    use crate::service::sim::{MemberRule, Sim};
+    use crate::service::testkit::converged;
+    use crate::service::testkit::fixtures::Sample;
+    use crate::service::testkit::lb_api::{LbApi, MemberRule};
     use uuid::Uuid;
 
     /// The simulation found this (seed 95033634): the rename that should have given the
@@ -211,7 +212,7 @@ mod tests {
         // answer; the API model refuses a third pool of a name at any step.
         assert!(p.steps.iter().any(|s| matches!(&s.action,
             Action::CreatePool { name, besides, .. } if name == "tcp/https" && besides.contains(&stray))));
-        let mut sim = Sim::new(Some(&actual), MemberRule::Strict);
+        let mut sim = LbApi::new(Some(&actual), MemberRule::Strict);
         sim.run(&after, &p, |_| {})
             .unwrap_or_else(|e| panic!("{e}\n{}", p.describe()));
         let again = plan(&after, sim.lb.as_ref(), &Account::default(), &owner);

@@ -1,6 +1,7 @@
 use super::*;
-use crate::service::fixtures::Sample;
-use crate::service::sim::{MemberRule, Sim};
+use crate::service::testkit::converged;
+use crate::service::testkit::fixtures::Sample;
+use crate::service::testkit::lb_api::{LbApi, MemberRule};
 use std::net::IpAddr;
 
 mod recovery;
@@ -56,7 +57,7 @@ fn first(p: &Plan, kind: &str, port: Option<&str>) -> usize {
 /// port to another port's backend, and that planning again finds nothing to do.
 fn apply(before: &ActualLb, after: &DesiredLb, rule: MemberRule) -> (Plan, ActualLb) {
     let p = plan_of(after, Some(before));
-    let mut sim = Sim::new(Some(before), rule);
+    let mut sim = LbApi::new(Some(before), rule);
     let initial = sim.routes();
     let violations = sim
         .run_routed(&initial, after, &p)
@@ -95,7 +96,7 @@ fn a_new_service_builds_everything_once_after_provisioning() {
     assert_eq!(k.iter().filter(|k| **k == "create-listener").count(), 2);
     assert_eq!(k.iter().filter(|k| **k == "create-monitor").count(), 2);
     assert_eq!(p.impact(), Impact::None);
-    let mut sim = Sim::new(None, MemberRule::Strict);
+    let mut sim = LbApi::new(None, MemberRule::Strict);
     sim.run(&desired(), &p, |_| {}).expect("applies");
     let again = plan_of(&desired(), sim.lb.as_ref());
     assert!(again.is_converged(), "{}", again.describe());
@@ -169,7 +170,7 @@ fn a_retry_reuses_the_replacement_pool_and_a_revert_removes_it() {
         .iter()
         .position(|s| s.action.kind() == "wait")
         .expect("a barrier");
-    let mut sim = Sim::new(Some(&start), MemberRule::Strict);
+    let mut sim = LbApi::new(Some(&start), MemberRule::Strict);
     let partial = Plan {
         steps: p.steps[..wait].to_vec(),
         ..Plan::default()

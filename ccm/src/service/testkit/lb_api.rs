@@ -5,8 +5,8 @@
 //! every member up at once (so barriers hold). It also refuses a third pool of one name,
 //! which the API accepts but the planner must never make. Pure: no I/O.
 
-use super::model::*;
-use super::plan::{Action, Plan, PoolRef};
+use crate::service::model::*;
+use crate::service::plan::{Action, ListenerChanges, MonitorChanges, Plan, PoolRef};
 use uuid::Uuid;
 
 /// Whether a pool may hold two members on one address and port (the API does not say;
@@ -27,7 +27,7 @@ pub struct Refused {
 
 /// The API's view of one load balancer, changed action by action.
 #[derive(Debug, Clone)]
-pub struct Sim {
+pub struct LbApi {
     pub lb: Option<ActualLb>,
     pub rule: MemberRule,
     new_pools: Vec<Option<Uuid>>,
@@ -38,9 +38,9 @@ pub struct Sim {
 /// enabled member of its pool).
 pub type Route = (ListenerKey, Family, u16);
 
-impl Sim {
-    pub fn new(actual: Option<&ActualLb>, rule: MemberRule) -> Sim {
-        Sim {
+impl LbApi {
+    pub fn new(actual: Option<&ActualLb>, rule: MemberRule) -> LbApi {
+        LbApi {
             lb: actual.cloned(),
             rule,
             new_pools: Vec::new(),
@@ -120,7 +120,7 @@ impl Sim {
         &mut self,
         desired: &DesiredLb,
         plan: &Plan,
-        mut after_each: impl FnMut(&Sim),
+        mut after_each: impl FnMut(&LbApi),
     ) -> Result<(), Refused> {
         self.new_pools = vec![None; desired.pools.len()];
         for (i, s) in plan.steps.iter().enumerate() {
@@ -150,27 +150,10 @@ impl Sim {
         Ok(())
     }
 
-    /// One action as the API carries it out: a flat dispatch over the action kinds.
+    /// One action as the API carries it out.
     fn apply(&mut self, a: &Action) -> Result<(), String> {
         match a {
-            Action::CreateLb { name, flavor, zone } => {
-                if self.lb.is_some() {
-                    return Err("a load balancer exists already".into());
-                }
-                let uuid = self.id();
-                self.lb = Some(ActualLb {
-                    uuid,
-                    name: name.clone(),
-                    flavor: flavor.clone(),
-                    zone: zone.clone().unwrap_or_else(|| "rma1".into()),
-                    status: LoadBalancerStatus::Running,
-                    vips: Vec::new(),
-                    pools: Vec::new(),
-                    orphan_listeners: Vec::new(),
-                    floating_ips: Vec::new(),
-                    tags: Tags::new(),
-                });
-            }
+            Action::CreateLb { name, flavor, zone } => self.create_lb(name, flavor, zone)?,
             Action::WaitLbReady | Action::WaitMembersUp { .. } => {}
             Action::RenameLb { to, .. } => self.lb()?.name = to.clone(),
             Action::TagLb { tags, .. } => self.lb()?.tags = tags.clone(),
@@ -206,28 +189,7 @@ impl Sim {
                     return Err(format!("no pool {uuid}"));
                 }
             }
-            Action::CreateMember { pool, member } => {
-                let pool = self.pool_uuid(pool)?;
-                let uuid = self.id();
-                let rule = self.rule;
-                let p = self.pool(pool)?;
-                if rule == MemberRule::Strict
-                    && p.members
-                        .iter()
-                        .any(|m| m.member.endpoint() == member.endpoint())
-                {
-                    return Err(format!(
-                        "address: the pool already has a member for {} port {}",
-                        member.address, member.protocol_port
-                    ));
-                }
-                p.members.push(ActualMember {
-                    uuid,
-                    member: member.clone(),
-                    enabled: true,
-                    health: MonitorStatus::Up,
-                });
-            }
+            Action::CreateMember { pool, member } => self.create_member(pool, member)?,
             Action::EnableMember { pool, uuid, .. } => self.member(*pool, *uuid)?.enabled = true,
             Action::RenameMember { pool, uuid, to, .. } => {
                 self.member(*pool, *uuid)?.member.name = to.clone()
@@ -240,86 +202,16 @@ impl Sim {
                     return Err(format!("no member {uuid}"));
                 }
             }
-            Action::CreateListener { pool, listener } => {
-                let pool = self.pool_uuid(pool)?;
-                self.check_free(&listener.key(), None)?;
-                let uuid = self.id();
-                let p = self.pool(pool)?;
-                let udp_pool = p.family() == Family::Udp;
-                if udp_pool != (listener.protocol == ListenerProtocol::Udp) {
-                    return Err("protocol: the listener protocol does not fit the pool".into());
-                }
-                p.listeners.push(ActualListener {
-                    uuid,
-                    listener: listener.clone(),
-                });
-            }
+            Action::CreateListener { pool, listener } => self.create_listener(pool, listener)?,
             Action::UpdateListener { uuid, changes, .. } => {
-                let mut l = self.listener(*uuid)?.clone();
-                if let Some(v) = &changes.name {
-                    l.name = v.clone();
-                }
-                if let Some(v) = &changes.protocol {
-                    l.protocol = v.clone();
-                }
-                if let Some(v) = changes.port {
-                    l.port = v;
-                }
-                if let Some(v) = &changes.allowed_cidrs {
-                    l.allowed_cidrs = v.clone();
-                }
-                if let Some(v) = changes.timeout_client_data_ms {
-                    l.timeout_client_data_ms = v;
-                }
-                if let Some(v) = changes.timeout_member_connect_ms {
-                    l.timeout_member_connect_ms = v;
-                }
-                if let Some(v) = changes.timeout_member_data_ms {
-                    l.timeout_member_data_ms = v;
-                }
+                let l = changed_listener(self.listener(*uuid)?.clone(), changes);
                 self.check_free(&l.key(), Some(*uuid))?;
                 *self.listener(*uuid)? = l;
             }
-            Action::DeleteListener { uuid, .. } => {
-                let lb = self.lb()?;
-                let before = count_listeners(lb);
-                for p in &mut lb.pools {
-                    p.listeners.retain(|l| l.uuid != *uuid);
-                }
-                lb.orphan_listeners.retain(|l| l.uuid != *uuid);
-                if count_listeners(lb) == before {
-                    return Err(format!("no listener {uuid}"));
-                }
-            }
-            Action::CreateMonitor { pool, monitor } => {
-                let pool = self.pool_uuid(pool)?;
-                let uuid = self.id();
-                let p = self.pool(pool)?;
-                if !p.monitors.is_empty() {
-                    return Err("pool: the pool already has a health monitor".into());
-                }
-                p.monitors.push(ActualMonitor {
-                    uuid,
-                    monitor: monitor.clone(),
-                });
-            }
+            Action::DeleteListener { uuid, .. } => self.delete_listener(*uuid)?,
+            Action::CreateMonitor { pool, monitor } => self.create_monitor(pool, monitor)?,
             Action::UpdateMonitor { uuid, changes, .. } => {
-                let m = self.monitor(*uuid)?;
-                if let Some(v) = changes.delay_s {
-                    m.delay_s = v;
-                }
-                if let Some(v) = changes.timeout_s {
-                    m.timeout_s = v;
-                }
-                if let Some(v) = changes.up_threshold {
-                    m.up_threshold = v;
-                }
-                if let Some(v) = changes.down_threshold {
-                    m.down_threshold = v;
-                }
-                if let Some(h) = &changes.http {
-                    m.http = Some(h.clone());
-                }
+                change_monitor(self.monitor(*uuid)?, changes)
             }
             Action::DeleteMonitor { uuid, .. } => {
                 let lb = self.lb()?;
@@ -334,6 +226,93 @@ impl Sim {
                 }
             }
         }
+        Ok(())
+    }
+
+    fn create_lb(&mut self, name: &str, flavor: &str, zone: &Option<String>) -> Result<(), String> {
+        if self.lb.is_some() {
+            return Err("a load balancer exists already".into());
+        }
+        let uuid = self.id();
+        self.lb = Some(ActualLb {
+            uuid,
+            name: name.to_string(),
+            flavor: flavor.to_string(),
+            zone: zone.clone().unwrap_or_else(|| "rma1".into()),
+            status: LoadBalancerStatus::Running,
+            vips: Vec::new(),
+            pools: Vec::new(),
+            orphan_listeners: Vec::new(),
+            floating_ips: Vec::new(),
+            tags: Tags::new(),
+        });
+        Ok(())
+    }
+
+    fn create_member(&mut self, pool: &PoolRef, member: &Member) -> Result<(), String> {
+        let pool = self.pool_uuid(pool)?;
+        let uuid = self.id();
+        let rule = self.rule;
+        let p = self.pool(pool)?;
+        if rule == MemberRule::Strict
+            && p.members
+                .iter()
+                .any(|m| m.member.endpoint() == member.endpoint())
+        {
+            return Err(format!(
+                "address: the pool already has a member for {} port {}",
+                member.address, member.protocol_port
+            ));
+        }
+        p.members.push(ActualMember {
+            uuid,
+            member: member.clone(),
+            enabled: true,
+            health: MonitorStatus::Up,
+        });
+        Ok(())
+    }
+
+    fn create_listener(&mut self, pool: &PoolRef, listener: &Listener) -> Result<(), String> {
+        let pool = self.pool_uuid(pool)?;
+        self.check_free(&listener.key(), None)?;
+        let uuid = self.id();
+        let p = self.pool(pool)?;
+        let udp_pool = p.family() == Family::Udp;
+        if udp_pool != (listener.protocol == ListenerProtocol::Udp) {
+            return Err("protocol: the listener protocol does not fit the pool".into());
+        }
+        p.listeners.push(ActualListener {
+            uuid,
+            listener: listener.clone(),
+        });
+        Ok(())
+    }
+
+    fn delete_listener(&mut self, uuid: Uuid) -> Result<(), String> {
+        let lb = self.lb()?;
+        let before = count_listeners(lb);
+        for p in &mut lb.pools {
+            p.listeners.retain(|l| l.uuid != uuid);
+        }
+        lb.orphan_listeners.retain(|l| l.uuid != uuid);
+        if count_listeners(lb) == before {
+            return Err(format!("no listener {uuid}"));
+        }
+        Ok(())
+    }
+
+    fn create_monitor(&mut self, pool: &PoolRef, monitor: &Monitor) -> Result<(), String> {
+        let pool = self.pool_uuid(pool)?;
+        let uuid = self.id();
+        let p = self.pool(pool)?;
+        if !p.monitors.is_empty() {
+            return Err("pool: the pool already has a health monitor".into());
+        }
+        p.monitors.push(ActualMonitor {
+            uuid,
+            monitor: monitor.clone(),
+        });
         Ok(())
     }
 
@@ -416,4 +395,49 @@ pub fn wrong_routes(initial: &[Route], desired: &DesiredLb, now: &[Route]) -> Ve
 
 fn count_listeners(lb: &ActualLb) -> usize {
     lb.pools.iter().map(|p| p.listeners.len()).sum::<usize>() + lb.orphan_listeners.len()
+}
+
+/// `l` with `changes` made to it.
+fn changed_listener(mut l: Listener, changes: &ListenerChanges) -> Listener {
+    if let Some(v) = &changes.name {
+        l.name = v.clone();
+    }
+    if let Some(v) = &changes.protocol {
+        l.protocol = v.clone();
+    }
+    if let Some(v) = changes.port {
+        l.port = v;
+    }
+    if let Some(v) = &changes.allowed_cidrs {
+        l.allowed_cidrs = v.clone();
+    }
+    if let Some(v) = changes.timeout_client_data_ms {
+        l.timeout_client_data_ms = v;
+    }
+    if let Some(v) = changes.timeout_member_connect_ms {
+        l.timeout_member_connect_ms = v;
+    }
+    if let Some(v) = changes.timeout_member_data_ms {
+        l.timeout_member_data_ms = v;
+    }
+    l
+}
+
+/// Makes `changes` to the monitor `m`.
+fn change_monitor(m: &mut Monitor, changes: &MonitorChanges) {
+    if let Some(v) = changes.delay_s {
+        m.delay_s = v;
+    }
+    if let Some(v) = changes.timeout_s {
+        m.timeout_s = v;
+    }
+    if let Some(v) = changes.up_threshold {
+        m.up_threshold = v;
+    }
+    if let Some(v) = changes.down_threshold {
+        m.down_threshold = v;
+    }
+    if let Some(h) = &changes.http {
+        m.http = Some(h.clone());
+    }
 }
