@@ -510,6 +510,46 @@ pub fn member_health(
     member: Uuid,
     until: Time,
 ) -> Vec<(Time, Health)> {
+    let points = member_change_points(dp, lb, member, until);
+    let mut run = HealthRun {
+        events: Vec::new(),
+        monitor_id: None,
+        delay: delta_from_secs(2.0),
+        next_check: None,
+        state: Health::Absent,
+        ok_run: 0,
+        fail_run: 0,
+    };
+    for (i, &start) in points.iter().enumerate() {
+        let last = i + 1 == points.len();
+        let end = points.get(i + 1).copied().unwrap_or(until);
+        let cfg = lb.config_at(start);
+        let m = cfg.and_then(|c| c.member(member));
+        let Some(m) = m else {
+            run.unchecked(start, Health::Absent);
+            continue;
+        };
+        let mon = cfg.and_then(|c| c.monitors.iter().find(|x| x.pool == m.pool));
+        let Some(mon) = mon else {
+            run.unchecked(start, Health::NoMonitor);
+            continue;
+        };
+        run.monitor(start, mon);
+        let Some(check) = run.next_check else {
+            continue;
+        };
+        if check > end || (check == end && !last) {
+            continue;
+        }
+        let outcome = check_succeeds(dp, m, mon, start);
+        run.checks(check, end, last, outcome, mon);
+    }
+    run.events
+}
+
+/// The moments up to `until` at which a member's checks may change outcome: the load
+/// balancer's configuration changes and the changes of what its address answers.
+fn member_change_points(dp: &DataPlane, lb: &LbHistory, member: Uuid, until: Time) -> Vec<Time> {
     let mut points: Vec<Time> = Vec::new();
     lb.boundaries(&mut points);
     let configs = lb.ops.iter().filter_map(|o| o.config.member(member));
@@ -529,94 +569,94 @@ pub fn member_health(
     points.retain(|t| *t <= until);
     points.sort();
     points.dedup();
+    points
+}
 
-    let mut events: Vec<(Time, Health)> = Vec::new();
-    let push = |events: &mut Vec<(Time, Health)>, t: Time, h: Health| {
-        if events.last().map(|(_, last)| *last) != Some(h) {
-            events.push((t, h));
+/// The check state of one member, carried across the segments between change points, and
+/// the health changes found so far.
+struct HealthRun {
+    events: Vec<(Time, Health)>,
+    monitor_id: Option<Uuid>,
+    delay: chrono::TimeDelta,
+    next_check: Option<Time>,
+    state: Health,
+    ok_run: i64,
+    fail_run: i64,
+}
+
+impl HealthRun {
+    /// Records `h` at `t` unless it is the current health already.
+    fn push(&mut self, t: Time, h: Health) {
+        if self.events.last().map(|(_, last)| *last) != Some(h) {
+            self.events.push((t, h));
         }
-    };
-    // Check state carried across segments.
-    let mut monitor_id: Option<Uuid> = None;
-    let mut delay = delta_from_secs(2.0);
-    let mut next_check: Option<Time> = None;
-    let mut state = Health::Absent;
-    let (mut ok_run, mut fail_run) = (0i64, 0i64);
+    }
 
-    for (i, &start) in points.iter().enumerate() {
-        let end = points.get(i + 1).copied().unwrap_or(until);
-        let cfg = lb.config_at(start);
-        let m = cfg.and_then(|c| c.member(member));
-        let Some(m) = m else {
-            state = Health::Absent;
-            monitor_id = None;
-            next_check = None;
-            push(&mut events, start, state);
-            continue;
-        };
-        let mon = cfg.and_then(|c| c.monitors.iter().find(|x| x.pool == m.pool));
-        let Some(mon) = mon else {
-            state = Health::NoMonitor;
-            monitor_id = None;
-            next_check = None;
-            push(&mut events, start, state);
-            continue;
-        };
+    /// From `start` the member is not checked (`Absent` or `NoMonitor`).
+    fn unchecked(&mut self, start: Time, health: Health) {
+        self.state = health;
+        self.monitor_id = None;
+        self.next_check = None;
+        self.push(start, health);
+    }
+
+    /// From `start` the member is under `mon`.
+    fn monitor(&mut self, start: Time, mon: &MonitorCfg) {
         let new_delay = delta_from_secs(mon.delay_s.max(1) as f64);
-        if monitor_id != Some(mon.uuid) || matches!(state, Health::Absent | Health::NoMonitor) {
+        if self.monitor_id != Some(mon.uuid)
+            || matches!(self.state, Health::Absent | Health::NoMonitor)
+        {
             // A new monitor (or a member newly under one) starts from scratch.
-            monitor_id = Some(mon.uuid);
-            state = Health::Changing;
-            ok_run = 0;
-            fail_run = 0;
-            delay = new_delay;
-            next_check = Some(start + delay);
-            push(&mut events, start, state);
-        } else if new_delay != delay {
+            self.monitor_id = Some(mon.uuid);
+            self.state = Health::Changing;
+            self.ok_run = 0;
+            self.fail_run = 0;
+            self.delay = new_delay;
+            self.next_check = Some(start + self.delay);
+            self.push(start, self.state);
+        } else if new_delay != self.delay {
             // A changed interval takes effect from the change on.
-            delay = new_delay;
-            next_check = Some(start + delay);
+            self.delay = new_delay;
+            self.next_check = Some(start + self.delay);
         }
-        let Some(mut check) = next_check else {
-            continue;
-        };
-        if check > end || (check == end && i + 1 < points.len()) {
-            continue;
-        }
-        let outcome = check_succeeds(dp, m, mon, start);
-        let step = delay.num_microseconds().unwrap_or(1).max(1);
+    }
+
+    /// Counts the checks from `check` to `end`, all with `outcome`, and the health they
+    /// reach; `last`: the segment is the last one.
+    fn checks(&mut self, check: Time, end: Time, last: bool, outcome: bool, mon: &MonitorCfg) {
+        let step = self.delay.num_microseconds().unwrap_or(1).max(1);
         let span = (end - check).num_microseconds().unwrap_or(0);
         // Checks at check, check+delay, ... strictly before `end`; the last segment also
         // counts a check falling exactly on `until`, so "now" sees its own check.
-        let count = match (span, i + 1 == points.len()) {
+        let count = match (span, last) {
             (s, _) if s < 0 => 0,
             (s, true) => s / step + 1,
             (0, false) => 0,
             (s, false) => (s - 1) / step + 1,
         };
         if outcome {
-            fail_run = 0;
-            let need = mon.up_threshold.max(1) - ok_run;
-            if state != Health::Up && need <= count {
-                let at = check + chrono::TimeDelta::microseconds(step * (need - 1).max(0));
-                state = Health::Up;
-                push(&mut events, at, state);
-            }
-            ok_run += count;
+            self.fail_run = 0;
+            let need = mon.up_threshold.max(1) - self.ok_run;
+            self.reach(Health::Up, need, count, check, step);
+            self.ok_run += count;
         } else {
-            ok_run = 0;
-            let need = mon.down_threshold.max(1) - fail_run;
-            if state != Health::Down && need <= count {
-                let at = check + chrono::TimeDelta::microseconds(step * (need - 1).max(0));
-                state = Health::Down;
-                push(&mut events, at, state);
-            }
-            fail_run += count;
+            self.ok_run = 0;
+            let need = mon.down_threshold.max(1) - self.fail_run;
+            self.reach(Health::Down, need, count, check, step);
+            self.fail_run += count;
         }
-        check += chrono::TimeDelta::microseconds(step * count);
-        next_check = Some(check);
+        self.next_check = Some(check + chrono::TimeDelta::microseconds(step * count));
     }
-    events
+
+    /// Turns to `health` at the `need`th of `count` checks `step` µs apart from `check`,
+    /// if there are that many and it is not the health already.
+    fn reach(&mut self, health: Health, need: i64, count: i64, check: Time, step: i64) {
+        if self.state != health && need <= count {
+            let at = check + chrono::TimeDelta::microseconds(step * (need - 1).max(0));
+            self.state = health;
+            self.push(at, health);
+        }
+    }
 }
 
 /// The health at `t` from a list of changes.
@@ -795,6 +835,42 @@ pub fn availability(
     propagation: f64,
 ) -> Option<Vec<EntryAvailability>> {
     let lb = dp.lbs.get(&lb_id)?;
+    let entries = entry_addresses(dp, lb_id, lb);
+    let health: Vec<(Uuid, Vec<(Time, Health)>)> = member_ids(lb)
+        .iter()
+        .map(|m| (*m, member_health(dp, lb, *m, to)))
+        .collect();
+    let mut points = availability_change_points(dp, lb, from, &health, propagation);
+    // The whole life, for when each entry first served (`first_served_at`).
+    let life: Vec<Time> = points
+        .iter()
+        .copied()
+        .filter(|t| *t >= lb.created_at && *t < to)
+        .collect();
+    points.retain(|t| *t >= from && *t < to);
+
+    let probe = Probe {
+        dp,
+        lb_id,
+        lb,
+        client,
+        health: &health,
+        propagation,
+        points: &points,
+        life: &life,
+        to,
+    };
+    let mut out = Vec::new();
+    for entry in &entries {
+        for (protocol, port) in listener_keys(lb) {
+            out.push(probe.entry(*entry, protocol, port));
+        }
+    }
+    Some(out)
+}
+
+/// The ways into `lb`: its VIPs, then every floating IP ever assigned to it.
+fn entry_addresses(dp: &DataPlane, lb_id: Uuid, lb: &LbHistory) -> Vec<(IpAddr, EntryKind)> {
     let mut entries: Vec<(IpAddr, EntryKind)> =
         lb.vips.iter().map(|a| (*a, EntryKind::Vip)).collect();
     for e in &dp.floating {
@@ -802,21 +878,31 @@ pub fn availability(
             entries.push((e.address, EntryKind::FloatingIp));
         }
     }
+    entries
+}
+
+/// Every member any applied configuration had, in first-seen order.
+fn member_ids(lb: &LbHistory) -> Vec<Uuid> {
     let mut members: Vec<Uuid> = Vec::new();
     for m in lb.ops.iter().flat_map(|o| o.config.members.iter()) {
         if !members.contains(&m.uuid) {
             members.push(m.uuid);
         }
     }
-    let health: Vec<(Uuid, Vec<(Time, Health)>)> = members
-        .iter()
-        .map(|m| (*m, member_health(dp, lb, *m, to)))
-        .collect();
+    members
+}
 
-    // Every moment at which the answer may change.
+/// Every moment at which the answer may change, sorted and without repeats.
+fn availability_change_points(
+    dp: &DataPlane,
+    lb: &LbHistory,
+    from: Time,
+    health: &[(Uuid, Vec<(Time, Health)>)],
+    propagation: f64,
+) -> Vec<Time> {
     let mut points = vec![from, lb.created_at];
     lb.boundaries(&mut points);
-    for (_, ev) in &health {
+    for (_, ev) in health {
         points.extend(ev.iter().map(|(t, _)| *t));
     }
     let mut ports: BTreeMap<IpAddr, Vec<u16>> = BTreeMap::new();
@@ -837,263 +923,80 @@ pub fn availability(
     }
     points.sort();
     points.dedup();
-    // The whole life, for when each entry first served (`first_served_at`).
-    let life: Vec<Time> = points
-        .iter()
-        .copied()
-        .filter(|t| *t >= lb.created_at && *t < to)
-        .collect();
-    points.retain(|t| *t >= from && *t < to);
+    points
+}
 
-    let mut out = Vec::new();
-    for entry in &entries {
-        for (protocol, port) in listener_keys(lb) {
-            let fails = |t: Time| {
-                failure_at(
-                    dp,
-                    lb_id,
-                    lb,
-                    *entry,
-                    &protocol,
-                    port,
-                    client,
-                    &health,
-                    propagation,
-                    t,
-                )
-            };
-            let mut down: Vec<DownInterval> = Vec::new();
-            for (i, &t) in points.iter().enumerate() {
-                let end = points.get(i + 1).copied().unwrap_or(to);
-                if let Some(reason) = fails(t) {
-                    match down.last_mut() {
-                        Some(last) if last.to == t && last.reason == reason => last.to = end,
-                        _ => down.push(DownInterval {
-                            from: t,
-                            to: end,
-                            reason,
-                        }),
-                    }
-                }
-            }
-            // A fold from +0.0: an empty f64 sum is -0.0, which reads oddly in JSON.
-            let downtime_s = down.iter().fold(0.0, |acc, d| {
-                acc + (d.to - d.from).num_microseconds().unwrap_or(0) as f64 / 1e6
-            });
-            let first_served_at = life.iter().copied().find(|t| fails(*t).is_none());
-            let [before, serving, after] = split_by_life(&down, first_served_at, lb.deleted_at);
-            out.push(EntryAvailability {
-                address: entry.0,
-                kind: entry.1,
-                protocol,
+/// What one `availability` call asks every entry and listener about: `points` are the
+/// change points within the window, `life` those since the load balancer was created.
+struct Probe<'a> {
+    dp: &'a DataPlane,
+    lb_id: Uuid,
+    lb: &'a LbHistory,
+    client: IpAddr,
+    health: &'a [(Uuid, Vec<(Time, Health)>)],
+    propagation: f64,
+    points: &'a [Time],
+    life: &'a [Time],
+    to: Time,
+}
+
+impl Probe<'_> {
+    /// The availability of one entry address and listener.
+    fn entry(&self, entry: (IpAddr, EntryKind), protocol: String, port: u16) -> EntryAvailability {
+        let fails = |t: Time| {
+            failure_at(
+                self.dp,
+                self.lb_id,
+                self.lb,
+                entry,
+                &protocol,
                 port,
-                down,
-                downtime_s,
-                first_served_at,
-                downtime_before_serving_s: before,
-                downtime_serving_s: serving,
-                downtime_after_deletion_s: after,
-            });
+                self.client,
+                self.health,
+                self.propagation,
+                t,
+            )
+        };
+        let down = self.down_intervals(fails);
+        // A fold from +0.0: an empty f64 sum is -0.0, which reads oddly in JSON.
+        let downtime_s = down.iter().fold(0.0, |acc, d| {
+            acc + (d.to - d.from).num_microseconds().unwrap_or(0) as f64 / 1e6
+        });
+        let first_served_at = self.life.iter().copied().find(|t| fails(*t).is_none());
+        let [before, serving, after] = split_by_life(&down, first_served_at, self.lb.deleted_at);
+        EntryAvailability {
+            address: entry.0,
+            kind: entry.1,
+            protocol,
+            port,
+            down,
+            downtime_s,
+            first_served_at,
+            downtime_before_serving_s: before,
+            downtime_serving_s: serving,
+            downtime_after_deletion_s: after,
         }
     }
-    Some(out)
+
+    /// The window's down intervals, adjacent ones of the same reason merged.
+    fn down_intervals(&self, fails: impl Fn(Time) -> Option<&'static str>) -> Vec<DownInterval> {
+        let mut down: Vec<DownInterval> = Vec::new();
+        for (i, &t) in self.points.iter().enumerate() {
+            let end = self.points.get(i + 1).copied().unwrap_or(self.to);
+            if let Some(reason) = fails(t) {
+                match down.last_mut() {
+                    Some(last) if last.to == t && last.reason == reason => last.to = end,
+                    _ => down.push(DownInterval {
+                        from: t,
+                        to: end,
+                        reason,
+                    }),
+                }
+            }
+        }
+        down
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backends_answer_the_last_declaration_at_or_before_a_time_and_dump_as_a_list() {
-        let t0 = chrono::DateTime::UNIX_EPOCH;
-        let at = |s: f64| t0 + delta_from_secs(s);
-        let a: IpAddr = "10.0.0.1".parse().expect("ip");
-        let b = |tcp: bool| Behaviour {
-            tcp,
-            udp: false,
-            http_status: if tcp { 200 } else { 0 },
-        };
-        let decl = |t: f64, port: Option<u16>, behaviour: Option<Behaviour>| BackendDecl {
-            at: at(t),
-            address: a,
-            port,
-            behaviour,
-        };
-        let mut dp = DataPlane::default();
-        dp.backends.push(decl(1.0, Some(80), Some(b(false))));
-        dp.backends.push(decl(2.0, None, Some(b(false))));
-        dp.backends.push(decl(3.0, Some(80), None));
-        // Two at one moment: the later one counts, as it did in a flat list.
-        dp.backends.push(decl(3.0, Some(443), Some(b(false))));
-        dp.backends.push(decl(3.0, Some(443), Some(b(true))));
-        assert_eq!(dp.behaviour(a, 80, at(0.5)), Behaviour::default());
-        assert_eq!(dp.behaviour(a, 80, at(1.0)), b(false));
-        // Port 80 back to the default: the address-wide declaration applies.
-        assert_eq!(dp.behaviour(a, 80, at(3.0)), b(false));
-        assert_eq!(dp.behaviour(a, 443, at(3.0)), b(true));
-        assert_eq!(dp.behaviour(a, 22, at(1.5)), Behaviour::default());
-        let mut points = Vec::new();
-        dp.backends.change_points(a, &[80], &mut points);
-        points.sort();
-        assert_eq!(points, [at(1.0), at(2.0), at(3.0)]);
-
-        let dumped = serde_json::to_value(&dp.backends).expect("json");
-        assert_eq!(dumped.as_array().map(Vec::len), Some(5));
-        let back: Backends = serde_json::from_value(dumped).expect("restore");
-        assert_eq!(back.latest(a, Some(443), at(3.0)), Some(Some(b(true))));
-    }
-
-    /// A load balancer provisioning for 60 s, down 10 s while it served, deleted at 200 s
-    /// and asked about until 500 s: 60 s before serving, 10 s serving, 300 s after deletion.
-    #[test]
-    fn downtime_splits_into_before_serving_serving_and_after_deletion() {
-        let t0 = chrono::DateTime::UNIX_EPOCH;
-        let at = |s: f64| t0 + delta_from_secs(s);
-        let down = |a: f64, b: f64, reason| DownInterval {
-            from: at(a),
-            to: at(b),
-            reason,
-        };
-        let intervals = [
-            down(0.0, 60.0, "load balancer not provisioned"),
-            down(100.0, 110.0, "no listener"),
-            down(200.0, 500.0, "load balancer deleted"),
-        ];
-        let [before, serving, after] = split_by_life(&intervals, Some(at(60.0)), Some(at(200.0)));
-        assert_eq!((before, serving, after), (60.0, 10.0, 300.0));
-        // Still alive: nothing after deletion.
-        let [_, serving, after] = split_by_life(&intervals[..2], Some(at(60.0)), None);
-        assert_eq!((serving, after), (10.0, 0.0));
-        // Never served: everything before the deletion counts as before serving.
-        let never = [
-            down(0.0, 200.0, "no member up"),
-            down(200.0, 500.0, "load balancer deleted"),
-        ];
-        let [before, serving, after] = split_by_life(&never, None, Some(at(200.0)));
-        assert_eq!((before, serving, after), (200.0, 0.0, 300.0));
-        // An interval across the first service is cut there.
-        let [before, serving, _] =
-            split_by_life(&[down(50.0, 70.0, "no listener")], Some(at(60.0)), None);
-        assert_eq!((before, serving), (10.0, 10.0));
-        assert!(!split_by_life(&[], None, None)[0].is_sign_negative());
-    }
-
-    #[test]
-    fn forgetting_keeps_every_answer_about_later_times() {
-        let t0 = chrono::DateTime::UNIX_EPOCH;
-        let at = |s: f64| t0 + delta_from_secs(s);
-        let a: IpAddr = "10.0.0.1".parse().expect("ip");
-        let (pool, member) = (Uuid::from_u128(1), Uuid::from_u128(2));
-        let monitor = MonitorCfg {
-            uuid: Uuid::from_u128(3),
-            pool,
-            kind: "tcp".into(),
-            delay_s: 2,
-            up_threshold: 3,
-            down_threshold: 2,
-            http: None,
-        };
-        let config = |port: u16| {
-            let m = MemberCfg {
-                uuid: member,
-                pool,
-                address: a,
-                protocol_port: port,
-                monitor_port: None,
-                enabled: true,
-            };
-            LbConfig::new(Vec::new(), vec![m], vec![monitor.clone()])
-        };
-        let op = |t: f64, port: u16| AppliedOp {
-            requested_at: at(t),
-            effective_at: at(t),
-            operation: format!("member port {port}"),
-            config: config(port),
-        };
-        let lb = |deleted: Option<f64>| LbHistory {
-            name: "lb".into(),
-            tags: BTreeMap::new(),
-            created_at: at(0.0),
-            ready_at: at(5.0),
-            deleted_at: deleted.map(at),
-            vips: Vec::new(),
-            ops: vec![op(10.0, 80), op(20.0, 81), op(400.0, 82)],
-        };
-        let mut dp = DataPlane::default();
-        for (i, deleted) in [None, Some(250.0), Some(350.0)].into_iter().enumerate() {
-            dp.lbs.insert(Uuid::from_u128(10 + i as u128), lb(deleted));
-        }
-        let host = Uuid::from_u128(20);
-        dp.record_host(host, "node-1", vec![a], at(0.0), &[(at(0.0), true)]);
-        dp.record_host(host, "node-1", vec![a], at(100.0), &[(at(100.0), false)]);
-        dp.record_host(host, "node-1", vec![a], at(200.0), &[(at(200.0), true)]);
-        dp.record_host(host, "node-1", vec![a], at(500.0), &[(at(500.0), false)]);
-        for (t, port, default) in [
-            (1.0, 80, false),
-            (2.0, 80, false),
-            (450.0, 80, false),
-            (3.0, 81, false),
-            (4.0, 82, false),
-            (6.0, 82, true),
-        ] {
-            dp.backends.push(BackendDecl {
-                at: at(t),
-                address: a,
-                port: Some(port),
-                behaviour: (!default).then_some(Behaviour {
-                    http_status: 204,
-                    ..Behaviour::default()
-                }),
-            });
-        }
-        let fip: IpAddr = "192.0.2.1".parse().expect("ip");
-        for (t, lb) in [(5.0, 10), (12.0, 11), (420.0, 10)] {
-            dp.record_floating(fip, Some(Uuid::from_u128(lb)), at(t));
-        }
-        let live = Uuid::from_u128(10);
-        let health = |dp: &DataPlane, t: f64| {
-            let lb = &dp.lbs[&live];
-            health_at(&member_health(dp, lb, member, at(t)), at(t))
-        };
-        // What the data plane answers at times after the cut-off.
-        let answers = |dp: &DataPlane| -> Vec<_> {
-            [300.0, 405.0, 420.0, 600.0]
-                .iter()
-                .map(|t| {
-                    (
-                        health(dp, *t),
-                        dp.behaviour(a, 80, at(*t)),
-                        dp.lbs[&live].config_at(at(*t)).cloned(),
-                    )
-                })
-                .collect()
-        };
-        let before = answers(&dp);
-
-        dp.forget_before(at(300.0));
-        assert_eq!(
-            dp.lbs.len(),
-            2,
-            "the load balancer deleted at 250 s is forgotten"
-        );
-        let ops: Vec<_> = dp.lbs[&live].ops.iter().map(|o| o.effective_at).collect();
-        assert_eq!(ops, [at(20.0), at(400.0)]);
-        assert_eq!(dp.hosts[&host].log, [(at(200.0), true), (at(500.0), false)]);
-        // Port 80's last two and 81's one; 82 was back to the default long before.
-        assert_eq!(dp.backends.iter().count(), 3);
-        let floating: Vec<_> = dp.floating.iter().map(|e| e.at).collect();
-        assert_eq!(floating, [at(12.0), at(420.0)]);
-        let after = answers(&dp);
-        assert_eq!(after, before);
-        assert_eq!(before[2].0, Health::Up);
-    }
-
-    #[test]
-    fn expected_codes_accept_single_codes_and_ranges() {
-        let codes = vec!["200".to_string(), "300-302".to_string()];
-        assert!(code_matches(&codes, 200));
-        assert!(code_matches(&codes, 301));
-        assert!(!code_matches(&codes, 204));
-        assert!(!code_matches(&["x-y".to_string()], 200));
-    }
-}
+mod tests;

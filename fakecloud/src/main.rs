@@ -7,7 +7,7 @@ use fakecloud::{
     apply_seed, parse_seed,
 };
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// In-memory fake of the cloudscale.ch API, for tests and demos.
 #[derive(Debug, Parser)]
@@ -89,30 +89,33 @@ fn main() -> std::process::ExitCode {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     init_logging(&args.log_format)?;
+    let config = config_from_args(&args)?;
+    let app = App::new(config);
+    if let Some(path) = &args.seed {
+        load_seed(&app, path, &args.default_zone)?;
+    }
+    let fc = FakeCloud::start_app(app)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    // Before the banner: a script that signals once it has read it must not meet the
+    // default action (an exit that is not success).
+    let signals = Signals::install()?;
+    print_banner(&args, &fc);
+    signals.wait().await;
+    tracing::info!("shutting down");
+    fc.shutdown().await;
+    Ok(())
+}
+
+/// The server's configuration, every flag checked (the first bad one reported).
+fn config_from_args(args: &Args) -> anyhow::Result<Config> {
     if !(args.time_scale.is_finite() && args.time_scale > 0.0) {
         bail!(
             "--time-scale must be a positive number, got {}",
             args.time_scale
         );
     }
-    let defaults = Timing::default();
-    let timing = Timing {
-        server_create_s: args.server_delay.unwrap_or(defaults.server_create_s),
-        server_action_s: args.server_delay.unwrap_or(defaults.server_action_s),
-        lb_provision_s: args.lb_provision_delay,
-        lb_reconfigure_s: args.lb_reconfigure_delay,
-        floating_ip_propagation_s: args.floating_ip_delay,
-    };
-    for (flag, v) in [
-        ("--lb-provision-delay", timing.lb_provision_s),
-        ("--lb-reconfigure-delay", timing.lb_reconfigure_s),
-        ("--floating-ip-delay", timing.floating_ip_propagation_s),
-        ("--server-delay", timing.server_create_s),
-    ] {
-        if !(v.is_finite() && v >= 0.0) {
-            bail!("{flag} must be a non-negative number of seconds, got {v}");
-        }
-    }
+    let timing = timing_from_args(args)?;
     if let Some(url) = &args.public_url
         && !(url.starts_with("http://") || url.starts_with("https://"))
     {
@@ -135,10 +138,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         duplicate_members: strictness("--duplicate-members", &args.duplicate_members)?,
         non_http_monitor_http: strictness("--non-http-monitor-http", &args.non_http_monitor_http)?,
     };
-    let default_token = args.tokens.is_empty();
-    let config = Config {
+    Ok(Config {
         listen: args.listen,
-        tokens: if default_token {
+        tokens: if args.tokens.is_empty() {
             vec![DEFAULT_TOKEN.to_string()]
         } else {
             args.tokens.clone()
@@ -157,25 +159,48 @@ async fn run(args: Args) -> anyhow::Result<()> {
         timing,
         rules,
         ..Config::default()
+    })
+}
+
+/// The delays of the `--*-delay` flags, each a non-negative number of seconds.
+fn timing_from_args(args: &Args) -> anyhow::Result<Timing> {
+    let defaults = Timing::default();
+    let timing = Timing {
+        server_create_s: args.server_delay.unwrap_or(defaults.server_create_s),
+        server_action_s: args.server_delay.unwrap_or(defaults.server_action_s),
+        lb_provision_s: args.lb_provision_delay,
+        lb_reconfigure_s: args.lb_reconfigure_delay,
+        floating_ip_propagation_s: args.floating_ip_delay,
     };
-    let app = App::new(config);
-    if let Some(path) = &args.seed {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read seed file {}", path.display()))?;
-        let seed = parse_seed(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let summary = app
-            .write(|st, now| apply_seed(st, now, &args.default_zone, &seed))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        // The counts as `POST /_fake/seed` answers them: kinds the seed has none of left out.
-        let counts = serde_json::to_string(&summary).unwrap_or_default();
-        tracing::info!(%counts, seed = %path.display(), "seed loaded");
+    for (flag, v) in [
+        ("--lb-provision-delay", timing.lb_provision_s),
+        ("--lb-reconfigure-delay", timing.lb_reconfigure_s),
+        ("--floating-ip-delay", timing.floating_ip_propagation_s),
+        ("--server-delay", timing.server_create_s),
+    ] {
+        if !(v.is_finite() && v >= 0.0) {
+            bail!("{flag} must be a non-negative number of seconds, got {v}");
+        }
     }
-    let fc = FakeCloud::start_app(app)
-        .await
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
-    // Before the banner: a script that signals once it has read it must not meet the
-    // default action (an exit that is not success).
-    let signals = Signals::install()?;
+    Ok(timing)
+}
+
+/// Loads the `--seed` file into the store, as `POST /_fake/seed` would.
+fn load_seed(app: &App, path: &Path, default_zone: &str) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read seed file {}", path.display()))?;
+    let seed = parse_seed(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let summary = app
+        .write(|st, now| apply_seed(st, now, default_zone, &seed))
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    // The counts as `POST /_fake/seed` answers them: kinds the seed has none of left out.
+    let counts = serde_json::to_string(&summary).unwrap_or_default();
+    tracing::info!(%counts, seed = %path.display(), "seed loaded");
+    Ok(())
+}
+
+/// What a person starting the server needs: where it listens and how to reach it.
+fn print_banner(args: &Args, fc: &FakeCloud) {
     // The first line is machine-readable: scripts wait for it to learn the port.
     println!("fakecloud listening on http://{}", fc.addr());
     if args.public_url.is_some() {
@@ -186,7 +211,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         fc.api_url(),
         fc.base_url()
     );
-    if default_token {
+    if args.tokens.is_empty() {
         println!("token: {DEFAULT_TOKEN} (default; set your own with --token)");
     } else {
         println!(
@@ -197,10 +222,6 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     println!("admin API: {}/_fake/", fc.base_url());
     println!("console: {}/_fake/ui/", fc.base_url());
-    signals.wait().await;
-    tracing::info!("shutting down");
-    fc.shutdown().await;
-    Ok(())
 }
 
 fn parse_timestamps(s: &str) -> Result<Timestamps, String> {

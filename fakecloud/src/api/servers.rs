@@ -131,11 +131,27 @@ pub fn zone_field(body: &mut Body) -> Option<String> {
 }
 
 async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> ApiResult<Response> {
-    let mut body = parse_body(&bytes)?;
+    let body = parse_body(&bytes)?;
+    let mut new = read_new_server(body, &app.config().default_zone)?;
+    let timing = app.config().timing.server_create_s;
+    let id = app.write(|st, now| {
+        check_server_groups(st, &new.server_groups, &new.zone)?;
+        new.interfaces = with_default_network(st, now, &new.zone, new.interfaces);
+        insert_server(st, now, timing, new)
+    })?;
+    app.read(&base, |ctx| {
+        ctx.st.servers().get(&id).map(|s| created(s.render(ctx)))
+    })
+    .ok_or(ApiError::NotFound)
+}
+
+/// Reads and checks a creation request, field by field in the order the API reports them;
+/// the interfaces may still name the default private network by the nil UUID.
+fn read_new_server(mut body: Body, default_zone: &str) -> ApiResult<NewServer> {
     let name = body.string("name", true);
     let flavor = body.string("flavor", true);
     let image = body.string("image", true);
-    let zone = zone_field(&mut body).unwrap_or_else(|| app.config().default_zone.clone());
+    let zone = zone_field(&mut body).unwrap_or_else(|| default_zone.to_string());
     let volume_size_gb = body.int("volume_size_gb", false).unwrap_or(10);
     let bulk = body.int("bulk_volume_size_gb", false);
     let volumes = body.object_list("volumes");
@@ -152,23 +168,60 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
     let groups = body.string_list("server_groups").unwrap_or_default();
     let tags = body.tags().unwrap_or_default();
 
-    if let Some(f) = &flavor {
+    check_flavor(&mut body, flavor.as_deref(), &zone);
+    check_image(&mut body, image.as_deref());
+    check_volume_sizes(&mut body, volume_size_gb, bulk);
+    let extra_volumes = extra_volumes(&mut body, volumes.unwrap_or_default(), bulk);
+    let group_ids = server_group_ids(&mut body, &groups);
+    let (name, flavor, image) = match (name, flavor, image) {
+        (Some(n), Some(f), Some(i)) if body.ok_so_far() => (n, f, i),
+        _ => {
+            return Err(body
+                .finish()
+                .err()
+                .unwrap_or_else(|| ApiError::detail("invalid request")));
+        }
+    };
+    Ok(NewServer {
+        uuid: None,
+        name,
+        flavor,
+        image,
+        zone,
+        interfaces: interfaces.unwrap_or_else(|| default_interfaces(use_public, use_private)),
+        use_ipv6,
+        volume_size_gb,
+        extra_volumes,
+        server_groups: group_ids,
+        tags,
+        settled: None,
+    })
+}
+
+fn check_flavor(body: &mut Body, flavor: Option<&str>, zone: &str) {
+    if let Some(f) = flavor {
         match find_flavor(f) {
             None => body.error("flavor", format!("\"{f}\" is not a valid choice.")),
-            Some(fl) if !fl.zones.contains(&zone.as_str()) => body.error(
+            Some(fl) if !fl.zones.contains(&zone) => body.error(
                 "flavor",
                 format!("Flavor \"{f}\" is not available in zone {zone}."),
             ),
             Some(_) => {}
         }
     }
+}
+
+fn check_image(body: &mut Body, image: Option<&str>) {
     // Custom images (UUID or `custom:<slug>`) are resolved against the store on insert.
-    if let Some(i) = &image
+    if let Some(i) = image
         && find_image(i).is_none()
         && !crate::model::custom_images::may_name_custom_image(i)
     {
         body.error("image", format!("\"{i}\" is not a valid choice."));
     }
+}
+
+fn check_volume_sizes(body: &mut Body, volume_size_gb: i64, bulk: Option<i64>) {
     if volume_size_gb < 10 {
         body.error(
             "volume_size_gb",
@@ -180,8 +233,17 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
     {
         body.error("bulk_volume_size_gb", "The size must be a multiple of 100.");
     }
+}
+
+/// The volumes besides the root volume, as `(type, size_gb)`: those of the `volumes` field,
+/// then the bulk volume of `bulk_volume_size_gb`.
+fn extra_volumes(
+    body: &mut Body,
+    volumes: Vec<Map<String, Value>>,
+    bulk: Option<i64>,
+) -> Vec<(String, i64)> {
     let mut extra_volumes = Vec::new();
-    for v in volumes.unwrap_or_default() {
+    for v in volumes {
         let size = v.get("size_gb").and_then(Value::as_i64);
         let kind = v
             .get("type")
@@ -204,95 +266,79 @@ async fn create(AxState(app): AxState<App>, Base(base): Base, bytes: Bytes) -> A
     if let Some(b) = bulk.filter(|b| *b > 0) {
         extra_volumes.push(("bulk".to_string(), b));
     }
+    extra_volumes
+}
+
+fn server_group_ids(body: &mut Body, groups: &[String]) -> Vec<Uuid> {
     let mut group_ids = Vec::new();
-    for g in &groups {
+    for g in groups {
         match crate::request::parse_uuid(g) {
             Some(id) => group_ids.push(id),
             None => body.error("server_groups", crate::request::NOT_UUID),
         }
     }
-    let name = match (name, flavor, image) {
-        (Some(n), Some(f), Some(i)) if body.ok_so_far() => (n, f, i),
-        _ => {
-            return Err(body
-                .finish()
-                .err()
-                .unwrap_or_else(|| ApiError::detail("invalid request")));
-        }
-    };
-    let specs = match interfaces {
-        Some(specs) => specs,
-        None => {
-            let mut specs = Vec::new();
-            if use_public {
-                specs.push(InterfaceSpec::Public { v4: None, v6: None });
+    group_ids
+}
+
+/// The interfaces of a request without an `interfaces` field, from its
+/// `use_public_network` and `use_private_network` flags.
+fn default_interfaces(use_public: bool, use_private: bool) -> Vec<InterfaceSpec> {
+    let mut specs = Vec::new();
+    if use_public {
+        specs.push(InterfaceSpec::Public { v4: None, v6: None });
+    }
+    if use_private {
+        // Stands in for the project's default private network (not documented).
+        specs.push(InterfaceSpec::Private {
+            network: Some(Uuid::nil()),
+            addresses: None,
+        });
+    }
+    specs
+}
+
+/// Every server group asked for exists and is in the server's zone.
+fn check_server_groups(st: &State, group_ids: &[Uuid], zone: &str) -> ApiResult<()> {
+    for g in group_ids {
+        match st.server_groups.get(g) {
+            None => {
+                return Err(ApiError::field(
+                    "server_groups",
+                    format!("Invalid pk \"{g}\" - object does not exist."),
+                ));
             }
-            if use_private {
-                // Stands in for the project's default private network (not documented).
-                specs.push(InterfaceSpec::Private {
-                    network: Some(Uuid::nil()),
-                    addresses: None,
-                });
+            Some(sg) if sg.zone != zone => {
+                return Err(ApiError::field(
+                    "server_groups",
+                    "The server group is in another zone.",
+                ));
             }
-            specs
+            Some(_) => {}
         }
-    };
-    let timing = app.config().timing.server_create_s;
-    let id = app.write(|st, now| {
-        for g in &group_ids {
-            match st.server_groups.get(g) {
-                None => {
-                    return Err(ApiError::field(
-                        "server_groups",
-                        format!("Invalid pk \"{g}\" - object does not exist."),
-                    ));
-                }
-                Some(sg) if sg.zone != zone => {
-                    return Err(ApiError::field(
-                        "server_groups",
-                        "The server group is in another zone.",
-                    ));
-                }
-                Some(_) => {}
-            }
-        }
-        let specs = specs
-            .into_iter()
-            .map(|s| match s {
-                InterfaceSpec::Private {
-                    network: Some(n),
-                    addresses,
-                } if n.is_nil() => InterfaceSpec::Private {
-                    network: Some(crate::resources::networks::default_network(st, now, &zone)),
-                    addresses,
-                },
-                other => other,
-            })
-            .collect();
-        insert_server(
-            st,
-            now,
-            timing,
-            NewServer {
-                uuid: None,
-                name: name.0,
-                flavor: name.1,
-                image: name.2,
-                zone: zone.clone(),
-                interfaces: specs,
-                use_ipv6,
-                volume_size_gb,
-                extra_volumes,
-                server_groups: group_ids.clone(),
-                tags,
-                settled: None,
+    }
+    Ok(())
+}
+
+/// Replaces the nil-UUID stand-in by the zone's default private network, made if need be.
+fn with_default_network(
+    st: &mut State,
+    now: crate::clock::Time,
+    zone: &str,
+    specs: Vec<InterfaceSpec>,
+) -> Vec<InterfaceSpec> {
+    specs
+        .into_iter()
+        .map(|s| match s {
+            InterfaceSpec::Private {
+                network: Some(n),
+                addresses,
+            } if n.is_nil() => InterfaceSpec::Private {
+                network: Some(crate::resources::networks::default_network(st, now, zone)),
+                addresses,
             },
-        )
-    })?;
-    app.read(&base, |ctx| {
-        ctx.st.servers().get(&id).map(|s| created(s.render(ctx)))
-    })
-    .ok_or(ApiError::NotFound)
+            other => other,
+        })
+        .collect()
 }
 
 async fn update(

@@ -357,13 +357,48 @@ pub fn build_interfaces(
     existing: &[Interface],
     server: Option<Uuid>,
 ) -> Result<Vec<Interface>, String> {
-    let mut out: Vec<Interface> = Vec::new();
-    // Addresses chosen in this call, so two interfaces cannot get the same one.
-    let mut chosen: Vec<IpAddr> = Vec::new();
-    let taken_by_other = |addr: IpAddr, chosen: &[IpAddr]| {
-        chosen.contains(&addr)
+    let mut b = InterfaceBuilder {
+        st,
+        zone,
+        name,
+        use_ipv6,
+        existing,
+        server,
+        out: Vec::new(),
+        chosen: Vec::new(),
+    };
+    for spec in specs {
+        match spec {
+            InterfaceSpec::Public { v4, v6 } => b.public(*v4, *v6)?,
+            InterfaceSpec::Private { network, addresses } => {
+                b.private(*network, addresses.as_deref())?
+            }
+        }
+    }
+    Ok(b.out)
+}
+
+/// The state of one `build_interfaces` call: the interfaces built so far and the addresses
+/// they hold.
+struct InterfaceBuilder<'a> {
+    st: &'a State,
+    zone: &'a str,
+    name: &'a str,
+    use_ipv6: bool,
+    existing: &'a [Interface],
+    server: Option<Uuid>,
+    out: Vec<Interface>,
+    /// Addresses chosen in this call, so two interfaces cannot get the same one.
+    chosen: Vec<IpAddr>,
+}
+
+impl InterfaceBuilder<'_> {
+    /// Held by an interface built in this call, another server, a load balancer or a router.
+    fn taken_by_other(&self, addr: IpAddr) -> bool {
+        let st = self.st;
+        self.chosen.contains(&addr)
             || st.servers.values().any(|s| {
-                Some(s.uuid) != server
+                Some(s.uuid) != self.server
                     && s.interfaces
                         .iter()
                         .any(|i| i.addresses.iter().any(|a| a.address == addr))
@@ -373,158 +408,185 @@ pub fn build_interfaces(
                 .values()
                 .any(|l| l.vip_addresses.iter().any(|v| v.address == addr))
             || crate::model::routers::holds_address(st, addr)
-    };
-    for spec in specs {
-        match spec {
-            InterfaceSpec::Public { v4, v6 } => {
-                if out.iter().any(|i| i.public) {
-                    return Err("Only one public interface is allowed.".to_string());
+    }
+
+    fn public(&mut self, v4: Option<IpAddr>, v6: Option<IpAddr>) -> Result<(), String> {
+        if self.out.iter().any(|i| i.public) {
+            return Err("Only one public interface is allowed.".to_string());
+        }
+        if let Some(keep) = self.existing.iter().find(|i| i.public) {
+            self.out.push(keep.clone());
+            return Ok(());
+        }
+        let mut addresses = Vec::new();
+        let v4 = self.public_ip(v4, ranges::SERVER_V4, "No public IPv4 address left.")?;
+        addresses.push(public_address(self.zone, self.name, v4));
+        if self.use_ipv6 || v6.is_some() {
+            let v6 = self.public_ip(v6, ranges::SERVER_V6, "No public IPv6 address left.")?;
+            addresses.push(public_address(self.zone, self.name, v6));
+        }
+        self.out.push(Interface {
+            public: true,
+            network: public_network_uuid(self.zone),
+            addresses,
+        });
+        Ok(())
+    }
+
+    /// The fixed address asked for, or the next free one of `range`; it is then chosen.
+    fn public_ip(
+        &mut self,
+        fixed: Option<IpAddr>,
+        range: &str,
+        exhausted: &str,
+    ) -> Result<IpAddr, String> {
+        let ip = match fixed {
+            Some(a) => a,
+            None => self
+                .st
+                .allocate_public(range, &self.chosen)
+                .ok_or(exhausted)?,
+        };
+        if self.taken_by_other(ip) {
+            return Err(format!("The address {ip} is already in use."));
+        }
+        self.chosen.push(ip);
+        Ok(ip)
+    }
+
+    fn private(
+        &mut self,
+        network: Option<Uuid>,
+        addresses: Option<&[AddressSpec]>,
+    ) -> Result<(), String> {
+        let network = self.private_network(network, addresses)?;
+        let keep = self.existing.iter().find(|i| i.network == network);
+        let addrs = match (addresses, keep) {
+            (None, Some(keep)) => keep.addresses.clone(),
+            (None, None) => self.default_private_address(network)?,
+            (Some(specs), _) => {
+                let mut addrs = Vec::new();
+                for a in specs {
+                    addrs.push(self.requested_address(network, keep, a)?);
                 }
-                if let Some(keep) = existing.iter().find(|i| i.public) {
-                    out.push(keep.clone());
-                    continue;
-                }
-                let mut addresses = Vec::new();
-                let v4 = match v4 {
-                    Some(a) => *a,
-                    None => st
-                        .allocate_public(ranges::SERVER_V4, &chosen)
-                        .ok_or("No public IPv4 address left.")?,
-                };
-                if taken_by_other(v4, &chosen) {
-                    return Err(format!("The address {v4} is already in use."));
-                }
-                chosen.push(v4);
-                addresses.push(public_address(zone, name, v4));
-                if use_ipv6 || v6.is_some() {
-                    let v6 = match v6 {
-                        Some(a) => *a,
-                        None => st
-                            .allocate_public(ranges::SERVER_V6, &chosen)
-                            .ok_or("No public IPv6 address left.")?,
-                    };
-                    if taken_by_other(v6, &chosen) {
-                        return Err(format!("The address {v6} is already in use."));
-                    }
-                    chosen.push(v6);
-                    addresses.push(public_address(zone, name, v6));
-                }
-                out.push(Interface {
-                    public: true,
-                    network: public_network_uuid(zone),
-                    addresses,
-                });
+                addrs
             }
-            InterfaceSpec::Private { network, addresses } => {
-                // The network comes from the request or from the first address's subnet.
-                let network = match network {
-                    Some(n) => *n,
-                    None => {
-                        let subnet = addresses
-                            .iter()
-                            .flatten()
-                            .find_map(|a| a.subnet)
-                            .ok_or("Each interface needs a network or a subnet.")?;
-                        st.subnets
-                            .get(&subnet)
-                            .map(|s| s.network)
-                            .ok_or_else(|| format!("Subnet \"{subnet}\" does not exist."))?
-                    }
-                };
-                let net = st
-                    .networks
-                    .get(&network)
-                    .ok_or_else(|| format!("Network \"{network}\" does not exist."))?;
-                if net.zone != zone {
-                    return Err(format!(
-                        "Network \"{network}\" is in zone {}, the server in {zone}.",
-                        net.zone
-                    ));
-                }
-                if out.iter().any(|i| i.network == network) {
-                    return Err(format!("Network \"{network}\" is attached twice."));
-                }
-                let keep = existing.iter().find(|i| i.network == network);
-                let addrs = match (addresses, keep) {
-                    (None, Some(keep)) => keep.addresses.clone(),
-                    (None, None) => {
-                        match st.subnets_of(network).find(|s| s.cidr.addr().is_ipv4()) {
-                            Some(subnet) => {
-                                let a = st
-                                    .allocate_private(subnet, &chosen)
-                                    .ok_or_else(|| format!("Subnet {} is full.", subnet.cidr))?;
-                                chosen.push(a);
-                                vec![private_address(subnet, a)]
-                            }
-                            None => Vec::new(),
-                        }
-                    }
-                    (Some(specs), _) => {
-                        let mut addrs = Vec::new();
-                        for a in specs {
-                            let subnet = match (a.subnet, a.address) {
-                                (Some(s), _) => st
-                                    .subnets
-                                    .get(&s)
-                                    .ok_or_else(|| format!("Subnet \"{s}\" does not exist."))?,
-                                (None, Some(ip)) => st
-                                    .subnets_of(network)
-                                    .find(|s| s.cidr.contains(&ip))
-                                    .ok_or_else(|| {
-                                        format!("No subnet of the network contains {ip}.")
-                                    })?,
-                                (None, None) => st
-                                    .subnets_of(network)
-                                    .next()
-                                    .ok_or("The network has no subnet.")?,
-                            };
-                            if subnet.network != network {
-                                return Err(format!(
-                                    "Subnet \"{}\" is not part of network \"{network}\".",
-                                    subnet.uuid
-                                ));
-                            }
-                            let ip = match a.address {
-                                Some(ip) => {
-                                    if !subnet.cidr.contains(&ip)
-                                        || ip == subnet.cidr.network()
-                                        || Some(ip) == subnet.gateway_address
-                                    {
-                                        return Err(format!(
-                                            "{ip} is not a valid IP for the specified subnet."
-                                        ));
-                                    }
-                                    let mine = keep.is_some_and(|k| {
-                                        k.addresses.iter().any(|x| x.address == ip)
-                                    });
-                                    if !mine && taken_by_other(ip, &chosen) {
-                                        return Err(format!("The address {ip} is already in use."));
-                                    }
-                                    ip
-                                }
-                                None => keep
-                                    .and_then(|k| {
-                                        k.addresses.iter().find(|x| x.subnet == subnet.uuid)
-                                    })
-                                    .map(|x| x.address)
-                                    .or_else(|| st.allocate_private(subnet, &chosen))
-                                    .ok_or_else(|| format!("Subnet {} is full.", subnet.cidr))?,
-                            };
-                            chosen.push(ip);
-                            addrs.push(private_address(subnet, ip));
-                        }
-                        addrs
-                    }
-                };
-                out.push(Interface {
-                    public: false,
-                    network,
-                    addresses: addrs,
-                });
+        };
+        self.out.push(Interface {
+            public: false,
+            network,
+            addresses: addrs,
+        });
+        Ok(())
+    }
+
+    /// The network of a private interface, checked: from the request or from the first
+    /// address's subnet.
+    fn private_network(
+        &self,
+        network: Option<Uuid>,
+        addresses: Option<&[AddressSpec]>,
+    ) -> Result<Uuid, String> {
+        let st = self.st;
+        let zone = self.zone;
+        let network = match network {
+            Some(n) => n,
+            None => {
+                let subnet = addresses
+                    .into_iter()
+                    .flatten()
+                    .find_map(|a| a.subnet)
+                    .ok_or("Each interface needs a network or a subnet.")?;
+                st.subnets
+                    .get(&subnet)
+                    .map(|s| s.network)
+                    .ok_or_else(|| format!("Subnet \"{subnet}\" does not exist."))?
             }
+        };
+        let net = st
+            .networks
+            .get(&network)
+            .ok_or_else(|| format!("Network \"{network}\" does not exist."))?;
+        if net.zone != zone {
+            return Err(format!(
+                "Network \"{network}\" is in zone {}, the server in {zone}.",
+                net.zone
+            ));
+        }
+        if self.out.iter().any(|i| i.network == network) {
+            return Err(format!("Network \"{network}\" is attached twice."));
+        }
+        Ok(network)
+    }
+
+    /// No addresses asked for on a new interface: one from the network's first IPv4 subnet,
+    /// none if it has no such subnet.
+    fn default_private_address(&mut self, network: Uuid) -> Result<Vec<Address>, String> {
+        let st = self.st;
+        match st.subnets_of(network).find(|s| s.cidr.addr().is_ipv4()) {
+            Some(subnet) => {
+                let a = st
+                    .allocate_private(subnet, &self.chosen)
+                    .ok_or_else(|| format!("Subnet {} is full.", subnet.cidr))?;
+                self.chosen.push(a);
+                Ok(vec![private_address(subnet, a)])
+            }
+            None => Ok(Vec::new()),
         }
     }
-    Ok(out)
+
+    /// One address asked for on a private interface; `keep` is the interface the server has
+    /// on this network already, whose addresses stay its own.
+    fn requested_address(
+        &mut self,
+        network: Uuid,
+        keep: Option<&Interface>,
+        a: &AddressSpec,
+    ) -> Result<Address, String> {
+        let st = self.st;
+        let subnet = match (a.subnet, a.address) {
+            (Some(s), _) => st
+                .subnets
+                .get(&s)
+                .ok_or_else(|| format!("Subnet \"{s}\" does not exist."))?,
+            (None, Some(ip)) => st
+                .subnets_of(network)
+                .find(|s| s.cidr.contains(&ip))
+                .ok_or_else(|| format!("No subnet of the network contains {ip}."))?,
+            (None, None) => st
+                .subnets_of(network)
+                .next()
+                .ok_or("The network has no subnet.")?,
+        };
+        if subnet.network != network {
+            return Err(format!(
+                "Subnet \"{}\" is not part of network \"{network}\".",
+                subnet.uuid
+            ));
+        }
+        let ip = match a.address {
+            Some(ip) => {
+                if !subnet.cidr.contains(&ip)
+                    || ip == subnet.cidr.network()
+                    || Some(ip) == subnet.gateway_address
+                {
+                    return Err(format!("{ip} is not a valid IP for the specified subnet."));
+                }
+                let mine = keep.is_some_and(|k| k.addresses.iter().any(|x| x.address == ip));
+                if !mine && self.taken_by_other(ip) {
+                    return Err(format!("The address {ip} is already in use."));
+                }
+                ip
+            }
+            None => keep
+                .and_then(|k| k.addresses.iter().find(|x| x.subnet == subnet.uuid))
+                .map(|x| x.address)
+                .or_else(|| st.allocate_private(subnet, &self.chosen))
+                .ok_or_else(|| format!("Subnet {} is full.", subnet.cidr))?,
+        };
+        self.chosen.push(ip);
+        Ok(private_address(subnet, ip))
+    }
 }
 
 fn public_address(zone: &str, name: &str, a: IpAddr) -> Address {

@@ -131,73 +131,16 @@ pub fn create_load_balancer(
         vips,
         tags,
     } = new;
-    let mut vip_addresses = Vec::new();
-    if vips.is_empty() {
-        // Two public VIPs, IPv4 first, as the API assigns them.
-        for (version, range) in [(4u8, ranges::VIP_V4), (6, ranges::VIP_V6)] {
-            let taken: Vec<IpAddr> = vip_addresses.iter().map(|v: &Vip| v.address).collect();
-            let address = st
-                .allocate_public(range, &taken)
-                .ok_or_else(|| ApiError::detail("No public address left."))?;
-            vip_addresses.push(Vip {
-                version,
-                address,
-                subnet: vip_subnet_uuid(&zone, version),
-            });
-        }
+    let vip_addresses = if vips.is_empty() {
+        public_vips(st, &zone)?
     } else {
+        let mut vip_addresses = Vec::new();
         for (subnet_id, address) in vips {
-            let subnet = st.subnets.get(&subnet_id).ok_or_else(|| {
-                ApiError::field(
-                    "vip_addresses",
-                    format!("Invalid pk \"{subnet_id}\" - object does not exist."),
-                )
-            })?;
-            if st
-                .networks
-                .get(&subnet.network)
-                .is_some_and(|n| n.zone != zone)
-            {
-                return Err(ApiError::field(
-                    "vip_addresses",
-                    "The subnet is in another zone than the load balancer.",
-                ));
-            }
-            let mut used = st.subnet_addresses_in_use(subnet_id);
-            used.extend(vip_addresses.iter().map(|v| v.address));
-            let address = match address {
-                Some(a) => {
-                    if !subnet.cidr.contains(&a)
-                        || a == subnet.cidr.network()
-                        || Some(a) == subnet.gateway_address
-                    {
-                        return Err(ApiError::field(
-                            "vip_addresses",
-                            format!("{a} is not a valid IP for the specified subnet."),
-                        ));
-                    }
-                    if used.contains(&a) {
-                        return Err(ApiError::field(
-                            "vip_addresses",
-                            format!("The address {a} is already in use."),
-                        ));
-                    }
-                    a
-                }
-                None => {
-                    let chosen: Vec<IpAddr> = vip_addresses.iter().map(|v| v.address).collect();
-                    st.allocate_private(subnet, &chosen).ok_or_else(|| {
-                        ApiError::field("vip_addresses", "The subnet has no free address.")
-                    })?
-                }
-            };
-            vip_addresses.push(Vip {
-                version: if address.is_ipv4() { 4 } else { 6 },
-                address,
-                subnet: subnet_id,
-            });
+            let vip = private_vip(st, &zone, subnet_id, address, &vip_addresses)?;
+            vip_addresses.push(vip);
         }
-    }
+        vip_addresses
+    };
     let uuid = st.ids.new_uuid();
     st.dataplane.lbs.insert(
         uuid,
@@ -230,6 +173,83 @@ pub fn create_load_balancer(
         },
     );
     Ok(uuid)
+}
+
+/// Two public VIPs, IPv4 first, as the API assigns them.
+fn public_vips(st: &State, zone: &str) -> ApiResult<Vec<Vip>> {
+    let mut vip_addresses = Vec::new();
+    for (version, range) in [(4u8, ranges::VIP_V4), (6, ranges::VIP_V6)] {
+        let taken: Vec<IpAddr> = vip_addresses.iter().map(|v: &Vip| v.address).collect();
+        let address = st
+            .allocate_public(range, &taken)
+            .ok_or_else(|| ApiError::detail("No public address left."))?;
+        vip_addresses.push(Vip {
+            version,
+            address,
+            subnet: vip_subnet_uuid(zone, version),
+        });
+    }
+    Ok(vip_addresses)
+}
+
+/// One VIP asked for on a private subnet, the given address or a free one; `earlier` are the
+/// VIPs of the same request before it.
+fn private_vip(
+    st: &State,
+    zone: &str,
+    subnet_id: Uuid,
+    address: Option<IpAddr>,
+    earlier: &[Vip],
+) -> ApiResult<Vip> {
+    let subnet = st.subnets.get(&subnet_id).ok_or_else(|| {
+        ApiError::field(
+            "vip_addresses",
+            format!("Invalid pk \"{subnet_id}\" - object does not exist."),
+        )
+    })?;
+    if st
+        .networks
+        .get(&subnet.network)
+        .is_some_and(|n| n.zone != zone)
+    {
+        return Err(ApiError::field(
+            "vip_addresses",
+            "The subnet is in another zone than the load balancer.",
+        ));
+    }
+    let mut used = st.subnet_addresses_in_use(subnet_id);
+    used.extend(earlier.iter().map(|v| v.address));
+    let address = match address {
+        Some(a) => {
+            if !subnet.cidr.contains(&a)
+                || a == subnet.cidr.network()
+                || Some(a) == subnet.gateway_address
+            {
+                return Err(ApiError::field(
+                    "vip_addresses",
+                    format!("{a} is not a valid IP for the specified subnet."),
+                ));
+            }
+            if used.contains(&a) {
+                return Err(ApiError::field(
+                    "vip_addresses",
+                    format!("The address {a} is already in use."),
+                ));
+            }
+            a
+        }
+        None => {
+            let chosen: Vec<IpAddr> = earlier.iter().map(|v| v.address).collect();
+            st.allocate_private(subnet, &chosen).ok_or_else(|| {
+                ApiError::field("vip_addresses", "The subnet has no free address.")
+            })?
+        }
+    };
+    Ok(Vip {
+        version: if address.is_ipv4() { 4 } else { 6 },
+        address,
+        subnet: subnet_id,
+    })
 }
 
 /// The changeable fields of a load balancer (`None`: unchanged).
