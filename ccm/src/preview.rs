@@ -5,7 +5,7 @@ use crate::app::Environment;
 use crate::cloudscale::{self, Client, ClientConfig};
 use crate::options::{self, PlanArgs};
 use crate::secret::TokenSource;
-use crate::service::controller;
+use crate::service::reconcile::controller;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::Api;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ pub enum PreviewError {
     #[error("{0}")]
     Setup(String),
     #[error(transparent)]
-    Plan(#[from] crate::service::error::ServiceError),
+    Plan(#[from] crate::service::reconcile::error::ServiceError),
     #[error("Kubernetes API: {}", crate::kube_text::KubeText(.0))]
     Kube(#[from] kube::Error),
 }
@@ -100,7 +100,7 @@ pub async fn run(args: PlanArgs, env: Environment) -> Result<String, PreviewErro
     // balancer, as the reconcile's cleanup would.
     let leaving = match (&plan, &live) {
         (None, Some(live))
-            if args.file.is_some() && crate::service::annotations::is_handled(live) =>
+            if args.file.is_some() && crate::service::pure::annotations::is_handled(live) =>
         {
             Some(controller::preview_deletion(&kube, &cloud, &args.cluster_name, live).await?)
         }
@@ -155,7 +155,7 @@ pub fn deletion_text(
     }
     let mut out = format!(
         "Service {ns}/{name}: impact {} (it would no longer be handled by this CCM: not type LoadBalancer, or a loadBalancerClass)",
-        crate::service::plan::Impact::Outage
+        crate::service::pure::plan::Impact::Outage
     );
     for (lb, fips) in doomed {
         let addresses = lb
@@ -192,7 +192,7 @@ pub fn complete(proposed: &mut Service, live: Option<&Service>) -> Vec<String> {
     match live {
         Some(live) => {
             proposed.metadata.uid = live.metadata.uid.clone();
-            let uuid = "k8s.cloudscale.ch/loadbalancer-uuid";
+            let uuid = crate::service::pure::annotations::LOADBALANCER_UUID;
             if let Some(v) = live.metadata.annotations.as_ref().and_then(|a| a.get(uuid)) {
                 proposed
                     .metadata

@@ -13,13 +13,13 @@ pub struct CacheSizes {
     /// Nodes in the shared reflector cache.
     pub nodes_cached: usize,
     /// Services holding each kind of the service controller's per-Service memory
-    /// (`service/state.rs`).
+    /// (`service/reconcile/state.rs`).
     pub failures: usize,
     pub waiting: usize,
     pub touched: usize,
     pub ensuring: usize,
     pub written: usize,
-    /// Edits of the CCM's own writes kept for the shared snapshot (`service/shared.rs`).
+    /// Edits of the CCM's own writes kept for the shared snapshot (`service/cloud/shared.rs`).
     pub shared_edits: usize,
     /// Per-Node maps of the node controller (`node/controller.rs`), by Node name.
     pub node_last_sync: usize,

@@ -743,7 +743,7 @@ impl Snap {
 
 /// The Service's status ingress entries as JSON.
 pub fn ingress(svc: &Service) -> Vec<Value> {
-    ccm::service::ensure::ingress_of(svc)
+    ccm::service::reconcile::ensure::ingress_of(svc)
 }
 
 /// Whether the Service's status has an ingress entry (its load balancer is in place).

@@ -10,8 +10,8 @@ use crate::node::controller::{self as node_controller, NodeContext};
 use crate::node::lifecycle::{self, LifecycleContext};
 use crate::options::Options;
 use crate::runner::Informer;
-use crate::service::apply::ApplyOptions;
-use crate::service::context::ServiceContext;
+use crate::service::cloud::apply::ApplyOptions;
+use crate::service::reconcile::context::ServiceContext;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use kube::runtime::watcher;
@@ -108,7 +108,7 @@ fn service_context(
 ) -> ServiceContext {
     ServiceContext {
         kube: kube.clone(),
-        cloud: cloud.for_controller(crate::service::controller::CONTROLLER),
+        cloud: cloud.for_controller(crate::service::reconcile::controller::CONTROLLER),
         events: Events::new(kube.clone(), Some(identity.to_string()), ambient.clone())
             .counted_in(metrics.clone()),
         metrics: metrics.clone(),
@@ -118,12 +118,12 @@ fn service_context(
             members_timeout: opts.load_balancer_members_timeout,
             ..ApplyOptions::default()
         },
-        resync: crate::service::context::Resync {
+        resync: crate::service::reconcile::context::Resync {
             period: opts.service_resync_period,
             origin: tokio::time::Instant::now(),
         },
-        shared: crate::service::shared::SharedReads::new(opts.api_read_sharing_window),
-        retry: crate::service::state::Backoff {
+        shared: crate::service::cloud::shared::SharedReads::new(opts.api_read_sharing_window),
+        retry: crate::service::reconcile::state::Backoff {
             min: opts.service_sync_retry_delay,
             max: opts.service_sync_max_retry_delay,
         },
@@ -208,7 +208,7 @@ impl Term {
         };
         let service_work = async {
             if run_services {
-                crate::service::controller::run(
+                crate::service::reconcile::controller::run(
                     service_ctx,
                     services.clone(),
                     nodes.clone(),

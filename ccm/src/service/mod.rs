@@ -1,26 +1,12 @@
-//! The LoadBalancer service controller, built as pure steps: parse (Service + annotations →
-//! typed, validated configuration), map (configuration + nodes → desired load balancer),
-//! ownership (which load balancer is the Service's), plan (desired × actual → actions), and
-//! the I/O edges: fetch and apply (cloudscale API), controller and ensure (Kubernetes).
+//! The LoadBalancer service controller, in three layers that only call downwards:
+//! - [`pure`]: parse, map, ownership and plan, with no I/O;
+//! - [`cloud`]: fetch and apply against the cloudscale.ch API;
+//! - [`reconcile`]: the controller and each Service's pipeline (Kubernetes).
+//!
+//! [`testkit`] holds what tests build on (never in the binary).
 
-pub mod annotations;
-pub mod apply;
-pub mod claims;
-pub mod cloud_error;
-pub mod context;
-pub mod controller;
-pub mod ensure;
-pub mod error;
-pub mod fetch;
-pub mod map;
-pub mod model;
-pub mod ownership;
-pub mod plan;
-pub mod prepare;
-pub mod progress;
-pub mod reference;
-pub mod shared;
-pub mod state;
+pub mod cloud;
+pub mod pure;
+pub mod reconcile;
 #[cfg(any(test, feature = "testkit"))]
 pub mod testkit;
-pub mod wait;

@@ -1,8 +1,8 @@
-//! Property tests of the parse step (`ccm::service::annotations`): no input panics, errors
+//! Property tests of the parse step (`ccm::service::pure::annotations`): no input panics, errors
 //! always name the annotation at fault, parsing is deterministic, and normalised networks
 //! round-trip.
 
-use ccm::service::annotations::*;
+use ccm::service::pure::annotations::*;
 use ipnet::{IpNet, Ipv4Net, Ipv6Net};
 use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;

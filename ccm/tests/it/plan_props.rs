@@ -11,10 +11,10 @@
 //!   existed before the change may stay until the plan removes it, no new one may appear);
 //! - converge in one pass: planning again finds nothing to do.
 
-use ccm::service::annotations::parse_service;
-use ccm::service::map::{self, NodeView, ServerView};
-use ccm::service::model::*;
-use ccm::service::plan::{Account, Impact, Ownership, Plan, plan};
+use ccm::service::pure::annotations::parse_service;
+use ccm::service::pure::map::{self, NodeView, ServerView};
+use ccm::service::pure::model::*;
+use ccm::service::pure::plan::{Account, Impact, Ownership, Plan, plan};
 use ccm::service::testkit::converged;
 use ccm::service::testkit::lb_api::{LbApi, MemberRule};
 use k8s_openapi::api::core::v1::Service;

@@ -1,5 +1,5 @@
 //! The reference tables in `ccm/README.md` are the code's: every flag of `Options` has a
-//! row with its default, and the annotation table is `ccm::service::reference::markdown()`
+//! row with its default, and the annotation table is `ccm::service::pure::reference::markdown()`
 //! (`UPDATE_README=1 cargo test -p ccm --test it readme::` rewrites it); the metrics table of
 //! `deploy/README.md` is `ccm::metrics::markdown()` (the same variable rewrites it).
 
@@ -7,7 +7,7 @@ use ccm::options::Options;
 use clap::CommandFactory;
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
-const BEGIN: &str = "<!-- annotations:begin (generated from src/service/reference.rs) -->";
+const BEGIN: &str = "<!-- annotations:begin (generated from src/service/pure/reference.rs) -->";
 const END: &str = "<!-- annotations:end -->";
 
 /// Checks (or, with `UPDATE_README` set, rewrites) the generated block of `path` between
@@ -32,7 +32,12 @@ fn generated_block(path: &str, begin: &str, end: &str, table: &str) {
 
 #[test]
 fn the_annotation_table_is_the_codes() {
-    generated_block(README, BEGIN, END, &ccm::service::reference::markdown());
+    generated_block(
+        README,
+        BEGIN,
+        END,
+        &ccm::service::pure::reference::markdown(),
+    );
 }
 
 #[test]

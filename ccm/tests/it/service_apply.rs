@@ -5,14 +5,14 @@
 use crate::support;
 use ccm::cloudscale::*;
 use ccm::secret::{Token, TokenSource};
-use ccm::service::apply::{self, ApplyOptions};
-use ccm::service::cloud_error::ApplyError;
-use ccm::service::fetch::{self, Found, Lookup, Snapshot};
-use ccm::service::model::{
+use ccm::service::cloud::apply::{self, ApplyOptions};
+use ccm::service::cloud::cloud_error::ApplyError;
+use ccm::service::cloud::fetch::{self, Found, Lookup, Snapshot};
+use ccm::service::pure::model::{
     self, ActualLb, DesiredLb, DesiredPool, HealthMonitorType, Monitor, PoolAlgorithm,
 };
-use ccm::service::ownership::{self, Seeker};
-use ccm::service::plan::{Action, Ownership, Plan, plan};
+use ccm::service::pure::ownership::{self, Seeker};
+use ccm::service::pure::plan::{Action, Ownership, Plan, plan};
 use ccm::service::testkit::fixtures::Sample;
 use fakecloud::{ClockMode, Config, FakeCloud, FaultEffect, FaultRule};
 use serde_json::{Value, json};
@@ -100,8 +100,8 @@ fn owner() -> Ownership {
 }
 
 /// The account as the planner sees it for a Service that shares no floating IP.
-fn account(snapshot: &Snapshot) -> ccm::service::plan::Account {
-    ccm::service::prepare::FipContext {
+fn account(snapshot: &Snapshot) -> ccm::service::pure::plan::Account {
+    ccm::service::reconcile::prepare::FipContext {
         cluster: CLUSTER.into(),
         ..Default::default()
     }
@@ -994,8 +994,8 @@ async fn the_edits_of_creating_and_of_removing_a_port_turn_the_shared_snapshot_i
 #[tokio::test]
 async fn the_shared_snapshot_takes_recorded_edits_without_reading_again_and_reads_after_an_invalidation()
  {
-    use ccm::service::fetch::Edit;
-    use ccm::service::shared::SharedReads;
+    use ccm::service::cloud::fetch::Edit;
+    use ccm::service::cloud::shared::SharedReads;
     let fc = start().await;
     let c = client(&fc).with_own_counters();
     let subnet = subnet(&c).await;

@@ -20,7 +20,16 @@ const SPLIT: &[&str] = &["api"];
 
 /// The other crates of the workspace, each with its split (longest prefix wins).
 const OTHER_CRATES: &[(&str, &[&str])] = &[
-    ("ccm", &["service", "node"]),
+    (
+        "ccm",
+        &[
+            "service",
+            "service::pure",
+            "service::cloud",
+            "service::reconcile",
+            "node",
+        ],
+    ),
     (
         "scenarios",
         &["apiserver", "sim", "sim::props", "workloads"],
@@ -353,6 +362,90 @@ fn the_other_crates_modules_have_no_cycle() {
             panic!("{krate}: import cycle: {}", cycle.join(" -> "));
         }
     }
+}
+
+/// The CCM service controller's layers, each with the layers it must never reach, directly
+/// or through other modules: the pure core neither the cloud edge nor the reconcile, the
+/// cloud edge not the reconcile.
+const CCM_LAYERS: &[(&str, &[&str])] = &[
+    ("service::pure", &["service::cloud", "service::reconcile"]),
+    ("service::cloud", &["service::reconcile"]),
+];
+
+/// A path from `from` to a module under one of `forbidden`, if the graph has one.
+fn path_to(
+    edges: &BTreeMap<String, BTreeSet<String>>,
+    from: &str,
+    forbidden: &[&str],
+) -> Option<Vec<String>> {
+    let under = |m: &str, p: &str| m == p || m.starts_with(&format!("{p}::"));
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![vec![from.to_string()]];
+    while let Some(path) = stack.pop() {
+        let last = path.last()?.clone();
+        if forbidden.iter().any(|f| under(&last, f)) {
+            return Some(path);
+        }
+        if !seen.insert(last.clone()) {
+            continue;
+        }
+        for next in edges.get(&last).into_iter().flatten() {
+            let mut longer = path.clone();
+            longer.push(next.clone());
+            stack.push(longer);
+        }
+    }
+    None
+}
+
+#[test]
+fn the_ccm_service_layers_only_reach_downwards() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ccm/src");
+    let split = OTHER_CRATES
+        .iter()
+        .find(|(k, _)| *k == "ccm")
+        .map(|(_, s)| *s)
+        .expect("ccm's split");
+    let edges = graph_of(&src, split);
+    for (layer, forbidden) in CCM_LAYERS {
+        let members: Vec<&String> = edges
+            .keys()
+            .filter(|m| m.starts_with(&format!("{layer}::")))
+            .collect();
+        assert!(
+            members.len() >= 3,
+            "ccm: too few modules in {layer}: {members:?}"
+        );
+        for m in members {
+            if let Some(path) = path_to(&edges, m, forbidden) {
+                panic!("ccm: {layer} reaches upwards: {}", path.join(" -> "));
+            }
+        }
+    }
+}
+
+#[test]
+fn a_layer_reaching_upwards_is_found_through_other_modules() {
+    let edges: BTreeMap<String, BTreeSet<String>> = [
+        ("service::pure::plan", vec!["service::pure::model", "node"]),
+        ("node", vec!["service::reconcile::state"]),
+        ("service::pure::model", vec![]),
+    ]
+    .into_iter()
+    .map(|(f, t)| (f.to_string(), t.into_iter().map(String::from).collect()))
+    .collect();
+    assert_eq!(
+        path_to(&edges, "service::pure::plan", &["service::reconcile"]),
+        Some(vec![
+            "service::pure::plan".to_string(),
+            "node".to_string(),
+            "service::reconcile::state".to_string()
+        ])
+    );
+    assert_eq!(
+        path_to(&edges, "service::pure::model", &["service::reconcile"]),
+        None
+    );
 }
 
 #[test]

@@ -77,7 +77,7 @@ fn can_converge(
     if local && !has_endpoints {
         return false;
     }
-    let selector = match ccm::service::annotations::parse_service(svc) {
+    let selector = match ccm::service::pure::annotations::parse_service(svc) {
         Ok(Some(cfg)) => cfg.node_selector,
         // Not a load balancer the CCM handles, or a configuration it refuses: not ours to
         // judge here.
@@ -131,8 +131,8 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
         .filter(|s| is_lb(s))
         .map(|s| (uid_of(s), s))
         .collect();
-    let cluster_tag = ccm::service::controller::TAG_CLUSTER;
-    let uid_tag = ccm::service::controller::TAG_SERVICE_UID;
+    let cluster_tag = ccm::service::reconcile::controller::TAG_CLUSTER;
+    let uid_tag = ccm::service::reconcile::controller::TAG_SERVICE_UID;
     let mut held_writes = 0;
     world.cloud.read("", |ctx| {
         let st = ctx.st;
@@ -337,7 +337,7 @@ pub fn check(world: &World, cx: &Context) -> Vec<Violation> {
                 // floating IP it ever held: only the Service's ports count, and the floating
                 // IPs it claims (one it let go may go to another Service that claims it).
                 let ports = wanted_ports(svc);
-                let claimed = ccm::service::claims::annotated_addresses(svc);
+                let claimed = ccm::service::reconcile::claims::annotated_addresses(svc);
                 for e in entries.iter().filter(|e| {
                     e.downtime_s > 0.0
                         && ports.contains(&(e.protocol.clone(), e.port))
@@ -568,7 +568,7 @@ mod tests {
     /// words, quoted names and parentheses are not.
     #[test]
     fn debug_renderings_are_found_and_plain_text_is_not() {
-        let logs = "INFO ccm::app: starting health=off\n WARN ccm::service::controller: service reconcile failed error=Kubernetes API: ApiError: the object has been modified: Conflict (Status { status: Some(Failure), code: 409 })\n";
+        let logs = "INFO ccm::app: starting health=off\n WARN ccm::service::reconcile::controller: service reconcile failed error=Kubernetes API: ApiError: the object has been modified: Conflict (Status { status: Some(Failure), code: 409 })\n";
         assert!(
             super::debug_text(logs).is_some_and(|l| l.contains("Conflict")),
             "{logs}"

@@ -237,25 +237,24 @@ fn step_kind(action: &Action, m: &mut Model, running: &BTreeSet<String>) -> Opti
             };
             m.delay_s = number(
                 "health-monitor-delay-s",
-                ccm::service::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S,
+                ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S,
             );
             m.up_threshold = number(
                 "health-monitor-up-threshold",
-                ccm::service::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD,
+                ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD,
             );
         }
         Action::Annotate(_, changes) => {
             for (k, v) in changes {
                 if k.ends_with("health-monitor-up-threshold") {
-                    m.up_threshold = v
-                        .as_deref()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(ccm::service::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD);
+                    m.up_threshold = v.as_deref().and_then(|v| v.parse().ok()).unwrap_or(
+                        ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD,
+                    );
                 } else if k.ends_with("health-monitor-delay-s") {
                     m.delay_s = v
                         .as_deref()
                         .and_then(|v| v.parse().ok())
-                        .unwrap_or(ccm::service::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S);
+                        .unwrap_or(ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S);
                 } else if k.ends_with("node-selector") {
                     m.excluded = v
                         .as_deref()

@@ -36,7 +36,7 @@ pub fn after_create(cloud: &fakecloud::App, path: &str) -> Vec<Violation> {
 }
 
 fn load_balancers_once(st: &fakecloud::state::State) -> Vec<Violation> {
-    let uid_tag = ccm::service::controller::TAG_SERVICE_UID;
+    let uid_tag = ccm::service::reconcile::controller::TAG_SERVICE_UID;
     let mut per_service: BTreeMap<&str, Vec<Uuid>> = BTreeMap::new();
     for lb in st.load_balancers().values() {
         if let Some(uid) = lb.tags.get(uid_tag) {

@@ -110,7 +110,7 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Converged {
         }
         if !matches!(
             event.metadata().target(),
-            "ccm::service::controller" | "ccm::service::ensure"
+            "ccm::service::reconcile::controller" | "ccm::service::reconcile::ensure"
         ) {
             return;
         }
@@ -243,8 +243,8 @@ where
         .with(
             tracing_subscriber::filter::Targets::new()
                 .with_default(level)
-                .with_target("ccm::service::controller", tracing::Level::DEBUG)
-                .with_target("ccm::service::ensure", tracing::Level::DEBUG),
+                .with_target("ccm::service::reconcile::controller", tracing::Level::DEBUG)
+                .with_target("ccm::service::reconcile::ensure", tracing::Level::DEBUG),
         )
         .with(
             tracing_subscriber::fmt::layer()
@@ -301,8 +301,8 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
             "POST",
             "/v1/load-balancers",
             Some(json!({"name": "other-cluster", "flavor": "lb-standard", "zone": "rma1",
-                        "tags": {ccm::service::controller::TAG_CLUSTER: "other",
-                                 ccm::service::controller::TAG_SERVICE_UID: "00000000-0000-4000-8000-000000000000"}})),
+                        "tags": {ccm::service::reconcile::controller::TAG_CLUSTER: "other",
+                                 ccm::service::reconcile::controller::TAG_SERVICE_UID: "00000000-0000-4000-8000-000000000000"}})),
         )
         .await;
     let foreign = match foreign.ok().and_then(|v| v["uuid"].as_str()?.parse().ok()) {

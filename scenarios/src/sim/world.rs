@@ -791,7 +791,7 @@ pub fn load_balancers_of(cloud: &fakecloud::App, uid: &str) -> Vec<Uuid> {
             .values()
             .filter(|lb| {
                 lb.tags
-                    .get(ccm::service::controller::TAG_SERVICE_UID)
+                    .get(ccm::service::reconcile::controller::TAG_SERVICE_UID)
                     .is_some_and(|t| t == uid)
             })
             .map(|lb| lb.uuid)

@@ -13,7 +13,7 @@
 //!   the default `tcp` check on both pools);
 //! - `syslog`: UDP only, with the `udp-connect` check the reference needs for it.
 
-use ccm::service::controller::{TAG_CLUSTER, TAG_SERVICE_UID};
+use ccm::service::reconcile::controller::{TAG_CLUSTER, TAG_SERVICE_UID};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
 use scenarios::ccm_bed::{CcmBed as Bed, CcmBedConfig, FAST_FLAGS, InProcessCcm, lb_service};

@@ -1,7 +1,7 @@
 //! The service controller end to end: a whole CCM in-process against the testbed
 //! (embedded API server, simulated kubelets, fakecloud with its clock at 100×).
 
-use ccm::service::controller::{FINALIZER, TAG_CLUSTER, TAG_SERVICE_UID};
+use ccm::service::reconcile::controller::{FINALIZER, TAG_CLUSTER, TAG_SERVICE_UID};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use scenarios::ccm_bed::{CcmBed as Bed, LIMIT, ingress, web_service as web};

@@ -13,7 +13,7 @@
 //! downtime than the change costs without a fault, and a reconcile afterwards must write
 //! nothing.
 
-use ccm::service::controller::FINALIZER;
+use ccm::service::reconcile::controller::FINALIZER;
 use fakecloud::faults::{FaultEffect, FaultRule};
 use kube::api::DeleteParams;
 use scenarios::ccm_bed::{CcmBed as Bed, CcmBedConfig, LIMIT, Snap, downtime, web_service as web};
@@ -101,7 +101,7 @@ enum Trigger {
 }
 
 struct Case {
-    /// The [`ccm::service::plan::Action::kind`] whose request is faulted.
+    /// The [`ccm::service::pure::plan::Action::kind`] whose request is faulted.
     action: &'static str,
     method: &'static str,
     path: &'static str,

@@ -3,7 +3,7 @@
 //! measured with fakecloud's data-plane oracle (`fakecloud/MODEL.md`).
 
 use ccm::node::metadata::is_initialized;
-use ccm::service::controller::FINALIZER;
+use ccm::service::reconcile::controller::FINALIZER;
 use fakecloud::faults::{FaultEffect, FaultRule};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;

@@ -1,10 +1,10 @@
 //! The load balancer a desired state becomes once applied.
 
 use crate::cloudscale::{LoadBalancerStatus, MonitorStatus};
-use crate::service::model::{
+use crate::service::pure::model::{
     ActualLb, ActualListener, ActualMember, ActualMonitor, ActualPool, DesiredLb,
 };
-use crate::service::plan::Ownership;
+use crate::service::pure::plan::Ownership;
 use uuid::Uuid;
 
 /// The state a load balancer would have once `desired` is fully applied (for tests and

@@ -2,7 +2,7 @@
 //! `https` on 443) on a set of nodes, with the reference's default timeouts and monitor.
 //! The planner's unit tests and the apply tests against fakecloud build on the same shape.
 
-use crate::service::model::{
+use crate::service::pure::model::{
     DesiredLb, DesiredPool, Family, HealthMonitorType, Listener, ListenerProtocol, Member, Monitor,
     PoolAlgorithm, PoolProtocol,
 };

@@ -5,8 +5,8 @@
 //! every member up at once (so barriers hold). It also refuses a third pool of one name,
 //! which the API accepts but the planner must never make. Pure: no I/O.
 
-use crate::service::model::*;
-use crate::service::plan::{Action, ListenerChanges, MonitorChanges, Plan, PoolRef};
+use crate::service::pure::model::*;
+use crate::service::pure::plan::{Action, ListenerChanges, MonitorChanges, Plan, PoolRef};
 use uuid::Uuid;
 
 /// Whether a pool may hold two members on one address and port (the API does not say;

@@ -8,7 +8,7 @@ use super::state::{State, allowed};
 use super::verdict::Violation;
 use super::{A, Change, End, PortDraw};
 use crate::sim::world::load_balancers_of;
-use ccm::service::plan::Impact;
+use ccm::service::pure::plan::Impact;
 use fakecloud::clock::Time;
 use fakecloud::dataplane::{DownInterval, EntryKind};
 use std::collections::{BTreeMap, BTreeSet};
@@ -186,7 +186,14 @@ pub async fn preview(
     proposed: &k8s_openapi::api::core::v1::Service,
 ) -> Result<Impact, String> {
     let cloud = b.preview_client()?;
-    match ccm::service::controller::preview(&b.kube(), &cloud, b.cluster_name(), proposed).await {
+    match ccm::service::reconcile::controller::preview(
+        &b.kube(),
+        &cloud,
+        b.cluster_name(),
+        proposed,
+    )
+    .await
+    {
         Ok(Some(p)) => Ok(p.steps_impact()),
         Ok(None) => Ok(Impact::None),
         Err(e) => Err(format!("the plan preview failed: {e}")),

@@ -6,7 +6,7 @@
 //! replaying its own call sequences in `fakecloud/tests/it/dataplane.rs`, which asserts them.
 
 use super::{A, Change};
-use ccm::service::plan::Impact;
+use ccm::service::pure::plan::Impact;
 
 /// A type of change: one row of the impact table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -9,7 +9,7 @@ use super::state::State;
 use super::verdict::Violation;
 use super::{A, Case, Change, End, Place, scratch};
 use crate::sim::world::{World, WorldConfig, node_subnet, runtime};
-use ccm::service::plan::Impact;
+use ccm::service::pure::plan::Impact;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -220,7 +220,7 @@ fn proposed(state: &State, live: Option<&Service>, with_refused: bool) -> Result
         // What the CCM wrote (its uuid, config version and zone) stays, as it would for a
         // user's `kubectl edit`.
         for (k, val) in live.metadata.annotations.iter().flatten() {
-            if ccm::service::annotations::CCM_WRITTEN_ANNOTATIONS.contains(&k.as_str())
+            if ccm::service::pure::annotations::CCM_WRITTEN_ANNOTATIONS.contains(&k.as_str())
                 || (k == &format!("{A}zone") && !state.refused.contains_key("zone"))
             {
                 annotations.entry(k.clone()).or_insert(json!(val));

@@ -6,7 +6,7 @@ use super::Case;
 use super::model::{self, Kind, ROWS};
 use super::play::{self, Outcome};
 use super::strategy;
-use ccm::service::plan::Impact;
+use ccm::service::pure::plan::Impact;
 use proptest::strategy::ValueTree;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -306,7 +306,7 @@ impl State {
 
     /// The monitor's recheck time (delay × up threshold).
     pub fn recheck_s(&self) -> f64 {
-        use ccm::service::annotations::{
+        use ccm::service::pure::annotations::{
             DEFAULT_HEALTH_MONITOR_DELAY_S as DELAY, DEFAULT_HEALTH_MONITOR_UP_THRESHOLD as UP,
         };
         let get = |k: &str, d: i64| {

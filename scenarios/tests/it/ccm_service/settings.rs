@@ -258,7 +258,7 @@ async fn leaving_type_load_balancer_clears_the_ingress() {
             .clone()
             .unwrap_or_default()
             .iter()
-            .any(|f| f == ccm::service::controller::FINALIZER);
+            .any(|f| f == ccm::service::reconcile::controller::FINALIZER);
         (ingress(&s).is_empty() && !finalized).then_some(())
     })
     .await;

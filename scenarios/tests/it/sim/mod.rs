@@ -286,7 +286,7 @@ fn a_node_whose_server_is_deleted_before_it_was_initialized_is_deleted() {
 /// pool first; the load balancer applied those member deletions one after another, and the
 /// members' return waited behind them: every port down 58-78 s (30-46 s allowed). A Node
 /// deleted moments ago now still stands for a Service that selects no other
-/// (`ccm/src/service/map.rs`, `with_returning`).
+/// (`ccm/src/service/pure/map.rs`, `with_returning`).
 #[test]
 fn a_node_registered_again_keeps_the_members_of_a_service_it_alone_serves() {
     use scenarios::sim::schedule::{Action, Port, Shape};
@@ -573,10 +573,11 @@ fn the_preview_lists_exactly_the_steps_the_reconcile_then_executes() {
                 .await
                 .expect("patch");
             let cloud = world.cloud_client("preview").expect("client");
-            let plan = ccm::service::controller::preview(&world.kube, &cloud, "sim", &changed)
-                .await
-                .expect("preview")
-                .expect("a load balancer Service");
+            let plan =
+                ccm::service::reconcile::controller::preview(&world.kube, &cloud, "sim", &changed)
+                    .await
+                    .expect("preview")
+                    .expect("a load balancer Service");
             steps.0.lock().expect("steps").clear();
             world.revive();
             world.run_for(std::time::Duration::from_secs(30)).await;
@@ -616,7 +617,7 @@ fn the_preview_lists_exactly_the_steps_the_reconcile_then_executes() {
         assert_eq!(*n as usize, preview.steps.len(), "the plan's length");
         assert_eq!(
             action,
-            &ccm::service::plan::describe::action(&preview.steps[*i as usize - 1].action)
+            &ccm::service::pure::plan::describe::action(&preview.steps[*i as usize - 1].action)
         );
     }
 }

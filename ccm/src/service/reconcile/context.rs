@@ -1,14 +1,14 @@
 //! What the service controller's reconciles share: clients, options, the shared caches and
 //! reads, and what is remembered of each Service (`state.rs`).
 
-use super::apply::ApplyOptions;
-use super::fetch::node_view;
-use super::map::NodeView;
 use super::state::{Backoff, ServiceStates};
 use crate::cloudscale::Client as Cloud;
 use crate::events::Events;
 use crate::metrics::Metrics;
 use crate::runner;
+use crate::service::cloud::apply::ApplyOptions;
+use crate::service::cloud::fetch::node_view;
+use crate::service::pure::map::NodeView;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::ResourceExt;
 use kube::runtime::reflector::Store;
@@ -40,7 +40,7 @@ pub struct ServiceContext {
     /// What is remembered of each Service between its reconciles.
     pub states: parking_lot::Mutex<ServiceStates>,
     /// Account-wide reads shared by the Services reconciled within a short window.
-    pub shared: super::shared::SharedReads,
+    pub shared: crate::service::cloud::shared::SharedReads,
     /// The shared cache of Services (set when the controller starts).
     pub services: parking_lot::RwLock<Option<Store<Service>>>,
     /// The shared cache of Nodes (set when the controller starts).

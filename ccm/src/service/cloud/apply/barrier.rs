@@ -4,8 +4,8 @@
 
 use super::Run;
 use crate::cloudscale::{self as api, Client, Filter, LoadBalancerStatus, MonitorStatus};
-use crate::service::cloud_error::{ApplyError, api_err};
-use crate::service::plan::{Action, Replaced};
+use crate::service::cloud::cloud_error::{ApplyError, api_err};
+use crate::service::pure::plan::{Action, Replaced};
 use std::collections::HashSet;
 use std::time::Duration;
 use tokio::time::Instant;

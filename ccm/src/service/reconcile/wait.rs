@@ -2,12 +2,12 @@
 //! Service waits for, said once per thing awaited, a Warning when a wait is held too long,
 //! and the cheap poll of a wait ([`recheck_waiting`]) that asks only the waits' own checks.
 
-use super::apply::{Cause, Pending};
 use super::context::ServiceContext;
-use super::model::DesiredLb;
 use super::progress::Progress;
 use super::state::Waiting;
 use crate::runner::Key;
+use crate::service::cloud::apply::{Cause, Pending};
+use crate::service::pure::model::DesiredLb;
 use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use std::time::Duration;

@@ -4,11 +4,11 @@
 //! before anything is sent.
 
 use crate::cloudscale::{self as api, Tags};
-use crate::service::cloud_error::{ApplyError, invalid};
-use crate::service::model::{
+use crate::service::cloud::cloud_error::{ApplyError, invalid};
+use crate::service::pure::model::{
     DesiredLb, HttpCheck, Listener, Member, Monitor, PoolAlgorithm, PoolProtocol,
 };
-use crate::service::plan::{ListenerChanges, MonitorChanges};
+use crate::service::pure::plan::{ListenerChanges, MonitorChanges};
 use uuid::Uuid;
 
 /// `v` as the API's unsigned field `field` of the step `action`.
@@ -201,7 +201,7 @@ pub(super) fn update_monitor(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::model::{HealthMonitorType, Vip};
+    use crate::service::pure::model::{HealthMonitorType, Vip};
     use crate::service::testkit::fixtures::Sample;
     use serde_json::json;
 

@@ -20,9 +20,9 @@ pub use barrier::{Cause, Pending, Recheck, wait_not_changing};
 
 use super::cloud_error::{ApplyError, invalid};
 use super::fetch::Edit;
-use super::model::DesiredLb;
-use super::plan::{Action, Plan, PoolRef, describe};
 use crate::cloudscale::{Client, Tags};
+use crate::service::pure::model::DesiredLb;
+use crate::service::pure::plan::{Action, Plan, PoolRef, describe};
 use std::collections::HashSet;
 use std::time::Duration;
 use tokio::time::Instant;

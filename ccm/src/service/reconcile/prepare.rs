@@ -5,17 +5,17 @@
 //! returns, the preview prints it, so the preview shows exactly what a reconcile of the
 //! same cluster and cloud state would do.
 
-use super::annotations;
-use super::annotations::ServiceConfig;
 use super::claims::{self, Claim};
 use super::context::{ServiceContext, service_key};
 use super::error::ServiceError;
-use super::fetch::{self, Found, Lookup, Snapshot, node_view, server_view};
-use super::map::{self, Mapped, NodeView, ServerView};
-use super::model::{ActualLb, DesiredLb};
-use super::ownership::{self, Claimant, Seeker};
-use super::plan::{self, Account, Ownership, Plan};
 use crate::cloudscale::{Client as Cloud, Filter, LoadBalancer};
+use crate::service::cloud::fetch::{self, Found, Lookup, Snapshot, node_view, server_view};
+use crate::service::pure::annotations;
+use crate::service::pure::annotations::ServiceConfig;
+use crate::service::pure::map::{self, Mapped, NodeView, ServerView};
+use crate::service::pure::model::{ActualLb, DesiredLb};
+use crate::service::pure::ownership::{self, Claimant, Seeker};
+use crate::service::pure::plan::{self, Account, Ownership, Plan};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, ListParams};
 use std::collections::BTreeMap;
@@ -352,7 +352,7 @@ pub async fn prepare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::annotations;
+    use crate::service::pure::annotations;
     use serde_json::json;
 
     fn node(provider: Option<u128>) -> NodeView {

@@ -1,14 +1,14 @@
 //! Reading the actual state: the account-wide lists one sync reads once and shares across
 //! Services ([`Snapshot`]), which load balancer is a Service's ([`fetch_in`], deciding with
-//! [`ownership`](super::ownership)), and the planner's view of it ([`actual_from`]): one
+//! [`ownership`](crate::service::pure::ownership)), and the planner's view of it ([`actual_from`]): one
 //! member list per pool on top of the shared lists. Any API failure is an error, never
 //! "absent".
 
 use super::cloud_error::{ApplyError, api_err, invalid, parse_uuid};
-use super::map::{NodeView, ServerView};
-use super::model::*;
-use super::ownership::{self, Claimant, Resolution, Seeker};
 use crate::cloudscale::{self as api, Client, Filter, InterfaceType};
+use crate::service::pure::map::{NodeView, ServerView};
+use crate::service::pure::model::*;
+use crate::service::pure::ownership::{self, Claimant, Resolution, Seeker};
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use std::collections::HashMap;
@@ -24,7 +24,10 @@ pub fn node_view(n: &Node) -> NodeView {
         provider_id: crate::node::provider_id_of(n)
             .and_then(|p| crate::node::provider_id::parse(p).ok()),
         deleting: n.metadata.deletion_timestamp.is_some()
-            || crate::node::metadata::has_taint(n, super::map::AUTOSCALER_DELETION_TAINT),
+            || crate::node::metadata::has_taint(
+                n,
+                crate::service::pure::map::AUTOSCALER_DELETION_TAINT,
+            ),
         ready: crate::node::lifecycle::ready(n),
     }
 }

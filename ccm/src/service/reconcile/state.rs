@@ -4,9 +4,9 @@
 //! announced and not yet reported done, and the annotations this CCM last wrote on it.
 //! A record that holds nothing is dropped, so the memory follows the Services, not time.
 
-use super::apply::{Cause, Pending};
-use super::model::DesiredLb;
 use crate::runner::Key;
+use crate::service::cloud::apply::{Cause, Pending};
+use crate::service::pure::model::DesiredLb;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use tokio::time::Instant;

@@ -17,11 +17,11 @@
 //! taken from another cluster's load balancer (two clusters would take it from each other
 //! at every resync).
 
-use super::annotations;
 use super::context::service_key;
-use super::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
-use super::plan::{Account, AccountFloatingIp, Holder, LbOwner};
 use crate::cloudscale::{FloatingIp, LoadBalancer};
+use crate::service::pure::annotations;
+use crate::service::pure::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
+use crate::service::pure::plan::{Account, AccountFloatingIp, Holder, LbOwner};
 use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
@@ -188,7 +188,7 @@ pub fn account(
 ) -> Account {
     let mut account = Account::default();
     for f in fips {
-        let Some(network) = super::fetch::network(&f.network) else {
+        let Some(network) = crate::service::cloud::fetch::network(&f.network) else {
             continue;
         };
         account.floating_ips.push(AccountFloatingIp {

@@ -2,15 +2,8 @@
 //! check against the account → map → find the load balancer (ownership) → plan → apply,
 //! then annotations, status and Events. The preview runs the same steps up to the plan.
 
-use super::annotations::{self, IpMode, ServiceConfig};
-use super::apply::{self, Pending, Recheck};
 use super::context::{ServiceContext, service_key};
 use super::error::ServiceError;
-use super::fetch::{Edit, Snapshot};
-use super::map::{self, Mapped};
-use super::model::{ActualLb, DesiredLb};
-use super::ownership::{self, Resolution, Seeker};
-use super::plan::{Action, Impact, Ownership, Plan, RefusalKind};
 use super::prepare::{
     Prepared, Reads, account_servers, claimants, foreign_account, lookup, plan_for, prepare,
 };
@@ -18,6 +11,13 @@ use super::progress::{FINALIZER, Progress};
 use super::wait::{continues, note_waiting, recheck_waiting};
 use crate::cloudscale::{Client as Cloud, LoadBalancer};
 use crate::runner::Key;
+use crate::service::cloud::apply::{self, Pending, Recheck};
+use crate::service::cloud::fetch::{Edit, Snapshot};
+use crate::service::pure::annotations::{self, IpMode, ServiceConfig};
+use crate::service::pure::map::{self, Mapped};
+use crate::service::pure::model::{ActualLb, DesiredLb};
+use crate::service::pure::ownership::{self, Resolution, Seeker};
+use crate::service::pure::plan::{Action, Impact, Ownership, Plan, RefusalKind};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
@@ -345,7 +345,7 @@ pub async fn ensure(
         .plan
         .refusals
         .iter()
-        .any(|r| r.kind == super::plan::RefusalKind::Missing)
+        .any(|r| r.kind == crate::service::pure::plan::RefusalKind::Missing)
     {
         ctx.shared.invalidate();
         prepared = prepare(cfg, &ctx.cluster_name, &reads).await?;
@@ -400,7 +400,7 @@ fn changed_since(svc: &Service, cfg: &ServiceConfig, ctx: &ServiceContext) -> bo
         return false;
     };
     now.metadata.resource_version != svc.metadata.resource_version
-        && super::annotations::parse_service(&now)
+        && crate::service::pure::annotations::parse_service(&now)
             .ok()
             .flatten()
             .as_ref()
@@ -571,7 +571,7 @@ async fn announce_change(
 /// Keeps the shared reads in step with what a plan's run wrote.
 fn follow_writes(
     ctx: &ServiceContext,
-    executed: &Result<apply::Outcome, super::cloud_error::ApplyError>,
+    executed: &Result<apply::Outcome, crate::service::cloud::cloud_error::ApplyError>,
     actual: Option<&ActualLb>,
     members_only: bool,
 ) {
@@ -803,7 +803,7 @@ pub async fn preview(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::annotations::parse_service;
+    use crate::service::pure::annotations::parse_service;
 
     fn config(spec: serde_json::Value) -> ServiceConfig {
         let svc: Service = serde_json::from_value(json!({

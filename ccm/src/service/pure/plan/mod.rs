@@ -476,10 +476,10 @@ impl Plan {
     }
 }
 
-pub const ANNOTATION_FLAVOR: &str = "k8s.cloudscale.ch/loadbalancer-flavor";
-pub const ANNOTATION_ZONE: &str = "k8s.cloudscale.ch/loadbalancer-zone";
-pub const ANNOTATION_VIPS: &str = "k8s.cloudscale.ch/loadbalancer-vip-addresses";
-pub const ANNOTATION_FLOATING_IPS: &str = "k8s.cloudscale.ch/loadbalancer-floating-ips";
+// The annotations a refusal names.
+use super::annotations::{
+    LOADBALANCER_FLAVOR, LOADBALANCER_FLOATING_IPS, LOADBALANCER_VIP_ADDRESSES, LOADBALANCER_ZONE,
+};
 
 /// What the planner needs to know of the account beyond the load balancer.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -607,7 +607,7 @@ fn empty_lb(desired: &DesiredLb, owner: &Ownership) -> ActualLb {
 fn refusals(desired: &DesiredLb, actual: &ActualLb, out: &mut Vec<Refusal>) {
     if actual.flavor != desired.flavor {
         out.push(Refusal::change(
-            ANNOTATION_FLAVOR,
+            LOADBALANCER_FLAVOR,
             format!(
                 "the flavor of a load balancer cannot change ({} is running, {} is asked for): put back {} or re-create the Service",
                 actual.flavor, desired.flavor, actual.flavor
@@ -618,7 +618,7 @@ fn refusals(desired: &DesiredLb, actual: &ActualLb, out: &mut Vec<Refusal>) {
         && *zone != actual.zone
     {
         out.push(Refusal::change(
-            ANNOTATION_ZONE,
+            LOADBALANCER_ZONE,
             format!(
                 "the zone of a load balancer cannot change ({} is running, {zone} is asked for): put back {} or re-create the Service",
                 actual.zone, actual.zone
@@ -633,7 +633,7 @@ fn refusals(desired: &DesiredLb, actual: &ActualLb, out: &mut Vec<Refusal>) {
         // An empty list on a load balancer with public VIPs asks for nothing specific.
         if !same && !vips.is_empty() {
             out.push(Refusal::change(
-                ANNOTATION_VIPS,
+                LOADBALANCER_VIP_ADDRESSES,
                 "the VIP addresses of a load balancer cannot change: put back the previous value or re-create the Service".into(),
             ));
         }
@@ -704,7 +704,7 @@ fn floating_ips(desired: &DesiredLb, actual: &ActualLb, account: &Account, plan:
     };
     for wanted in &desired.floating_ips {
         let refuse = |kind, message| Refusal {
-            annotation: ANNOTATION_FLOATING_IPS,
+            annotation: LOADBALANCER_FLOATING_IPS,
             message,
             kind,
         };
@@ -724,7 +724,7 @@ fn floating_ips(desired: &DesiredLb, actual: &ActualLb, account: &Account, plan:
         let network = real.network;
         if network.prefix_len() != wanted.prefix_len() {
             plan.notes.push(Note {
-                field: ANNOTATION_FLOATING_IPS,
+                field: LOADBALANCER_FLOATING_IPS,
                 message: format!(
                     "{wanted} is the floating IP {network}: it is assigned as {network}; write {network} to silence this warning"
                 ),

@@ -4,17 +4,17 @@
 //! before it. Reconciles never wait: a change that waits for new members to come up asks to
 //! be looked at again after `--load-balancer-poll-interval`.
 
-use super::annotations;
 use super::claims;
 use super::context::{ServiceContext, service_key};
 use super::ensure;
 use super::error::ServiceError;
-use super::fetch::node_view;
-use super::map::{self, NodeView};
 pub use super::progress::FINALIZER;
 use super::progress::Progress;
 use crate::cloudscale;
 use crate::runner::{self, Change, Informer, Key, Queue};
+use crate::service::cloud::fetch::node_view;
+use crate::service::pure::annotations;
+use crate::service::pure::map::{self, NodeView};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::runtime::reflector::{self, Store};
 use kube::{Resource, ResourceExt};
@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 
-pub use super::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
+pub use crate::service::pure::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
 
 pub const CONTROLLER: &str = "service";
 

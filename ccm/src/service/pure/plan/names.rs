@@ -10,7 +10,7 @@
 //! they serve nobody.
 
 use super::{Action, Impact, Step};
-use crate::service::model::{ActualLb, DesiredLb};
+use crate::service::pure::model::{ActualLb, DesiredLb};
 use std::collections::HashMap;
 use uuid::Uuid;
 
@@ -167,8 +167,8 @@ fn walk(names: &mut HashMap<PoolId, String>, action: &Action) {
 #[cfg(test)]
 mod tests {
     use super::super::{Account, Ownership, plan};
-    use crate::service::model::PoolAlgorithm;
-    use crate::service::plan::Action;
+    use crate::service::pure::model::PoolAlgorithm;
+    use crate::service::pure::plan::Action;
     use crate::service::testkit::converged;
     use crate::service::testkit::fixtures::Sample;
     use crate::service::testkit::lb_api::{LbApi, MemberRule};

@@ -15,8 +15,8 @@
 
 use super::cloud_error::{ApplyError, api_err};
 use super::fetch::{self, Edit, Found, Lookup, Snapshot};
-use super::map::ServerView;
 use crate::cloudscale::{Client, Filter};
+use crate::service::pure::map::ServerView;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;

@@ -355,7 +355,11 @@ fn flavor_zone_and_vip_changes_are_refused_but_the_rest_applies() {
     let refused: Vec<&str> = p.refusals.iter().map(|r| r.annotation).collect();
     assert_eq!(
         refused,
-        [ANNOTATION_FLAVOR, ANNOTATION_ZONE, ANNOTATION_VIPS]
+        [
+            LOADBALANCER_FLAVOR,
+            LOADBALANCER_ZONE,
+            LOADBALANCER_VIP_ADDRESSES
+        ]
     );
     assert_eq!(kinds(&p), ["update-listener"], "safe changes still apply");
     assert_eq!(p.impact(), Impact::Refused);
@@ -418,7 +422,7 @@ fn a_floating_ip_missing_from_the_account_is_refused() {
         &owner(),
     );
     assert!(p.steps.is_empty());
-    assert_eq!(p.refusals[0].annotation, ANNOTATION_FLOATING_IPS);
+    assert_eq!(p.refusals[0].annotation, LOADBALANCER_FLOATING_IPS);
 }
 
 fn with_fip(holder: Option<Holder>, region: Option<&str>) -> (DesiredLb, Account) {
@@ -559,8 +563,8 @@ fn an_untagged_load_balancer_gets_the_owner_tags() {
     let d = desired();
     let actual = converged(&d, &Ownership::default());
     let mine = Ownership {
-        tags: crate::service::ownership::tags("c1", "uid-1"),
-        labels: crate::service::ownership::labels("default", "web"),
+        tags: crate::service::pure::ownership::tags("c1", "uid-1"),
+        labels: crate::service::pure::ownership::labels("default", "web"),
     };
     let p = plan(&d, Some(&actual), &Account::default(), &mine);
     assert_eq!(kinds(&p), ["tag-lb"]);
@@ -576,10 +580,10 @@ fn an_untagged_load_balancer_gets_the_owner_tags() {
 #[test]
 fn a_missing_service_name_tag_alone_writes_nothing() {
     let d = desired();
-    let tags = crate::service::ownership::tags("c1", "uid-1");
+    let tags = crate::service::pure::ownership::tags("c1", "uid-1");
     let mine = Ownership {
         tags: tags.clone(),
-        labels: crate::service::ownership::labels("default", "web"),
+        labels: crate::service::pure::ownership::labels("default", "web"),
     };
     let actual = converged(
         &d,

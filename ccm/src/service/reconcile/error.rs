@@ -1,7 +1,8 @@
 //! What can go wrong reconciling a Service.
 
-use super::{cloud_error, map};
 use crate::cloudscale;
+use crate::service::cloud::cloud_error;
+use crate::service::pure::map;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {

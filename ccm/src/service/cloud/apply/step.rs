@@ -5,10 +5,10 @@
 use super::Run;
 use super::bodies;
 use crate::cloudscale::Idempotency::NaturalKey;
-use crate::service::cloud_error::{ApplyError, api_err, invalid, parse_uuid};
-use crate::service::fetch::Edit;
-use crate::service::model::{Listener, Member, Monitor};
-use crate::service::plan::{Action, PoolRef};
+use crate::service::cloud::cloud_error::{ApplyError, api_err, invalid, parse_uuid};
+use crate::service::cloud::fetch::Edit;
+use crate::service::pure::model::{Listener, Member, Monitor};
+use crate::service::pure::plan::{Action, PoolRef};
 use uuid::Uuid;
 
 impl Run<'_> {
@@ -211,8 +211,8 @@ impl Run<'_> {
         new: usize,
         pool: (
             &str,
-            &crate::service::model::PoolAlgorithm,
-            &crate::service::model::PoolProtocol,
+            &crate::service::pure::model::PoolAlgorithm,
+            &crate::service::pure::model::PoolProtocol,
         ),
         besides: &[Uuid],
         what: &str,

@@ -398,8 +398,8 @@ pub fn with_returning<T: Copy + Ord>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::annotations::parse_service;
-    use crate::service::model::HealthMonitorType;
+    use crate::service::pure::annotations::parse_service;
+    use crate::service::pure::model::HealthMonitorType;
     use serde_json::json;
 
     fn config(annotations: serde_json::Value, spec_extra: serde_json::Value) -> ServiceConfig {
