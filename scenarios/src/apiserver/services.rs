@@ -159,7 +159,7 @@ fn clear_fields_of_old_type(spec: &mut Value, old_spec: &Value, old_ty: &str, ty
     let unchanged = |spec: &Value, k: &str| spec.get(k) == old_spec.get(k);
     let remove_unchanged = |spec: &mut Value, keys: &[&str]| {
         for k in keys {
-            if unchanged(spec, *k)
+            if unchanged(spec, k)
                 && let Some(m) = spec.as_object_mut()
             {
                 m.remove(*k);
