@@ -154,25 +154,8 @@ pub fn assign(
     taken: &mut HashSet<String>,
 ) -> Vec<Problem> {
     let mut out = Vec::new();
-    // An update that leaves these out keeps what was allocated, as kube-apiserver does.
     if let Some(old) = old_spec {
-        let requested = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("");
-        let old_ip = old.get("clusterIP").and_then(Value::as_str);
-        if requested.is_empty()
-            && let Some(ip) = old_ip
-        {
-            spec["clusterIP"] = json!(ip);
-            if spec.get("clusterIPs").is_none() {
-                spec["clusterIPs"] = old.get("clusterIPs").cloned().unwrap_or(json!([ip]));
-            }
-        }
-        for k in ["ipFamilies", "ipFamilyPolicy"] {
-            if spec.get(k).is_none_or(Value::is_null)
-                && let Some(v) = old.get(k)
-            {
-                spec[k] = v.clone();
-            }
-        }
+        keep_old_allocation(spec, old);
     }
     let policy = match spec.get("ipFamilyPolicy").and_then(Value::as_str) {
         Some(p) if !POLICIES.contains(&p) => {
@@ -187,16 +170,7 @@ pub fn assign(
     };
     let written = strings(spec.get("ipFamilies")).len();
     let mut families = requested_families(spec, &mut out);
-    // The cluster IPs asked for: `clusterIP` is the first of `clusterIPs`.
-    let mut ips = strings(spec.get("clusterIPs"));
-    match spec.get("clusterIP").and_then(Value::as_str) {
-        Some(ip) if !ip.is_empty() && ips.first().is_none_or(|f| f != ip) => {
-            ips.insert(0, ip.to_string());
-            ips.truncate(1);
-        }
-        _ => {}
-    }
-    ips.retain(|ip| !ip.is_empty());
+    let mut ips = requested_ips(spec);
     let headless = ips.first().is_some_and(|ip| ip == "None");
     let parsed: Vec<Option<IpAddr>> = ips.iter().map(|ip| ip.parse().ok()).collect();
     if families.is_empty()
@@ -214,87 +188,19 @@ pub fn assign(
     if families.is_empty() {
         families.push(Family::V4);
     }
-    if policy == "SingleStack" {
-        if written > 1 {
-            out.push((
-                "FieldValueInvalid",
-                "spec.ipFamilyPolicy".into(),
-                "Invalid value: \"SingleStack\": must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified".into(),
-            ));
-        }
-        // A Service made single-stack again drops its secondary family and address.
-        families.truncate(1);
-        ips.truncate(1);
-    } else if families.len() == 1 {
-        families.push(families[0].other());
-    }
+    apply_policy(&policy, written, &mut families, &mut ips, &mut out);
     if let Some(old) = old_spec {
-        let old_first = strings(old.get("ipFamilies"))
-            .first()
-            .and_then(|f| Family::parse(f));
-        if let Some(first) = old_first
-            && first != families[0]
-        {
-            out.push((
-                "FieldValueInvalid",
-                "spec.ipFamilies[0]".into(),
-                format!(
-                    "Invalid value: \"{}\": may not change once set",
-                    families[0].name()
-                ),
-            ));
-        }
-        let old_ips = strings(old.get("clusterIPs"));
-        if let (Some(new), Some(old)) = (ips.first(), old_ips.first())
-            && new != old
-        {
-            out.push((
-                "FieldValueInvalid",
-                "spec.clusterIPs[0]".into(),
-                "Invalid value: may not change once set".into(),
-            ));
-        }
+        check_immutable(old, &families, &ips, &mut out);
     }
     if !headless {
         for (i, ip) in ips.iter().enumerate() {
             let Some(family) = families.get(i).copied() else {
                 break;
             };
-            let field = format!("spec.clusterIPs[{i}]");
             let unchanged =
                 old_spec.is_some_and(|o| strings(o.get("clusterIPs")).get(i) == Some(ip));
-            match parsed.get(i).copied().flatten() {
-                None => out.push((
-                    "FieldValueInvalid",
-                    field,
-                    format!("Invalid value: \"{ip}\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"),
-                )),
-                Some(a) if Family::of(a) != family => out.push((
-                    "FieldValueInvalid",
-                    field,
-                    format!(
-                        "Invalid value: \"{ip}\": expected an {} value as indicated by `ipFamilies[{i}]`",
-                        family.name()
-                    ),
-                )),
-                Some(_) if unchanged => {}
-                Some(a) if !family.contains(a) => out.push((
-                    "FieldValueInvalid",
-                    "spec.clusterIPs".into(),
-                    format!(
-                        "Invalid value: \"{ip}\": failed to allocate IP {ip}: the provided IP ({ip}) is not in the valid range. The range of valid IPs is {}",
-                        family.range()
-                    ),
-                )),
-                Some(_) if taken.contains(ip) => out.push((
-                    "FieldValueInvalid",
-                    "spec.clusterIPs".into(),
-                    format!("Invalid value: \"{ip}\": failed to allocate IP {ip}: provided IP is already allocated"),
-                )),
-                Some(_) => {
-                    taken.insert(ip.clone());
-                }
-            }
+            let parsed = parsed.get(i).copied().flatten();
+            out.extend(check_requested_ip(i, ip, parsed, family, unchanged, taken));
         }
         for family in families.iter().skip(ips.len()) {
             match family.allocate(taken) {
@@ -317,6 +223,146 @@ pub fn assign(
         spec["clusterIPs"] = json!(ips);
     }
     out
+}
+
+/// An update that leaves the cluster IPs, families or policy out keeps what was allocated,
+/// as kube-apiserver does.
+fn keep_old_allocation(spec: &mut Value, old: &Value) {
+    let requested = spec.get("clusterIP").and_then(Value::as_str).unwrap_or("");
+    let old_ip = old.get("clusterIP").and_then(Value::as_str);
+    if requested.is_empty()
+        && let Some(ip) = old_ip
+    {
+        spec["clusterIP"] = json!(ip);
+        if spec.get("clusterIPs").is_none() {
+            spec["clusterIPs"] = old.get("clusterIPs").cloned().unwrap_or(json!([ip]));
+        }
+    }
+    for k in ["ipFamilies", "ipFamilyPolicy"] {
+        if spec.get(k).is_none_or(Value::is_null)
+            && let Some(v) = old.get(k)
+        {
+            spec[k] = v.clone();
+        }
+    }
+}
+
+/// The cluster IPs asked for: `clusterIP` is the first of `clusterIPs`.
+fn requested_ips(spec: &Value) -> Vec<String> {
+    let mut ips = strings(spec.get("clusterIPs"));
+    match spec.get("clusterIP").and_then(Value::as_str) {
+        Some(ip) if !ip.is_empty() && ips.first().is_none_or(|f| f != ip) => {
+            ips.insert(0, ip.to_string());
+            ips.truncate(1);
+        }
+        _ => {}
+    }
+    ips.retain(|ip| !ip.is_empty());
+    ips
+}
+
+/// Fits the families and cluster IPs to the policy: one of each for `SingleStack`, both
+/// families otherwise.
+fn apply_policy(
+    policy: &str,
+    written: usize,
+    families: &mut Vec<Family>,
+    ips: &mut Vec<String>,
+    out: &mut Vec<Problem>,
+) {
+    if policy == "SingleStack" {
+        if written > 1 {
+            out.push((
+                "FieldValueInvalid",
+                "spec.ipFamilyPolicy".into(),
+                "Invalid value: \"SingleStack\": must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are specified".into(),
+            ));
+        }
+        // A Service made single-stack again drops its secondary family and address.
+        families.truncate(1);
+        ips.truncate(1);
+    } else if families.len() == 1 {
+        families.push(families[0].other());
+    }
+}
+
+/// The primary family and primary cluster IP may not change once set.
+fn check_immutable(old: &Value, families: &[Family], ips: &[String], out: &mut Vec<Problem>) {
+    let old_first = strings(old.get("ipFamilies"))
+        .first()
+        .and_then(|f| Family::parse(f));
+    if let Some(first) = old_first
+        && first != families[0]
+    {
+        out.push((
+            "FieldValueInvalid",
+            "spec.ipFamilies[0]".into(),
+            format!(
+                "Invalid value: \"{}\": may not change once set",
+                families[0].name()
+            ),
+        ));
+    }
+    let old_ips = strings(old.get("clusterIPs"));
+    if let (Some(new), Some(old)) = (ips.first(), old_ips.first())
+        && new != old
+    {
+        out.push((
+            "FieldValueInvalid",
+            "spec.clusterIPs[0]".into(),
+            "Invalid value: may not change once set".into(),
+        ));
+    }
+}
+
+/// Checks cluster IP `i` asked for by value (`parsed` if it is an address), taking it when
+/// it is free; `unchanged` when the Service already had it.
+fn check_requested_ip(
+    i: usize,
+    ip: &str,
+    parsed: Option<IpAddr>,
+    family: Family,
+    unchanged: bool,
+    taken: &mut HashSet<String>,
+) -> Option<Problem> {
+    let field = format!("spec.clusterIPs[{i}]");
+    match parsed {
+        None => Some((
+            "FieldValueInvalid",
+            field,
+            format!(
+                "Invalid value: \"{ip}\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+            ),
+        )),
+        Some(a) if Family::of(a) != family => Some((
+            "FieldValueInvalid",
+            field,
+            format!(
+                "Invalid value: \"{ip}\": expected an {} value as indicated by `ipFamilies[{i}]`",
+                family.name()
+            ),
+        )),
+        Some(_) if unchanged => None,
+        Some(a) if !family.contains(a) => Some((
+            "FieldValueInvalid",
+            "spec.clusterIPs".into(),
+            format!(
+                "Invalid value: \"{ip}\": failed to allocate IP {ip}: the provided IP ({ip}) is not in the valid range. The range of valid IPs is {}",
+                family.range()
+            ),
+        )),
+        Some(_) if taken.contains(ip) => Some((
+            "FieldValueInvalid",
+            "spec.clusterIPs".into(),
+            format!(
+                "Invalid value: \"{ip}\": failed to allocate IP {ip}: provided IP is already allocated"
+            ),
+        )),
+        Some(_) => {
+            taken.insert(ip.to_string());
+            None
+        }
+    }
 }
 
 #[cfg(test)]

@@ -170,31 +170,7 @@ pub async fn handle(
         user: user.name.clone(),
         code: code.as_u16(),
     };
-    let refused = if srv.0.config.rbac {
-        rbac::check_resource(
-            &srv.0.store.read(),
-            &user,
-            &rbac::Request::Resource {
-                verb,
-                group: target.rt.group,
-                resource: target.rt.plural,
-                subresource: target.sub.as_deref(),
-                namespace: target.namespace.as_deref(),
-                name: target.name.as_deref(),
-            },
-        )
-        .err()
-    } else {
-        None
-    };
-    let unknown_sub = target.sub.as_ref().is_some_and(|sub| {
-        !((sub == "status" && target.rt.status)
-            || (sub == "scale" && target.rt.scale())
-            || (sub == "token"
-                && target.rt.plural == "serviceaccounts"
-                && target.rt.group.is_empty()))
-    });
-    if let Some(e) = refused.or(unknown_sub.then_some(ApiError::UnknownResource)) {
+    if let Some(e) = refusal(&srv, &user, verb, &target) {
         srv.0.requests.lock().push(record(e.code()));
         return e.into_response();
     }
@@ -222,6 +198,54 @@ pub async fn handle(
         Err(e) => e.code(),
     };
     srv.0.requests.lock().push(record(code));
+    respond(verb, &target, &params, format, &headers, &body, result)
+}
+
+/// Why a request on `target` is refused before it runs: RBAC, or a subresource the type
+/// does not have.
+fn refusal(
+    srv: &Shared,
+    user: &rbac::User,
+    verb: &'static str,
+    target: &Target,
+) -> Option<ApiError> {
+    let refused = if srv.0.config.rbac {
+        rbac::check_resource(
+            &srv.0.store.read(),
+            user,
+            &rbac::Request::Resource {
+                verb,
+                group: target.rt.group,
+                resource: target.rt.plural,
+                subresource: target.sub.as_deref(),
+                namespace: target.namespace.as_deref(),
+                name: target.name.as_deref(),
+            },
+        )
+        .err()
+    } else {
+        None
+    };
+    let unknown_sub = target.sub.as_ref().is_some_and(|sub| {
+        !((sub == "status" && target.rt.status)
+            || (sub == "scale" && target.rt.scale())
+            || (sub == "token"
+                && target.rt.plural == "serviceaccounts"
+                && target.rt.group.is_empty()))
+    });
+    refused.or(unknown_sub.then_some(ApiError::UnknownResource))
+}
+
+/// The response to a dispatched verb: lists and objects rendered in the negotiated format.
+fn respond(
+    verb: &str,
+    target: &Target,
+    params: &Params,
+    format: Format,
+    headers: &HeaderMap,
+    body: &[u8],
+    result: ApiResult<(StatusCode, Value)>,
+) -> Response {
     match result {
         // A Status, in kube-apiserver's field order.
         Ok((code, _)) if verb == "deletecollection" => {
@@ -231,12 +255,12 @@ pub async fn handle(
             let v = match verb {
                 // A Scale is answered as itself, never as a Table of its parent.
                 "list" | "get" if target.sub.as_deref() != Some("scale") => {
-                    render(target.rt, verb == "list", v, format, &params)
+                    render(target.rt, verb == "list", v, format, params)
                 }
                 _ => v,
             };
             let mut response = json_response(code, &v);
-            if verb == "delete" && job_delete_warning(&target, &params, &headers, &body) {
+            if verb == "delete" && job_delete_warning(target, params, headers, body) {
                 let warning = format!("299 - \"{}\"", super::propagation::JOB_DEFAULT_WARNING);
                 if let Ok(value) = axum::http::HeaderValue::from_str(&warning) {
                     response.headers_mut().insert("warning", value);

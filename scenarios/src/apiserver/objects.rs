@@ -284,77 +284,16 @@ impl Shared {
         body: Value,
         dry_run: bool,
     ) -> ApiResult<Value> {
-        let Value::Object(_) = body else {
-            return Err(ApiError::BadRequest(
-                "the body must be a JSON object".into(),
-            ));
-        };
-        if let Some(kind) = body.get("kind").and_then(Value::as_str)
-            && kind != rt.kind
-        {
-            return Err(ApiError::BadRequest(format!(
-                "the kind \"{kind}\" does not match the resource {}",
-                rt.plural
-            )));
-        }
+        check_create_body(rt, &body)?;
         let mut obj = internal(rt, body);
         if !obj.get("metadata").is_some_and(Value::is_object) {
             obj["metadata"] = json!({});
         }
-        let ns = if rt.namespaced {
-            let ns = namespace.ok_or(ApiError::MethodNotAllowed)?;
-            if let Some(body_ns) = meta_str(&obj, "namespace")
-                && !body_ns.is_empty()
-                && body_ns != ns
-            {
-                return Err(ApiError::BadRequest(
-                    "the namespace of the provided object does not match the namespace sent on the request".into(),
-                ));
-            }
-            obj["metadata"]["namespace"] = json!(ns);
-            ns.to_string()
-        } else {
-            if let Some(m) = obj["metadata"].as_object_mut() {
-                m.remove("namespace");
-            }
-            String::new()
-        };
-        let name = match (meta_str(&obj, "name"), meta_str(&obj, "generateName")) {
-            (Some(n), _) if !n.is_empty() => n.to_string(),
-            (_, Some(g)) if !g.is_empty() => {
-                format!("{g}{}", random_suffix(&self.0.config.ambient))
-            }
-            _ => {
-                return Err(ApiError::invalid(
-                    &rt.qualified_kind(),
-                    "",
-                    "metadata.name",
-                    "FieldValueRequired",
-                    "Required value: name or generateName is required",
-                ));
-            }
-        };
+        let ns = place_in_namespace(rt, &mut obj, namespace)?;
+        let name = self.creation_name(rt, &obj)?;
         obj["metadata"]["name"] = json!(name);
         let mut store = self.0.store.write();
-        if rt.namespaced && !Self::namespace_exists(&store, &ns) {
-            return Err(ApiError::not_found("namespaces", &ns));
-        }
-        if rt.namespaced
-            && store
-                .get("namespaces", &(String::new(), ns.clone()))
-                .is_some_and(|n| n.pointer("/metadata/deletionTimestamp").is_some())
-        {
-            return Err(ApiError::Denied {
-                message: format!(
-                    "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                    rt.qualified_resource()
-                ),
-                name: Some(name),
-                group: rt.group.to_string(),
-                resource: rt.plural.to_string(),
-            });
-        }
-
+        Self::check_namespace_open(&store, rt, &ns, &name)?;
         let key = (ns.clone(), name.clone());
         if store.get(rt.storage_key(), &key).is_some() {
             return Err(ApiError::AlreadyExists {
@@ -362,16 +301,7 @@ impl Shared {
                 name,
             });
         }
-        let meta = &mut obj["metadata"];
-        meta["uid"] = json!(self.0.config.ambient.uuid().to_string());
-        meta["creationTimestamp"] = json!(now_rfc3339(&self.0.config.ambient));
-        if let Some(m) = meta.as_object_mut() {
-            m.remove("deletionTimestamp");
-            m.remove("resourceVersion");
-        }
-        if has_generation(rt) {
-            obj["metadata"]["generation"] = json!(1);
-        }
+        self.stamp_creation(rt, &mut obj);
         Self::prepare(
             &store,
             rt,
@@ -386,6 +316,66 @@ impl Shared {
         drop(store);
         self.notify();
         Ok(external(rt, &stored))
+    }
+
+    /// The name of an object to create: its own, or one generated from `generateName`.
+    fn creation_name(&self, rt: &ResourceType, obj: &Value) -> ApiResult<String> {
+        match (meta_str(obj, "name"), meta_str(obj, "generateName")) {
+            (Some(n), _) if !n.is_empty() => Ok(n.to_string()),
+            (_, Some(g)) if !g.is_empty() => {
+                Ok(format!("{g}{}", random_suffix(&self.0.config.ambient)))
+            }
+            _ => Err(ApiError::invalid(
+                &rt.qualified_kind(),
+                "",
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+            )),
+        }
+    }
+
+    /// A namespaced object is created only in a namespace that exists and is not being
+    /// terminated.
+    fn check_namespace_open(
+        store: &Store,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+    ) -> ApiResult<()> {
+        if rt.namespaced && !Self::namespace_exists(store, ns) {
+            return Err(ApiError::not_found("namespaces", ns));
+        }
+        if rt.namespaced
+            && store
+                .get("namespaces", &(String::new(), ns.to_string()))
+                .is_some_and(|n| n.pointer("/metadata/deletionTimestamp").is_some())
+        {
+            return Err(ApiError::Denied {
+                message: format!(
+                    "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                    rt.qualified_resource()
+                ),
+                name: Some(name.to_string()),
+                group: rt.group.to_string(),
+                resource: rt.plural.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The metadata the server sets on a new object.
+    fn stamp_creation(&self, rt: &ResourceType, obj: &mut Value) {
+        let meta = &mut obj["metadata"];
+        meta["uid"] = json!(self.0.config.ambient.uuid().to_string());
+        meta["creationTimestamp"] = json!(now_rfc3339(&self.0.config.ambient));
+        if let Some(m) = meta.as_object_mut() {
+            m.remove("deletionTimestamp");
+            m.remove("resourceVersion");
+        }
+        if has_generation(rt) {
+            obj["metadata"]["generation"] = json!(1);
+        }
     }
 
     /// Update (PUT) or the second half of a PATCH: `new` replaces the object (or, for the
@@ -416,98 +406,15 @@ impl Shared {
             return Err(ApiError::not_found(&t.rt.qualified_resource(), &name));
         };
         let incoming = internal(t.rt, body);
-        if let Some(n) = meta_str(&incoming, "name")
-            && n != name
-        {
-            return Err(ApiError::BadRequest(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )));
-        }
-        if let Some(rv) = meta_str(&incoming, "resourceVersion")
-            && !rv.is_empty()
-            && rv != meta_str(&old, "resourceVersion").unwrap_or_default()
-        {
-            return Err(ApiError::Conflict {
-                kind: t.rt.qualified_resource(),
-                name,
-                message: "the object has been modified; please apply your changes to the latest version and try again".into(),
-            });
-        }
-        if let Some(uid) = meta_str(&incoming, "uid")
-            && !uid.is_empty()
-            && Some(uid) != meta_str(&old, "uid")
-        {
-            return Err(ApiError::Conflict {
-                kind: t.rt.qualified_resource(),
-                name,
-                message: "Precondition failed: UID in precondition does not match the object"
-                    .into(),
-            });
-        }
+        check_update_preconditions(t.rt, &incoming, &old, &name)?;
         let mut new = if status_only {
             let mut o = (*old).clone();
             o["status"] = incoming.get("status").cloned().unwrap_or(json!({}));
             o
         } else {
-            let mut o = incoming;
-            if t.rt.status {
-                match old.get("status") {
-                    Some(s) => o["status"] = s.clone(),
-                    None => {
-                        if let Some(m) = o.as_object_mut() {
-                            m.remove("status");
-                        }
-                    }
-                }
-            }
-            if !o.get("metadata").is_some_and(Value::is_object) {
-                o["metadata"] = json!({});
-            }
-            // Fields the server owns.
-            for k in [
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-                "namespace",
-                "name",
-            ] {
-                match old["metadata"].get(k) {
-                    Some(v) => o["metadata"][k] = v.clone(),
-                    None => {
-                        if let Some(m) = o["metadata"].as_object_mut() {
-                            m.remove(k);
-                        }
-                    }
-                }
-            }
-            Self::prepare(
-                &store,
-                t.rt,
-                &mut o,
-                Some(&old),
-                &now_rfc3339(&self.0.config.ambient),
-            )?;
-            if has_generation(t.rt) && o.get("spec") != old.get("spec") {
-                let g = old["metadata"]["generation"].as_i64().unwrap_or(1);
-                o["metadata"]["generation"] = json!(g + 1);
-            }
-            o
+            self.replacement(&store, t.rt, incoming, &old)?
         };
-        if let Some(m) = new.as_object_mut() {
-            m.insert(
-                "apiVersion".into(),
-                old.get("apiVersion")
-                    .cloned()
-                    .unwrap_or(json!(t.rt.api_version())),
-            );
-            m.insert(
-                "kind".into(),
-                old.get("kind").cloned().unwrap_or(json!(t.rt.kind)),
-            );
-        }
-        new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
+        keep_type_and_version(t.rt, &mut new, &old);
         if new == *old || dry_run {
             return Ok((StatusCode::OK, external(t.rt, &new)));
         }
@@ -529,6 +436,62 @@ impl Shared {
         drop(store);
         self.notify();
         Ok((StatusCode::OK, external(t.rt, &result)))
+    }
+
+    /// The object a full update (not of the status only) stores: `incoming` with the
+    /// server-owned fields of `old`, prepared, its generation bumped when the spec changed.
+    fn replacement(
+        &self,
+        store: &Store,
+        rt: &ResourceType,
+        incoming: Value,
+        old: &Value,
+    ) -> ApiResult<Value> {
+        let mut o = incoming;
+        if rt.status {
+            match old.get("status") {
+                Some(s) => o["status"] = s.clone(),
+                None => {
+                    if let Some(m) = o.as_object_mut() {
+                        m.remove("status");
+                    }
+                }
+            }
+        }
+        if !o.get("metadata").is_some_and(Value::is_object) {
+            o["metadata"] = json!({});
+        }
+        // Fields the server owns.
+        for k in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+            "name",
+        ] {
+            match old["metadata"].get(k) {
+                Some(v) => o["metadata"][k] = v.clone(),
+                None => {
+                    if let Some(m) = o["metadata"].as_object_mut() {
+                        m.remove(k);
+                    }
+                }
+            }
+        }
+        Self::prepare(
+            store,
+            rt,
+            &mut o,
+            Some(old),
+            &now_rfc3339(&self.0.config.ambient),
+        )?;
+        if has_generation(rt) && o.get("spec") != old.get("spec") {
+            let g = old["metadata"]["generation"].as_i64().unwrap_or(1);
+            o["metadata"]["generation"] = json!(g + 1);
+        }
+        Ok(o)
     }
 
     pub(super) fn patch_object(
@@ -746,4 +709,105 @@ pub(super) fn merge_string_data(obj: &mut Value) {
 
 pub(super) fn items_last_key(items: &[(Key, Value)]) -> Key {
     items.last().map(|(k, _)| k.clone()).unwrap_or_default()
+}
+
+/// A created object's body must be an object of the resource's kind (or of none).
+fn check_create_body(rt: &ResourceType, body: &Value) -> ApiResult<()> {
+    if !body.is_object() {
+        return Err(ApiError::BadRequest(
+            "the body must be a JSON object".into(),
+        ));
+    }
+    if let Some(kind) = body.get("kind").and_then(Value::as_str)
+        && kind != rt.kind
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the kind \"{kind}\" does not match the resource {}",
+            rt.plural
+        )));
+    }
+    Ok(())
+}
+
+/// Sets a new object's namespace from the request's (refusing another one in the body), or
+/// drops it for a cluster-scoped kind. Returns it (empty for cluster-scoped).
+fn place_in_namespace(
+    rt: &ResourceType,
+    obj: &mut Value,
+    namespace: Option<&str>,
+) -> ApiResult<String> {
+    if !rt.namespaced {
+        if let Some(m) = obj["metadata"].as_object_mut() {
+            m.remove("namespace");
+        }
+        return Ok(String::new());
+    }
+    let ns = namespace.ok_or(ApiError::MethodNotAllowed)?;
+    if let Some(body_ns) = meta_str(obj, "namespace")
+        && !body_ns.is_empty()
+        && body_ns != ns
+    {
+        return Err(ApiError::BadRequest(
+            "the namespace of the provided object does not match the namespace sent on the request"
+                .into(),
+        ));
+    }
+    obj["metadata"]["namespace"] = json!(ns);
+    Ok(ns.to_string())
+}
+
+/// An update must name the object of the URL, and any resource version or uid it carries
+/// must be the stored object's.
+fn check_update_preconditions(
+    rt: &ResourceType,
+    incoming: &Value,
+    old: &Value,
+    name: &str,
+) -> ApiResult<()> {
+    if let Some(n) = meta_str(incoming, "name")
+        && n != name
+    {
+        return Err(ApiError::BadRequest(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        )));
+    }
+    if let Some(rv) = meta_str(incoming, "resourceVersion")
+        && !rv.is_empty()
+        && rv != meta_str(old, "resourceVersion").unwrap_or_default()
+    {
+        return Err(ApiError::Conflict {
+            kind: rt.qualified_resource(),
+            name: name.to_string(),
+            message: "the object has been modified; please apply your changes to the latest version and try again".into(),
+        });
+    }
+    if let Some(uid) = meta_str(incoming, "uid")
+        && !uid.is_empty()
+        && Some(uid) != meta_str(old, "uid")
+    {
+        return Err(ApiError::Conflict {
+            kind: rt.qualified_resource(),
+            name: name.to_string(),
+            message: "Precondition failed: UID in precondition does not match the object".into(),
+        });
+    }
+    Ok(())
+}
+
+/// An update keeps the stored object's apiVersion, kind and resource version (the store
+/// gives it the next one).
+fn keep_type_and_version(rt: &ResourceType, new: &mut Value, old: &Value) {
+    if let Some(m) = new.as_object_mut() {
+        m.insert(
+            "apiVersion".into(),
+            old.get("apiVersion")
+                .cloned()
+                .unwrap_or(json!(rt.api_version())),
+        );
+        m.insert(
+            "kind".into(),
+            old.get("kind").cloned().unwrap_or(json!(rt.kind)),
+        );
+    }
+    new["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"].clone();
 }

@@ -27,7 +27,7 @@ use k8s_openapi::schemars::generate::SchemaSettings;
 use k8s_openapi::schemars::{Schema, SchemaGenerator};
 use prost::Message as _;
 use serde_json::{Map, Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 /// The media type kubectl asks for in `Accept` when it wants the protobuf v2 document.
@@ -501,22 +501,7 @@ fn build_model() -> Model {
         s.meta_schema = None;
     });
     let mut generator = SchemaGenerator::new(settings);
-    let mut served = Vec::new();
-    for r in RESOURCES {
-        let Some((_, _, _, schema_fn)) = KIND_SCHEMAS
-            .iter()
-            .find(|(g, v, k, _)| *g == r.group && *v == r.version && *k == r.kind)
-        else {
-            continue;
-        };
-        let reference = schema_fn(&mut generator);
-        if let Some(definition) = ref_name(&reference, V2_REF) {
-            served.push(Served {
-                resource: r,
-                definition,
-            });
-        }
-    }
+    let served = served_kinds(&mut generator);
     for schema_fn in META_SCHEMAS {
         schema_fn(&mut generator);
     }
@@ -530,50 +515,92 @@ fn build_model() -> Model {
     if let Some(d) = definitions.get_mut(QUANTITY) {
         *d = json!({"description": d["description"], "type": "string"});
     }
-
     for s in &served {
-        let r = s.resource;
         let Some(def) = definitions.get_mut(&s.definition) else {
             continue;
         };
-        // k8s-openapi requires `metadata` because its Rust field is not optional; the real
-        // schemas do not.
-        if let Some(required) = def.get_mut("required").and_then(Value::as_array_mut) {
-            required.retain(|v| v != "metadata");
-            if required.is_empty() {
-                def.as_object_mut().map(|o| o.remove("required"));
-            }
+        adapt_kind_definition(def, s.resource);
+        definitions.insert(format!("{}List", s.definition), list_definition(s));
+    }
+    mark_meta_kinds(&mut definitions);
+    for (definition, property, key, value) in MARKERS {
+        if let Some(def) = definitions.get_mut(*definition) {
+            apply_marker(def, property, key, value);
         }
-        def["x-kubernetes-group-version-kind"] = json!([gvk(r.group, r.version, r.kind)]);
-        let list_name = format!("{}List", s.definition);
-        let list = json!({
-            "description": format!("{} is a list of {} objects.", r.list_kind(), r.kind),
-            "type": "object",
-            "properties": {
-                "apiVersion": {
-                    "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
-                    "type": "string",
-                },
-                "items": {
-                    "description": format!("Items is the list of {} objects.", r.kind),
-                    "type": "array",
-                    "items": {"$ref": format!("{V2_REF}{}", s.definition)},
-                },
-                "kind": {
-                    "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
-                    "type": "string",
-                },
-                "metadata": {
-                    "$ref": format!("{V2_REF}{META}ListMeta"),
-                    "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
-                },
-            },
-            "required": ["items"],
-            "x-kubernetes-group-version-kind": [gvk(r.group, r.version, &r.list_kind())],
-        });
-        definitions.insert(list_name, list);
     }
 
+    Model {
+        definitions,
+        served,
+    }
+}
+
+/// Generates the schema of each served kind that has one, returning where it went.
+fn served_kinds(generator: &mut SchemaGenerator) -> Vec<Served> {
+    let mut served = Vec::new();
+    for r in RESOURCES {
+        let Some((_, _, _, schema_fn)) = KIND_SCHEMAS
+            .iter()
+            .find(|(g, v, k, _)| *g == r.group && *v == r.version && *k == r.kind)
+        else {
+            continue;
+        };
+        let reference = schema_fn(generator);
+        if let Some(definition) = ref_name(&reference, V2_REF) {
+            served.push(Served {
+                resource: r,
+                definition,
+            });
+        }
+    }
+    served
+}
+
+/// A served kind's definition as the real documents have it.
+fn adapt_kind_definition(def: &mut Value, r: &ResourceType) {
+    // k8s-openapi requires `metadata` because its Rust field is not optional; the real
+    // schemas do not.
+    if let Some(required) = def.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|v| v != "metadata");
+        if required.is_empty() {
+            def.as_object_mut().map(|o| o.remove("required"));
+        }
+    }
+    def["x-kubernetes-group-version-kind"] = json!([gvk(r.group, r.version, r.kind)]);
+}
+
+/// The definition of a served kind's list.
+fn list_definition(s: &Served) -> Value {
+    let r = s.resource;
+    json!({
+        "description": format!("{} is a list of {} objects.", r.list_kind(), r.kind),
+        "type": "object",
+        "properties": {
+            "apiVersion": {
+                "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+                "type": "string",
+            },
+            "items": {
+                "description": format!("Items is the list of {} objects.", r.kind),
+                "type": "array",
+                "items": {"$ref": format!("{V2_REF}{}", s.definition)},
+            },
+            "kind": {
+                "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+                "type": "string",
+            },
+            "metadata": {
+                "$ref": format!("{V2_REF}{META}ListMeta"),
+                "description": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+            },
+        },
+        "required": ["items"],
+        "x-kubernetes-group-version-kind": [gvk(r.group, r.version, &r.list_kind())],
+    })
+}
+
+/// The group-version-kinds of the meta kinds every group serves.
+fn mark_meta_kinds(definitions: &mut BTreeMap<String, Value>) {
     let all_gvs: Vec<Value> = group_versions()
         .into_iter()
         .map(|(g, v)| gvk(g, v, "DeleteOptions"))
@@ -587,430 +614,10 @@ fn build_model() -> Model {
     if let Some(d) = definitions.get_mut(SCALE) {
         d["x-kubernetes-group-version-kind"] = json!([gvk("autoscaling", "v1", "Scale")]);
     }
-
-    for (definition, property, key, value) in MARKERS {
-        if let Some(def) = definitions.get_mut(*definition) {
-            apply_marker(def, property, key, value);
-        }
-    }
-
-    Model {
-        definitions,
-        served,
-    }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Paths
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Loc {
-    Query,
-    Path,
-}
-
-struct Param {
-    name: &'static str,
-    loc: Loc,
-    ty: &'static str,
-    description: &'static str,
-}
-
-const fn query(name: &'static str, ty: &'static str, description: &'static str) -> Param {
-    Param {
-        name,
-        loc: Loc::Query,
-        ty,
-        description,
-    }
-}
-
-const DRY_RUN: Param = query(
-    "dryRun",
-    "string",
-    "When present, indicates that modifications should not be persisted. An invalid or unrecognized dryRun directive will result in an error response and no further processing of the request. Valid values are: - All: all dry run stages will be processed",
-);
-const FIELD_MANAGER: Param = query(
-    "fieldManager",
-    "string",
-    "fieldManager is a name associated with the actor or entity that is making these changes. The value must be less than or 128 characters long, and only contain printable characters, as defined by https://golang.org/pkg/unicode/#IsPrint.",
-);
-const FIELD_VALIDATION: Param = query(
-    "fieldValidation",
-    "string",
-    "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore: This will ignore any unknown fields that are silently dropped from the object, and will ignore all but the last duplicate field that the decoder encounters. This is the default behavior prior to v1.23. - Warn: This will send a warning via the standard warning response header for each unknown field that is dropped from the object, and for each duplicate field that is encountered. The request will still succeed if there are no other errors, and will only persist the last of any duplicate fields. This is the default in v1.23+ - Strict: This will fail the request with a BadRequest error if any unknown fields would be dropped from the object, or if any duplicate fields are present. The error returned from the server will contain all unknown and duplicate fields encountered.",
-);
-const FORCE: Param = query(
-    "force",
-    "boolean",
-    "Force is going to \"force\" Apply requests. It means user will re-acquire conflicting fields owned by other people. Force flag must be unset for non-apply patch requests.",
-);
-const PRETTY: Param = query(
-    "pretty",
-    "string",
-    "If 'true', then the output is pretty printed.",
-);
-const LIST_PARAMS: &[Param] = &[
-    query(
-        "allowWatchBookmarks",
-        "boolean",
-        "allowWatchBookmarks requests watch events with type \"BOOKMARK\".",
-    ),
-    query(
-        "continue",
-        "string",
-        "The continue option should be set when retrieving more results from the server.",
-    ),
-    query(
-        "fieldSelector",
-        "string",
-        "A selector to restrict the list of returned objects by their fields. Defaults to everything.",
-    ),
-    query(
-        "labelSelector",
-        "string",
-        "A selector to restrict the list of returned objects by their labels. Defaults to everything.",
-    ),
-    query(
-        "limit",
-        "integer",
-        "limit is a maximum number of responses to return for a list call.",
-    ),
-    query(
-        "resourceVersion",
-        "string",
-        "resourceVersion sets a constraint on what resource versions a request may be served from.",
-    ),
-    query(
-        "resourceVersionMatch",
-        "string",
-        "resourceVersionMatch determines how resourceVersion is applied to list calls.",
-    ),
-    query(
-        "sendInitialEvents",
-        "boolean",
-        "`sendInitialEvents=true` may be set together with `watch=true`.",
-    ),
-    query(
-        "timeoutSeconds",
-        "integer",
-        "Timeout for the list/watch call.",
-    ),
-    query(
-        "watch",
-        "boolean",
-        "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications. Specify resourceVersion.",
-    ),
-];
-const DELETE_PARAMS: &[Param] = &[
-    DRY_RUN,
-    query(
-        "gracePeriodSeconds",
-        "integer",
-        "The duration in seconds before the object should be deleted.",
-    ),
-    query(
-        "ignoreStoreReadErrorWithClusterBreakingPotential",
-        "boolean",
-        "if set to true, it will trigger an unsafe deletion of the resource in case the normal deletion flow fails with a corrupt object error.",
-    ),
-    query(
-        "propagationPolicy",
-        "string",
-        "Whether and how garbage collection will be performed.",
-    ),
-];
-
-const NAME: Param = Param {
-    name: "name",
-    loc: Loc::Path,
-    ty: "string",
-    description: "name of the object",
-};
-const NAMESPACE: Param = Param {
-    name: "namespace",
-    loc: Loc::Path,
-    ty: "string",
-    description: "object name and auth scope, such as for teams and projects",
-};
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Body {
-    None,
-    Object,
-    Patch,
-    DeleteOptions,
-}
-
-struct Op {
-    method: &'static str,
-    action: &'static str,
-    operation_id: String,
-    description: String,
-    params: Vec<&'static Param>,
-    body: Body,
-    /// Response definition, and the success codes.
-    response: String,
-    codes: &'static [&'static str],
-}
-
-struct PathEntry {
-    path: String,
-    params: Vec<&'static Param>,
-    ops: Vec<Op>,
-    resource: &'static ResourceType,
-}
-
-fn group_prefix(group: &str) -> String {
-    let first = group.split('.').next().unwrap_or("");
-    if first.is_empty() {
-        return "Core".to_string();
-    }
-    let mut chars = first.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
-
-fn capitalized(s: &str) -> String {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
-
-fn write_params(patch: bool) -> Vec<&'static Param> {
-    let mut p = vec![&DRY_RUN, &FIELD_MANAGER, &FIELD_VALIDATION];
-    if patch {
-        p.push(&FORCE);
-    }
-    p
-}
-
-fn paths_for(s: &Served) -> Vec<PathEntry> {
-    let r = s.resource;
-    let gv = format!("{}{}", group_prefix(r.group), capitalized(r.version));
-    let ns = if r.namespaced { "Namespaced" } else { "" };
-    let kind = r.kind;
-    let def = &s.definition;
-    let list_def = format!("{def}List");
-    let status_def = format!("{META}Status");
-    let base = r.group_version_path();
-    let collection = if r.namespaced {
-        format!("{base}/namespaces/{{namespace}}/{}", r.plural)
-    } else {
-        format!("{base}/{}", r.plural)
-    };
-    let mut scope: Vec<&'static Param> = Vec::new();
-    if r.namespaced {
-        scope.push(&NAMESPACE);
-    }
-    scope.push(&PRETTY);
-    let mut item_scope = vec![&NAME];
-    item_scope.extend(scope.iter().copied());
-
-    let op = |method, action, id: String, description: String, params, body, response, codes| Op {
-        method,
-        action,
-        operation_id: id,
-        description,
-        params,
-        body,
-        response,
-        codes,
-    };
-    let mut deletecollection_params: Vec<&'static Param> = DELETE_PARAMS.iter().collect();
-    deletecollection_params.extend(LIST_PARAMS.iter());
-    let mut out = vec![
-        PathEntry {
-            path: collection.clone(),
-            params: scope.clone(),
-            resource: r,
-            ops: vec![
-                op(
-                    "get",
-                    "list",
-                    format!("list{gv}{ns}{kind}"),
-                    format!("list or watch objects of kind {kind}"),
-                    LIST_PARAMS.iter().collect(),
-                    Body::None,
-                    list_def.clone(),
-                    &["200"],
-                ),
-                op(
-                    "post",
-                    "post",
-                    format!("create{gv}{ns}{kind}"),
-                    format!("create a {kind}"),
-                    write_params(false),
-                    Body::Object,
-                    def.clone(),
-                    &["200", "201", "202"],
-                ),
-                op(
-                    "delete",
-                    "deletecollection",
-                    format!("delete{gv}Collection{ns}{kind}"),
-                    format!("delete collection of {kind}"),
-                    deletecollection_params,
-                    Body::DeleteOptions,
-                    status_def.clone(),
-                    &["200"],
-                ),
-            ],
-        },
-        PathEntry {
-            path: format!("{collection}/{{name}}"),
-            params: item_scope.clone(),
-            resource: r,
-            ops: vec![
-                op(
-                    "get",
-                    "get",
-                    format!("read{gv}{ns}{kind}"),
-                    format!("read the specified {kind}"),
-                    Vec::new(),
-                    Body::None,
-                    def.clone(),
-                    &["200"],
-                ),
-                op(
-                    "put",
-                    "put",
-                    format!("replace{gv}{ns}{kind}"),
-                    format!("replace the specified {kind}"),
-                    write_params(false),
-                    Body::Object,
-                    def.clone(),
-                    &["200", "201"],
-                ),
-                op(
-                    "patch",
-                    "patch",
-                    format!("patch{gv}{ns}{kind}"),
-                    format!("partially update the specified {kind}"),
-                    write_params(true),
-                    Body::Patch,
-                    def.clone(),
-                    &["200", "201"],
-                ),
-                op(
-                    "delete",
-                    "delete",
-                    format!("delete{gv}{ns}{kind}"),
-                    format!("delete a {kind}"),
-                    DELETE_PARAMS.iter().collect(),
-                    Body::DeleteOptions,
-                    status_def.clone(),
-                    &["200", "202"],
-                ),
-            ],
-        },
-    ];
-    if r.status {
-        out.push(PathEntry {
-            path: format!("{collection}/{{name}}/status"),
-            params: item_scope.clone(),
-            resource: r,
-            ops: vec![
-                op(
-                    "get",
-                    "get",
-                    format!("read{gv}{ns}{kind}Status"),
-                    format!("read status of the specified {kind}"),
-                    Vec::new(),
-                    Body::None,
-                    def.clone(),
-                    &["200"],
-                ),
-                op(
-                    "put",
-                    "put",
-                    format!("replace{gv}{ns}{kind}Status"),
-                    format!("replace status of the specified {kind}"),
-                    write_params(false),
-                    Body::Object,
-                    def.clone(),
-                    &["200", "201"],
-                ),
-                op(
-                    "patch",
-                    "patch",
-                    format!("patch{gv}{ns}{kind}Status"),
-                    format!("partially update status of the specified {kind}"),
-                    write_params(true),
-                    Body::Patch,
-                    def.clone(),
-                    &["200", "201"],
-                ),
-            ],
-        });
-    }
-    if r.scale() {
-        let scale = SCALE.to_string();
-        out.push(PathEntry {
-            path: format!("{collection}/{{name}}/scale"),
-            params: item_scope,
-            resource: r,
-            ops: vec![
-                op(
-                    "get",
-                    "get",
-                    format!("read{gv}{ns}{kind}Scale"),
-                    format!("read scale of the specified {kind}"),
-                    Vec::new(),
-                    Body::None,
-                    scale.clone(),
-                    &["200"],
-                ),
-                op(
-                    "put",
-                    "put",
-                    format!("replace{gv}{ns}{kind}Scale"),
-                    format!("replace scale of the specified {kind}"),
-                    write_params(false),
-                    Body::Object,
-                    scale.clone(),
-                    &["200", "201"],
-                ),
-                op(
-                    "patch",
-                    "patch",
-                    format!("patch{gv}{ns}{kind}Scale"),
-                    format!("partially update scale of the specified {kind}"),
-                    write_params(true),
-                    Body::Patch,
-                    scale,
-                    &["200", "201"],
-                ),
-            ],
-        });
-    }
-    if r.namespaced {
-        out.push(PathEntry {
-            path: format!("{base}/{}", r.plural),
-            params: vec![&PRETTY],
-            resource: r,
-            ops: vec![op(
-                "get",
-                "list",
-                format!("list{gv}{kind}ForAllNamespaces"),
-                format!("list or watch objects of kind {kind}"),
-                LIST_PARAMS.iter().collect(),
-                Body::None,
-                list_def,
-                &["200"],
-            )],
-        });
-    }
-    out
-}
-
-fn all_paths() -> Vec<PathEntry> {
-    MODEL.served.iter().flat_map(paths_for).collect()
-}
+mod paths;
+use paths::{Body, Loc, Op, Param, all_paths};
 
 const PATCH_TYPES: &[&str] = &[
     "application/json-patch+json",
@@ -1150,264 +757,8 @@ pub fn encode_v2(doc: &Value) -> Vec<u8> {
     gnostic::document(doc).encode_to_vec()
 }
 
-// ---------------------------------------------------------------------------------------------
-// OpenAPI v3
-
-/// Rewrites a v2-style schema into its OpenAPI 3.0 form.
-fn to_v3_schema(v: &Value) -> Value {
-    match v {
-        Value::Object(map) => {
-            let mut out = Map::new();
-            for (k, v) in map {
-                if k == "$ref" {
-                    let name = v
-                        .as_str()
-                        .unwrap_or_default()
-                        .strip_prefix(V2_REF)
-                        .unwrap_or_default();
-                    out.insert(k.clone(), json!(format!("{V3_REF}{name}")));
-                } else if k == "properties" || k == "definitions" {
-                    let props = v
-                        .as_object()
-                        .map(|m| {
-                            m.iter()
-                                .map(|(n, s)| (n.clone(), to_v3_schema(s)))
-                                .collect::<Map<_, _>>()
-                        })
-                        .unwrap_or_default();
-                    out.insert(k.clone(), Value::Object(props));
-                } else {
-                    out.insert(k.clone(), to_v3_schema(v));
-                }
-            }
-            // OpenAPI 3.0 ignores siblings of `$ref`: the real documents wrap such references.
-            if out.len() > 1
-                && let Some(reference) = out.remove("$ref")
-            {
-                out.insert("allOf".into(), json!([{"$ref": reference}]));
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(to_v3_schema).collect()),
-        other => other.clone(),
-    }
-}
-
-fn v3_definition(name: &str, def: &Value) -> Value {
-    match name {
-        INT_OR_STRING => json!({
-            "description": def["description"],
-            "format": "int-or-string",
-            "oneOf": [{"type": "integer"}, {"type": "string"}],
-        }),
-        QUANTITY => json!({
-            "description": def["description"],
-            "oneOf": [{"type": "string"}, {"type": "number"}],
-        }),
-        _ => to_v3_schema(def),
-    }
-}
-
-fn v3_param(p: &Param) -> Value {
-    let mut v = json!({
-        "description": p.description,
-        "in": match p.loc { Loc::Query => "query", Loc::Path => "path" },
-        "name": p.name,
-        "schema": {"type": p.ty, "uniqueItems": true},
-    });
-    if p.loc == Loc::Path {
-        v["required"] = json!(true);
-    }
-    v
-}
-
-fn collect_refs(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
-    match v {
-        Value::Object(map) => {
-            for (k, v) in map {
-                if k == "$ref" {
-                    if let Some(name) = v.as_str().and_then(|s| s.strip_prefix(prefix)) {
-                        out.insert(name.to_string());
-                    }
-                } else {
-                    collect_refs(v, prefix, out);
-                }
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, prefix, out)),
-        _ => {}
-    }
-}
-
-fn build_v3(group: &str, version: &str) -> Value {
-    let mut paths = Map::new();
-    for entry in all_paths()
-        .into_iter()
-        .filter(|e| e.resource.group == group && e.resource.version == version)
-    {
-        let r = entry.resource;
-        let mut item = Map::new();
-        for o in &entry.ops {
-            let mut op = Map::new();
-            op.insert("description".into(), json!(o.description));
-            op.insert("operationId".into(), json!(o.operation_id));
-            op.insert(
-                "parameters".into(),
-                json!(o.params.iter().map(|p| v3_param(p)).collect::<Vec<_>>()),
-            );
-            if let Some(def) = body_def(o.body, &o.response) {
-                let types: Vec<&str> = if o.body == Body::Patch {
-                    PATCH_TYPES.to_vec()
-                } else {
-                    vec!["*/*"]
-                };
-                let content: Map<String, Value> = types
-                    .into_iter()
-                    .map(|t| {
-                        (
-                            t.to_string(),
-                            json!({"schema": {"$ref": format!("{V3_REF}{def}")}}),
-                        )
-                    })
-                    .collect();
-                op.insert(
-                    "requestBody".into(),
-                    json!({"content": content, "required": o.body != Body::DeleteOptions}),
-                );
-            }
-            let mut responses = Map::new();
-            for code in o.codes {
-                let content: Map<String, Value> = PRODUCES
-                    .iter()
-                    .map(|t| {
-                        (
-                            t.to_string(),
-                            json!({"schema": {"$ref": format!("{V3_REF}{}", o.response)}}),
-                        )
-                    })
-                    .collect();
-                responses.insert(
-                    (*code).into(),
-                    json!({"description": "OK", "content": content}),
-                );
-            }
-            responses.insert("401".into(), json!({"description": "Unauthorized"}));
-            op.insert("responses".into(), Value::Object(responses));
-            op.insert(
-                "tags".into(),
-                json!([format!("{}_{}", tag_group(r.group), r.version)]),
-            );
-            op_extensions(o, r, &mut op);
-            item.insert(o.method.into(), Value::Object(op));
-        }
-        item.insert(
-            "parameters".into(),
-            json!(entry.params.iter().map(|p| v3_param(p)).collect::<Vec<_>>()),
-        );
-        paths.insert(entry.path, Value::Object(item));
-    }
-
-    // The definitions the paths reach, and everything they reference.
-    let mut wanted = BTreeSet::new();
-    let paths = Value::Object(paths);
-    collect_refs(&paths, V3_REF, &mut wanted);
-    let mut schemas = Map::new();
-    let mut queue: Vec<String> = wanted.into_iter().collect();
-    while let Some(name) = queue.pop() {
-        if schemas.contains_key(&name) {
-            continue;
-        }
-        let Some(def) = MODEL.definitions.get(&name) else {
-            continue;
-        };
-        let mut refs = BTreeSet::new();
-        collect_refs(def, V2_REF, &mut refs);
-        queue.extend(refs.into_iter().filter(|n| !schemas.contains_key(n)));
-        schemas.insert(name.clone(), v3_definition(&name, def));
-    }
-    let schemas: BTreeMap<String, Value> = schemas.into_iter().collect();
-    json!({
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": INFO_VERSION},
-        "paths": paths,
-        "components": {
-            "schemas": schemas,
-            "securitySchemes": {
-                "BearerToken": {
-                    "description": "Bearer Token authentication",
-                    "in": "header",
-                    "name": "authorization",
-                    "type": "apiKey",
-                },
-            },
-        },
-        "security": [{"BearerToken": []}],
-    })
-}
-
-fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        format!("api/{version}")
-    } else {
-        format!("apis/{group}/{version}")
-    }
-}
-
-static V3_DOCS: LazyLock<BTreeMap<String, Value>> = LazyLock::new(|| {
-    group_versions()
-        .into_iter()
-        .filter(|(g, v)| {
-            MODEL
-                .served
-                .iter()
-                .any(|s| s.resource.group == *g && s.resource.version == *v)
-        })
-        .map(|(g, v)| (gv_path(g, v), build_v3(g, v)))
-        .collect()
-});
-
-/// A stable hash of a document, for the `hash` query parameter of the v3 discovery document.
-fn hash_of(v: &Value) -> String {
-    // FNV-1a, twice with different offsets, for 32 hex digits.
-    let text = v.to_string();
-    let mut out = String::new();
-    for offset in [0xcbf2_9ce4_8422_2325_u64, 0x6c62_272e_07bb_0142] {
-        let mut h = offset;
-        for b in text.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        out.push_str(&format!("{h:016X}"));
-    }
-    out
-}
-
-static V3_DISCOVERY: LazyLock<Value> = LazyLock::new(|| {
-    let paths: Map<String, Value> = V3_DOCS
-        .iter()
-        .map(|(path, doc)| {
-            (
-                path.clone(),
-                json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={}", hash_of(doc))}),
-            )
-        })
-        .collect();
-    json!({"paths": paths})
-});
-
-/// `GET /openapi/v3`: the group-versions with a document, and where to fetch each.
-pub fn v3_discovery() -> Value {
-    V3_DISCOVERY.clone()
-}
-
-/// `GET /openapi/v3/{group_version_path}` for `api/v1`, `apis/discovery.k8s.io/v1`, ... (a
-/// leading `/` or `/openapi/v3/` is ignored); `None` for a group-version that is not served.
-pub fn v3_document(group_version_path: &str) -> Option<&'static Value> {
-    let path = group_version_path.trim_start_matches('/');
-    let path = path.strip_prefix("openapi/v3/").unwrap_or(path);
-    let path = path.split('?').next().unwrap_or(path).trim_end_matches('/');
-    V3_DOCS.get(path)
-}
+mod v3;
+pub use v3::{v3_discovery, v3_document};
 
 // ---------------------------------------------------------------------------------------------
 // gnostic protobuf

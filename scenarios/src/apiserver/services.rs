@@ -110,6 +110,37 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
         .cloned()
         .unwrap_or(json!({}));
     let spec = &mut new["spec"];
+    let ty = default_type(spec, &mut c);
+    let old_ty = old_spec
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if old.is_some() {
+        clear_fields_of_old_type(spec, &old_spec, old_ty, &ty);
+    }
+    default_policies(spec, &ty);
+    validate_external_traffic_policy(spec, &ty, &mut c);
+    validate_load_balancer_class(spec, &old_spec, old.map(|_| old_ty), &ty, &mut c);
+    let old_health = prepare_ports(spec, &old_spec, &ty, taken, &mut c);
+    prepare_health_check_node_port(spec, &ty, old_health, taken, &mut c);
+    prepare_addresses(spec, &old_spec, &ty, taken, &mut c);
+
+    if old.is_none() {
+        new["status"] = json!({"loadBalancer": {}});
+    }
+    if c.0.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Invalid {
+            kind: "Service".to_string(),
+            name,
+            causes: c.0,
+        })
+    }
+}
+
+/// Defaults `spec.type` to `ClusterIP`, refusing an unknown one, and returns it.
+fn default_type(spec: &mut Value, c: &mut Causes) -> String {
     let ty = spec
         .get("type")
         .and_then(Value::as_str)
@@ -119,46 +150,46 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
         c.add("FieldValueNotSupported", "spec.type", format!("Unsupported value: \"{ty}\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\""));
     }
     spec["type"] = json!(ty);
-    let old_ty = old_spec
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("ClusterIP");
+    ty
+}
 
-    // Fields that only make sense for some types are dropped when the type changes away,
-    // as long as the client left them as they were.
-    if old.is_some() {
-        let unchanged = |spec: &Value, k: &str| spec.get(k) == old_spec.get(k);
-        if external(old_ty) && !external(&ty) {
-            if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-                for p in ports {
-                    if let Some(m) = p.as_object_mut() {
-                        m.remove("nodePort");
-                    }
-                }
+/// On update: fields that only make sense for some types are dropped when the type changes
+/// away, as long as the client left them as they were.
+fn clear_fields_of_old_type(spec: &mut Value, old_spec: &Value, old_ty: &str, ty: &str) {
+    let unchanged = |spec: &Value, k: &str| spec.get(k) == old_spec.get(k);
+    let remove_unchanged = |spec: &mut Value, keys: &[&str]| {
+        for k in keys {
+            if unchanged(spec, k)
+                && let Some(m) = spec.as_object_mut()
+            {
+                m.remove(*k);
             }
-            for k in ["externalTrafficPolicy", "healthCheckNodePort"] {
-                if unchanged(spec, k)
-                    && let Some(m) = spec.as_object_mut()
-                {
-                    m.remove(k);
+        }
+    };
+    if external(old_ty) && !external(ty) {
+        if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+            for p in ports {
+                if let Some(m) = p.as_object_mut() {
+                    m.remove("nodePort");
                 }
             }
         }
-        if old_ty == "LoadBalancer" && ty != "LoadBalancer" {
-            for k in [
+        remove_unchanged(spec, &["externalTrafficPolicy", "healthCheckNodePort"]);
+    }
+    if old_ty == "LoadBalancer" && ty != "LoadBalancer" {
+        remove_unchanged(
+            spec,
+            &[
                 "allocateLoadBalancerNodePorts",
                 "loadBalancerClass",
                 "healthCheckNodePort",
-            ] {
-                if unchanged(spec, k)
-                    && let Some(m) = spec.as_object_mut()
-                {
-                    m.remove(k);
-                }
-            }
-        }
+            ],
+        );
     }
+}
 
+/// Defaults the affinity and traffic policies, and node port allocation of a LoadBalancer.
+fn default_policies(spec: &mut Value, ty: &str) {
     let defaults = [
         ("sessionAffinity", "None"),
         ("internalTrafficPolicy", "Cluster"),
@@ -168,35 +199,46 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
             spec[k] = json!(v);
         }
     }
-    if external(&ty) && spec.get("externalTrafficPolicy").is_none() {
+    if external(ty) && spec.get("externalTrafficPolicy").is_none() {
         spec["externalTrafficPolicy"] = json!("Cluster");
     }
     if ty == "LoadBalancer" && spec.get("allocateLoadBalancerNodePorts").is_none() {
         spec["allocateLoadBalancerNodePorts"] = json!(true);
     }
-    if let Some(etp) = spec.get("externalTrafficPolicy").and_then(Value::as_str) {
-        if !external(&ty) {
-            c.add(
-                "FieldValueInvalid",
-                "spec.externalTrafficPolicy",
-                format!(
-                    "Invalid value: \"{etp}\": may only be set for externally-accessible services"
-                ),
-            );
-        } else if etp != "Cluster" && etp != "Local" {
-            c.add(
-                "FieldValueNotSupported",
-                "spec.externalTrafficPolicy",
-                format!("Unsupported value: \"{etp}\": supported values: \"Cluster\", \"Local\""),
-            );
-        }
+}
+
+fn validate_external_traffic_policy(spec: &Value, ty: &str, c: &mut Causes) {
+    let Some(etp) = spec.get("externalTrafficPolicy").and_then(Value::as_str) else {
+        return;
+    };
+    if !external(ty) {
+        c.add(
+            "FieldValueInvalid",
+            "spec.externalTrafficPolicy",
+            format!("Invalid value: \"{etp}\": may only be set for externally-accessible services"),
+        );
+    } else if etp != "Cluster" && etp != "Local" {
+        c.add(
+            "FieldValueNotSupported",
+            "spec.externalTrafficPolicy",
+            format!("Unsupported value: \"{etp}\": supported values: \"Cluster\", \"Local\""),
+        );
     }
-    // As Kubernetes' validateLoadBalancerClassField: between two LoadBalancer Services the
-    // class may not be added, removed or changed (it is set when the Service becomes a
-    // LoadBalancer, or at create); other types may not carry one.
+}
+
+/// As Kubernetes' validateLoadBalancerClassField: between two LoadBalancer Services the
+/// class may not be added, removed or changed (it is set when the Service becomes a
+/// LoadBalancer, or at create); other types may not carry one. `old_ty` is `None` at create.
+fn validate_load_balancer_class(
+    spec: &Value,
+    old_spec: &Value,
+    old_ty: Option<&str>,
+    ty: &str,
+    c: &mut Causes,
+) {
     let new_class = spec.get("loadBalancerClass").filter(|v| !v.is_null());
     let old_class = old_spec.get("loadBalancerClass").filter(|v| !v.is_null());
-    if old.is_some() && old_ty == "LoadBalancer" && ty == "LoadBalancer" && new_class != old_class {
+    if old_ty == Some("LoadBalancer") && ty == "LoadBalancer" && new_class != old_class {
         c.add(
             "FieldValueInvalid",
             "spec.loadBalancerClass",
@@ -213,8 +255,22 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
             "Forbidden: may only be used when `type` is 'LoadBalancer'",
         );
     }
+}
 
-    // Ports.
+/// The name of field `k` of port `i`, as causes name it.
+fn port_field(i: usize, k: &str) -> String {
+    format!("spec.ports[{i}].{k}")
+}
+
+/// Validates and defaults `spec.ports` and gives out their node ports. Returns the old
+/// health-check node port, which it holds in `taken` for the Service.
+fn prepare_ports(
+    spec: &mut Value,
+    old_spec: &Value,
+    ty: &str,
+    taken: &mut Taken,
+    c: &mut Causes,
+) -> Option<i64> {
     let ports_len = spec
         .get("ports")
         .and_then(Value::as_array)
@@ -225,20 +281,51 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
     {
         c.add("FieldValueRequired", "spec.ports", "Required value");
     }
-    let mut seen_names = HashSet::new();
-    let mut seen_ports = HashSet::new();
     let old_ports: Vec<Value> = old_spec
         .get("ports")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    // Node ports given out to earlier ports of this Service: a TCP and a UDP port with the
-    // same number may share one (the DNS case).
-    // With each: the port number and protocol it was given to.
-    let mut own_node_ports: Vec<(i64, Option<i64>, String)> = Vec::new();
-    let allocate_node_ports = external(&ty)
+    let old_health = hold_old_node_ports(&old_ports, old_spec, taken);
+    let allocate = external(ty)
         && !(ty == "LoadBalancer"
             && spec.get("allocateLoadBalancerNodePorts") == Some(&json!(false)));
+    let mut node_ports = NodePorts {
+        old_ports: &old_ports,
+        requested: requested_node_ports(spec),
+        own: Vec::new(),
+    };
+    let mut seen = SeenPorts::default();
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for (i, p) in ports.iter_mut().enumerate() {
+            if !p.is_object() {
+                c.add(
+                    "FieldValueInvalid",
+                    format!("spec.ports[{i}]"),
+                    "must be an object",
+                );
+                continue;
+            }
+            let port = prepare_port(p, i, ports_len, &mut seen, c);
+            if allocate {
+                node_ports.assign(p, i, &port, taken, c);
+            } else if !external(ty)
+                && let Some(m) = p.as_object_mut()
+                && m.contains_key("nodePort")
+            {
+                c.add(
+                    "FieldValueForbidden",
+                    port_field(i, "nodePort"),
+                    format!("Forbidden: may not be used when `type` is '{ty}'"),
+                );
+            }
+        }
+    }
+    old_health
+}
+
+/// Marks the Service's old node ports taken and returns its old health-check node port.
+fn hold_old_node_ports(old_ports: &[Value], old_spec: &Value, taken: &mut Taken) -> Option<i64> {
     // The old node ports stay allocated while the update allocates new ones (kube-apiserver
     // releases them only after), so a port that gets a new one never gets an old one back.
     for n in old_ports
@@ -253,141 +340,209 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
     if let Some(n) = old_health {
         taken.node_ports.insert(n);
     }
-    // Node ports the new ports ask for by value.
-    let requested: HashSet<i64> = spec
-        .get("ports")
+    old_health
+}
+
+/// Node ports the new ports ask for by value.
+fn requested_node_ports(spec: &Value) -> HashSet<i64> {
+    spec.get("ports")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
-        .collect();
-    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-        for (i, p) in ports.iter_mut().enumerate() {
-            let f = |k: &str| format!("spec.ports[{i}].{k}");
-            if !p.is_object() {
-                c.add(
-                    "FieldValueInvalid",
-                    format!("spec.ports[{i}]"),
-                    "must be an object",
-                );
-                continue;
-            }
-            let protocol = p
-                .get("protocol")
-                .and_then(Value::as_str)
-                .unwrap_or("TCP")
-                .to_string();
-            if !PROTOCOLS.contains(&protocol.as_str()) {
-                c.add("FieldValueNotSupported", f("protocol"), format!("Unsupported value: \"{protocol}\": supported values: \"SCTP\", \"TCP\", \"UDP\""));
-            }
-            p["protocol"] = json!(protocol);
-            let port = p.get("port").and_then(Value::as_i64);
-            match port {
-                Some(n) if (1..=65535).contains(&n) => {}
-                Some(n) => c.add(
-                    "FieldValueInvalid",
-                    f("port"),
-                    format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
-                ),
-                None => c.add("FieldValueRequired", f("port"), "Required value"),
-            }
-            let name = p
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            if ports_len > 1 && name.is_empty() {
-                c.add("FieldValueRequired", f("name"), "Required value");
-            }
-            if !name.is_empty() && !seen_names.insert(name.clone()) {
-                c.add(
-                    "FieldValueDuplicate",
-                    f("name"),
-                    format!("Duplicate value: \"{name}\""),
-                );
-            }
-            if let Some(n) = port
-                && !seen_ports.insert((n, protocol.clone()))
-            {
-                c.add(
-                    "FieldValueDuplicate",
-                    format!("spec.ports[{i}]"),
-                    format!("Duplicate value: {{\"port\": {n}, \"protocol\": \"{protocol}\"}}"),
-                );
-            }
-            if p.get("targetPort").is_none()
-                && let Some(n) = port
-            {
-                p["targetPort"] = json!(n);
-            }
-            if allocate_node_ports {
-                match p.get("nodePort").and_then(Value::as_i64) {
-                    Some(n) => {
-                        let own = old_ports
-                            .iter()
-                            .any(|o| o.get("nodePort").and_then(Value::as_i64) == Some(n));
-                        if !(NODE_PORT_MIN..=NODE_PORT_MAX).contains(&n) {
-                            c.add("FieldValueInvalid", f("nodePort"), format!("Invalid value: {n}: provided port is not in the valid range. The range of valid ports is {NODE_PORT_MIN}-{NODE_PORT_MAX}"));
-                        } else if !own
-                            && taken.node_ports.contains(&n)
-                            // kube-apiserver refuses a node port twice for one protocol;
-                            // a TCP and a UDP port may share one whatever their numbers.
-                            && !own_node_ports
-                                .iter()
-                                .any(|(m, _, proto)| *m == n && *proto != protocol)
-                        {
-                            c.add(
-                                "FieldValueInvalid",
-                                f("nodePort"),
-                                format!("Invalid value: {n}: provided port is already allocated"),
-                            );
-                        } else {
-                            taken.node_ports.insert(n);
-                            own_node_ports.push((n, port, protocol.clone()));
-                        }
-                    }
-                    None => {
-                        // Keep the node port the port of the same name had, unless another
-                        // port now asks for it, as kube-apiserver does on update (its
-                        // `patchAllocatedValues` maps old node ports by port name).
-                        let kept = old_ports
-                            .iter()
-                            .find(|o| {
-                                o.get("name").and_then(Value::as_str).unwrap_or_default() == name
-                            })
-                            .and_then(|o| o.get("nodePort").and_then(Value::as_i64))
-                            .filter(|n| !requested.contains(n));
-                        let twin = own_node_ports
-                            .iter()
-                            .find(|(_, q, proto)| *q == port && *proto != protocol)
-                            .map(|(n, _, _)| *n);
-                        match kept.or(twin).or_else(|| taken.allocate_node_port()) {
-                            Some(n) => {
-                                p["nodePort"] = json!(n);
-                                own_node_ports.push((n, port, protocol.clone()));
-                            }
-                            None => c.add(
-                                "FieldValueInvalid",
-                                f("nodePort"),
-                                "range of valid ports is full",
-                            ),
-                        }
-                    }
+        .collect()
+}
+
+/// Port names and (port, protocol) pairs met so far, to refuse duplicates.
+#[derive(Default)]
+struct SeenPorts {
+    names: HashSet<String>,
+    ports: HashSet<(i64, String)>,
+}
+
+/// One port's fields that the node port assignment needs.
+struct PortKey {
+    port: Option<i64>,
+    protocol: String,
+    name: String,
+}
+
+/// Validates and defaults port `i` (an object) other than its node port.
+fn prepare_port(
+    p: &mut Value,
+    i: usize,
+    ports_len: usize,
+    seen: &mut SeenPorts,
+    c: &mut Causes,
+) -> PortKey {
+    let protocol = p
+        .get("protocol")
+        .and_then(Value::as_str)
+        .unwrap_or("TCP")
+        .to_string();
+    if !PROTOCOLS.contains(&protocol.as_str()) {
+        c.add(
+            "FieldValueNotSupported",
+            port_field(i, "protocol"),
+            format!(
+                "Unsupported value: \"{protocol}\": supported values: \"SCTP\", \"TCP\", \"UDP\""
+            ),
+        );
+    }
+    p["protocol"] = json!(protocol);
+    let port = p.get("port").and_then(Value::as_i64);
+    match port {
+        Some(n) if (1..=65535).contains(&n) => {}
+        Some(n) => c.add(
+            "FieldValueInvalid",
+            port_field(i, "port"),
+            format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
+        ),
+        None => c.add(
+            "FieldValueRequired",
+            port_field(i, "port"),
+            "Required value",
+        ),
+    }
+    let name = p
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if ports_len > 1 && name.is_empty() {
+        c.add(
+            "FieldValueRequired",
+            port_field(i, "name"),
+            "Required value",
+        );
+    }
+    if !name.is_empty() && !seen.names.insert(name.clone()) {
+        c.add(
+            "FieldValueDuplicate",
+            port_field(i, "name"),
+            format!("Duplicate value: \"{name}\""),
+        );
+    }
+    if let Some(n) = port
+        && !seen.ports.insert((n, protocol.clone()))
+    {
+        c.add(
+            "FieldValueDuplicate",
+            format!("spec.ports[{i}]"),
+            format!("Duplicate value: {{\"port\": {n}, \"protocol\": \"{protocol}\"}}"),
+        );
+    }
+    if p.get("targetPort").is_none()
+        && let Some(n) = port
+    {
+        p["targetPort"] = json!(n);
+    }
+    PortKey {
+        port,
+        protocol,
+        name,
+    }
+}
+
+/// The node port assignment of one Service's ports, across its ports.
+struct NodePorts<'a> {
+    old_ports: &'a [Value],
+    /// Node ports the new ports ask for by value.
+    requested: HashSet<i64>,
+    /// Node ports given out to earlier ports of this Service: a TCP and a UDP port with the
+    /// same number may share one (the DNS case). With each: the port number and protocol it
+    /// was given to.
+    own: Vec<(i64, Option<i64>, String)>,
+}
+
+impl NodePorts<'_> {
+    /// Checks the node port port `i` asks for, or gives it one.
+    fn assign(
+        &mut self,
+        p: &mut Value,
+        i: usize,
+        key: &PortKey,
+        taken: &mut Taken,
+        c: &mut Causes,
+    ) {
+        match p.get("nodePort").and_then(Value::as_i64) {
+            Some(n) => self.check_requested(n, i, key, taken, c),
+            None => match self.default_for(key, taken) {
+                Some(n) => {
+                    p["nodePort"] = json!(n);
+                    self.own.push((n, key.port, key.protocol.clone()));
                 }
-            } else if !external(&ty)
-                && let Some(m) = p.as_object_mut()
-                && m.contains_key("nodePort")
-            {
-                c.add(
-                    "FieldValueForbidden",
-                    f("nodePort"),
-                    format!("Forbidden: may not be used when `type` is '{ty}'"),
-                );
-            }
+                None => c.add(
+                    "FieldValueInvalid",
+                    port_field(i, "nodePort"),
+                    "range of valid ports is full",
+                ),
+            },
         }
     }
 
-    // Health check node port: LoadBalancer with policy Local only.
+    fn check_requested(
+        &mut self,
+        n: i64,
+        i: usize,
+        key: &PortKey,
+        taken: &mut Taken,
+        c: &mut Causes,
+    ) {
+        let own = self
+            .old_ports
+            .iter()
+            .any(|o| o.get("nodePort").and_then(Value::as_i64) == Some(n));
+        if !(NODE_PORT_MIN..=NODE_PORT_MAX).contains(&n) {
+            c.add("FieldValueInvalid", port_field(i, "nodePort"), format!("Invalid value: {n}: provided port is not in the valid range. The range of valid ports is {NODE_PORT_MIN}-{NODE_PORT_MAX}"));
+        } else if !own
+            && taken.node_ports.contains(&n)
+            // kube-apiserver refuses a node port twice for one protocol;
+            // a TCP and a UDP port may share one whatever their numbers.
+            && !self
+                .own
+                .iter()
+                .any(|(m, _, proto)| *m == n && *proto != key.protocol)
+        {
+            c.add(
+                "FieldValueInvalid",
+                port_field(i, "nodePort"),
+                format!("Invalid value: {n}: provided port is already allocated"),
+            );
+        } else {
+            taken.node_ports.insert(n);
+            self.own.push((n, key.port, key.protocol.clone()));
+        }
+    }
+
+    /// The node port of a port that asks for none: `None` when the range is full.
+    fn default_for(&self, key: &PortKey, taken: &mut Taken) -> Option<i64> {
+        // Keep the node port the port of the same name had, unless another port now asks
+        // for it, as kube-apiserver does on update (its `patchAllocatedValues` maps old node
+        // ports by port name).
+        let kept = self
+            .old_ports
+            .iter()
+            .find(|o| o.get("name").and_then(Value::as_str).unwrap_or_default() == key.name)
+            .and_then(|o| o.get("nodePort").and_then(Value::as_i64))
+            .filter(|n| !self.requested.contains(n));
+        let twin = self
+            .own
+            .iter()
+            .find(|(_, q, proto)| *q == key.port && *proto != key.protocol)
+            .map(|(n, _, _)| *n);
+        kept.or(twin).or_else(|| taken.allocate_node_port())
+    }
+}
+
+/// Health check node port: LoadBalancer with policy Local only.
+fn prepare_health_check_node_port(
+    spec: &mut Value,
+    ty: &str,
+    old_health: Option<i64>,
+    taken: &mut Taken,
+    c: &mut Causes,
+) {
     let local = ty == "LoadBalancer"
         && spec.get("externalTrafficPolicy").and_then(Value::as_str) == Some("Local");
     match (
@@ -425,8 +580,17 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
         }
         (false, None) => {}
     }
+}
 
-    // Cluster IPs and IP families: allocated once, the primary family immutable.
+/// Cluster IPs and IP families (allocated once, the primary family immutable), or the
+/// external name of an ExternalName Service.
+fn prepare_addresses(
+    spec: &mut Value,
+    old_spec: &Value,
+    ty: &str,
+    taken: &mut Taken,
+    c: &mut Causes,
+) {
     if ty == "ExternalName" {
         if spec
             .get("externalName")
@@ -436,23 +600,10 @@ pub fn prepare(new: &mut Value, old: Option<&Value>, taken: &mut Taken) -> Resul
             c.add("FieldValueRequired", "spec.externalName", "Required value");
         }
     } else {
-        let had_ips = old_spec.get("clusterIP").is_some().then_some(&old_spec);
+        let had_ips = old_spec.get("clusterIP").is_some().then_some(old_spec);
         for (reason, field, message) in cluster_ips::assign(spec, had_ips, &mut taken.cluster_ips) {
             c.add(reason, field, message);
         }
-    }
-
-    if old.is_none() {
-        new["status"] = json!({"loadBalancer": {}});
-    }
-    if c.0.is_empty() {
-        Ok(())
-    } else {
-        Err(ApiError::Invalid {
-            kind: "Service".to_string(),
-            name,
-            causes: c.0,
-        })
     }
 }
 

@@ -118,52 +118,11 @@ pub(super) async fn watch_loop(
             .is_none_or(|ns| meta_str(ext, "namespace") == Some(ns));
         in_ns && labels.matches(ext) && fields.matches(ext)
     };
-    let storage = target.rt.storage_key();
     let mut changed = srv.0.changed.subscribe();
-    let requested: Option<u64> = match params.resource_version.as_deref() {
-        None | Some("") | Some("0") => None,
-        Some(s) => Some(
-            s.parse()
-                .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion \"{s}\"")))?,
-        ),
-    };
-    // Computed without awaiting: the store's lock guard must not live across an await.
-    let (initial, start_rv) = {
-        let store = srv.0.store.read();
-        match requested {
-            None => {
-                // Start with the current objects, as a real server does for "0" / unset.
-                let mut initial = Vec::new();
-                for (_, obj) in store.list(storage, target.namespace.as_deref()) {
-                    if matches(obj) {
-                        initial.push(enc.line("ADDED", &external(target.rt, obj)));
-                    }
-                }
-                if params.send_initial_events {
-                    initial.push(enc.line(
-                        "BOOKMARK",
-                        &json!({"kind": target.rt.kind, "apiVersion": target.rt.api_version(),
-                                "metadata": {"resourceVersion": store.rv.to_string(),
-                                             "annotations": {"k8s.io/initial-events-end": "true"}}}),
-                    ));
-                }
-                (initial, store.rv)
-            }
-            Some(rv) => {
-                if store.changes_after(rv).is_none() {
-                    return Err(ApiError::Gone {
-                        requested: rv,
-                        oldest: store.compacted_rv,
-                    });
-                }
-                (Vec::new(), rv)
-            }
-        }
-    };
-    for line in initial {
-        if tx.send(line).await.is_err() {
-            return Ok(());
-        }
+    let requested = requested_rv(&params)?;
+    let (initial, start_rv) = initial_lines(&srv, &target, &params, requested, &matches, &mut enc)?;
+    if !send_all(&tx, initial).await {
+        return Ok(());
     }
     let mut last = start_rv;
     let timeout = params
@@ -179,37 +138,9 @@ pub(super) async fn watch_loop(
     bookmark_beat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         // Drain what happened since `last`.
-        let (lines, now_rv) = {
-            let store = srv.0.store.read();
-            let Some(changes) = store.changes_after(last) else {
-                return Err(ApiError::Gone {
-                    requested: last,
-                    oldest: store.compacted_rv,
-                });
-            };
-            let mut lines = Vec::new();
-            for c in changes.filter(|c| c.storage == storage) {
-                let now_in = matches(&c.object);
-                let was_in = c.previous.as_deref().is_some_and(&matches);
-                let kind = match (c.kind, was_in, now_in) {
-                    (ChangeKind::Deleted, true, _) => Some("DELETED"),
-                    (ChangeKind::Deleted, false, _) => None,
-                    (ChangeKind::Added, _, true) => Some("ADDED"),
-                    (ChangeKind::Modified, true, true) => Some("MODIFIED"),
-                    (ChangeKind::Modified, false, true) => Some("ADDED"),
-                    (ChangeKind::Modified, true, false) => Some("DELETED"),
-                    _ => None,
-                };
-                if let Some(kind) = kind {
-                    lines.push(enc.line(kind, &external(target.rt, &c.object)));
-                }
-            }
-            (lines, store.rv)
-        };
-        for line in lines {
-            if tx.send(line).await.is_err() {
-                return Ok(());
-            }
+        let (lines, now_rv) = change_lines(&srv, target.rt, last, &matches, &mut enc)?;
+        if !send_all(&tx, lines).await {
+            return Ok(());
         }
         last = now_rv;
         tokio::select! {
@@ -231,4 +162,107 @@ pub(super) async fn watch_loop(
             _ = tx.closed() => return Ok(()),
         }
     }
+}
+
+/// The resource version the watch starts after; `None` for "0" or unset (start with the
+/// current objects).
+fn requested_rv(params: &Params) -> ApiResult<Option<u64>> {
+    match params.resource_version.as_deref() {
+        None | Some("") | Some("0") => Ok(None),
+        Some(s) => s
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::BadRequest(format!("invalid resourceVersion \"{s}\""))),
+    }
+}
+
+/// The events sent first (the current objects when no resource version was asked for) and
+/// the resource version the watch goes on from. Computed without awaiting: the store's lock
+/// guard must not live across an await.
+fn initial_lines(
+    srv: &Shared,
+    target: &Target,
+    params: &Params,
+    requested: Option<u64>,
+    matches: &dyn Fn(&Value) -> bool,
+    enc: &mut WatchEncoder,
+) -> ApiResult<(Vec<Bytes>, u64)> {
+    let store = srv.0.store.read();
+    let Some(rv) = requested else {
+        // Start with the current objects, as a real server does for "0" / unset.
+        let mut initial = Vec::new();
+        for (_, obj) in store.list(target.rt.storage_key(), target.namespace.as_deref()) {
+            if matches(obj) {
+                initial.push(enc.line("ADDED", &external(target.rt, obj)));
+            }
+        }
+        if params.send_initial_events {
+            initial.push(enc.line(
+                "BOOKMARK",
+                &json!({"kind": target.rt.kind, "apiVersion": target.rt.api_version(),
+                        "metadata": {"resourceVersion": store.rv.to_string(),
+                                     "annotations": {"k8s.io/initial-events-end": "true"}}}),
+            ));
+        }
+        return Ok((initial, store.rv));
+    };
+    if store.changes_after(rv).is_none() {
+        return Err(ApiError::Gone {
+            requested: rv,
+            oldest: store.compacted_rv,
+        });
+    }
+    Ok((Vec::new(), rv))
+}
+
+/// The events of the changes to `rt`'s objects after `last`, and the store's resource
+/// version they reach. Without awaiting, as `initial_lines`.
+fn change_lines(
+    srv: &Shared,
+    rt: &'static ResourceType,
+    last: u64,
+    matches: &dyn Fn(&Value) -> bool,
+    enc: &mut WatchEncoder,
+) -> ApiResult<(Vec<Bytes>, u64)> {
+    let store = srv.0.store.read();
+    let Some(changes) = store.changes_after(last) else {
+        return Err(ApiError::Gone {
+            requested: last,
+            oldest: store.compacted_rv,
+        });
+    };
+    let storage = rt.storage_key();
+    let mut lines = Vec::new();
+    for c in changes.filter(|c| c.storage == storage) {
+        let now_in = matches(&c.object);
+        let was_in = c.previous.as_deref().is_some_and(matches);
+        if let Some(kind) = event_kind(c.kind, was_in, now_in) {
+            lines.push(enc.line(kind, &external(rt, &c.object)));
+        }
+    }
+    Ok((lines, store.rv))
+}
+
+/// What a change is to a watcher that sees only the matching objects: a deletion of one it
+/// saw, an addition, or an object moving into or out of its view.
+fn event_kind(change: ChangeKind, was_in: bool, now_in: bool) -> Option<&'static str> {
+    match (change, was_in, now_in) {
+        (ChangeKind::Deleted, true, _) => Some("DELETED"),
+        (ChangeKind::Deleted, false, _) => None,
+        (ChangeKind::Added, _, true) => Some("ADDED"),
+        (ChangeKind::Modified, true, true) => Some("MODIFIED"),
+        (ChangeKind::Modified, false, true) => Some("ADDED"),
+        (ChangeKind::Modified, true, false) => Some("DELETED"),
+        _ => None,
+    }
+}
+
+/// Sends `lines` in order; false once the watcher is gone.
+async fn send_all(tx: &mpsc::Sender<Bytes>, lines: Vec<Bytes>) -> bool {
+    for line in lines {
+        if tx.send(line).await.is_err() {
+            return false;
+        }
+    }
+    true
 }

@@ -1,4 +1,6 @@
+use super::v3::{collect_refs, gv_path};
 use super::*;
+use std::collections::BTreeSet;
 
 #[test]
 fn gvk_extension_is_block_yaml() {

@@ -30,158 +30,178 @@ const JOB_SELECTOR: Col = (
 /// The columns of `kind` (`name` and `age` go where the printers put them).
 pub(super) fn columns(kind: &str, name: Col, age: Col) -> Vec<Col> {
     match kind {
-        "DaemonSet" => vec![
-            name,
-            (
-                "Desired",
-                "integer",
-                0,
-                "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
-            ),
-            (
-                "Current",
-                "integer",
-                0,
-                "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
-            ),
-            (
-                "Ready",
-                "integer",
-                0,
-                "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.",
-            ),
-            (
-                "Up-to-date",
-                "integer",
-                0,
-                "The total number of nodes that are running updated daemon pod",
-            ),
-            (
-                "Available",
-                "integer",
-                0,
-                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)",
-            ),
-            (
-                "Node Selector",
-                "string",
-                0,
-                "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/",
-            ),
-            age,
-            CONTAINERS,
-            IMAGES,
-            (
-                "Selector",
-                "string",
-                1,
-                "A label query over pods that are managed by the daemon set. Must match in order to be controlled. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
-            ),
-        ],
-        "Job" => vec![
-            name,
-            ("Status", "string", 0, "Status of the job."),
-            (
-                "Completions",
-                "string",
-                0,
-                "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs.",
-            ),
-            (
-                "Duration",
-                "string",
-                0,
-                "Time required to complete the job.",
-            ),
-            age,
-            CONTAINERS,
-            IMAGES,
-            JOB_SELECTOR,
-        ],
-        "CronJob" => vec![
-            name,
-            (
-                "Schedule",
-                "string",
-                0,
-                "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.",
-            ),
-            (
-                "Timezone",
-                "string",
-                0,
-                "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid time zone names and the time zone offset is loaded from the system-wide time zone database by the API server during CronJob validation and the controller manager during execution. If no system-wide time zone database can be found a bundled version of the database is used instead. If the time zone name becomes invalid during the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones",
-            ),
-            (
-                "Suspend",
-                "boolean",
-                0,
-                "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.  Defaults to false.",
-            ),
-            (
-                "Active",
-                "integer",
-                0,
-                "A list of pointers to currently running jobs.",
-            ),
-            (
-                "Last Schedule",
-                "string",
-                0,
-                "Information when was the last time the job was successfully scheduled.",
-            ),
-            age,
-            CONTAINERS,
-            IMAGES,
-            JOB_SELECTOR,
-        ],
-        "ReplicationController" => vec![
-            name,
-            (
-                "Desired",
-                "integer",
-                0,
-                "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
-            ),
-            (
-                "Current",
-                "integer",
-                0,
-                "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
-            ),
-            (
-                "Ready",
-                "integer",
-                0,
-                "The number of ready replicas for this replication controller.",
-            ),
-            age,
-            CONTAINERS,
-            IMAGES,
-            (
-                "Selector",
-                "string",
-                1,
-                "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
-            ),
-        ],
-        _ => vec![
-            name,
-            (
-                "Service",
-                "string",
-                0,
-                "The reference to the service that hosts this API endpoint.",
-            ),
-            (
-                "Available",
-                "string",
-                0,
-                "Whether this service is available.",
-            ),
-            age,
-        ],
+        "DaemonSet" => daemon_set_columns(name, age),
+        "Job" => job_columns(name, age),
+        "CronJob" => cron_job_columns(name, age),
+        "ReplicationController" => replication_controller_columns(name, age),
+        _ => api_service_columns(name, age),
     }
+}
+
+fn daemon_set_columns(name: Col, age: Col) -> Vec<Col> {
+    vec![
+        name,
+        (
+            "Desired",
+            "integer",
+            0,
+            "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
+        ),
+        (
+            "Current",
+            "integer",
+            0,
+            "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
+        ),
+        (
+            "Ready",
+            "integer",
+            0,
+            "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.",
+        ),
+        (
+            "Up-to-date",
+            "integer",
+            0,
+            "The total number of nodes that are running updated daemon pod",
+        ),
+        (
+            "Available",
+            "integer",
+            0,
+            "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)",
+        ),
+        (
+            "Node Selector",
+            "string",
+            0,
+            "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/",
+        ),
+        age,
+        CONTAINERS,
+        IMAGES,
+        (
+            "Selector",
+            "string",
+            1,
+            "A label query over pods that are managed by the daemon set. Must match in order to be controlled. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+        ),
+    ]
+}
+
+fn job_columns(name: Col, age: Col) -> Vec<Col> {
+    vec![
+        name,
+        ("Status", "string", 0, "Status of the job."),
+        (
+            "Completions",
+            "string",
+            0,
+            "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs.",
+        ),
+        (
+            "Duration",
+            "string",
+            0,
+            "Time required to complete the job.",
+        ),
+        age,
+        CONTAINERS,
+        IMAGES,
+        JOB_SELECTOR,
+    ]
+}
+
+fn cron_job_columns(name: Col, age: Col) -> Vec<Col> {
+    vec![
+        name,
+        (
+            "Schedule",
+            "string",
+            0,
+            "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.",
+        ),
+        (
+            "Timezone",
+            "string",
+            0,
+            "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid time zone names and the time zone offset is loaded from the system-wide time zone database by the API server during CronJob validation and the controller manager during execution. If no system-wide time zone database can be found a bundled version of the database is used instead. If the time zone name becomes invalid during the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones",
+        ),
+        (
+            "Suspend",
+            "boolean",
+            0,
+            "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.  Defaults to false.",
+        ),
+        (
+            "Active",
+            "integer",
+            0,
+            "A list of pointers to currently running jobs.",
+        ),
+        (
+            "Last Schedule",
+            "string",
+            0,
+            "Information when was the last time the job was successfully scheduled.",
+        ),
+        age,
+        CONTAINERS,
+        IMAGES,
+        JOB_SELECTOR,
+    ]
+}
+
+fn replication_controller_columns(name: Col, age: Col) -> Vec<Col> {
+    vec![
+        name,
+        (
+            "Desired",
+            "integer",
+            0,
+            "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+        ),
+        (
+            "Current",
+            "integer",
+            0,
+            "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
+        ),
+        (
+            "Ready",
+            "integer",
+            0,
+            "The number of ready replicas for this replication controller.",
+        ),
+        age,
+        CONTAINERS,
+        IMAGES,
+        (
+            "Selector",
+            "string",
+            1,
+            "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
+        ),
+    ]
+}
+
+fn api_service_columns(name: Col, age: Col) -> Vec<Col> {
+    vec![
+        name,
+        (
+            "Service",
+            "string",
+            0,
+            "The reference to the service that hosts this API endpoint.",
+        ),
+        (
+            "Available",
+            "string",
+            0,
+            "Whether this service is available.",
+        ),
+        age,
+    ]
 }
 
 pub(super) fn int(o: &Value, pointer: &str) -> i64 {
