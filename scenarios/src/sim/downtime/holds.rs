@@ -90,8 +90,8 @@ pub(super) fn carried_over(lines: &[String], a: u128, b: u128) -> u128 {
     carried
 }
 
-/// Periods (trace milliseconds) in which faults held the CCM up: see the comment of the `downtime` module.
-/// None lasts for good: a failure holds until its retry succeeds, at most
+/// Periods (trace milliseconds) in which faults held the CCM up: see the comment of the
+/// `downtime` module. None lasts for good: a failure holds until its retry succeeds, at most
 /// [`FAILURE_HOLD_MS`] after it (a later failure starts a hold of its own), and a crash,
 /// stop or cut watch until the next load-balancer write, at most [`HALT_HOLD_MS`].
 pub(super) fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
