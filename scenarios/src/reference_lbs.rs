@@ -350,6 +350,71 @@ struct Actual {
     floating_ips: Vec<String>,
 }
 
+/// The pool `name` of the actual state.
+fn pool_of<'a>(actual: &'a Actual, name: &str) -> Result<&'a ActualPool, String> {
+    actual
+        .pools
+        .iter()
+        .find(|(a, ..)| a["name"] == name)
+        .ok_or_else(|| format!("no existing pool found for {name}"))
+}
+
+/// What the reference refuses or does not replay: another flavor or zone, a rename, a pool
+/// to delete.
+fn check_replayable(
+    lb: &Value,
+    lb_uuid: &str,
+    want: &Desired,
+    actual: &Actual,
+) -> Result<(), String> {
+    if lb["flavor"]["slug"] != want.flavor.as_str() || lb["zone"]["slug"] != want.zone.as_str() {
+        return Err(format!("flavor or zone of {lb_uuid} differ (refused)"));
+    }
+    if lb["name"] != want.name.as_str() {
+        return Err("a rename is not replayed".into());
+    }
+    let desired_keys: Vec<_> = want
+        .pools
+        .iter()
+        .map(|p| (p.name.clone(), p.algorithm.clone(), p.protocol.clone()))
+        .collect();
+    if let Some((extra, ..)) = actual
+        .pools
+        .iter()
+        .find(|(p, ..)| !desired_keys.contains(&pool_key(p)))
+    {
+        return Err(format!(
+            "pool {} would be deleted (not replayed)",
+            extra["name"]
+        ));
+    }
+    Ok(())
+}
+
+/// Listener and monitor settings the reference does not update in place: a difference is
+/// not replayed.
+fn check_settings(want: &Desired, actual: &Actual) -> Result<(), String> {
+    for p in &want.pools {
+        let (_, _, listeners, monitors) = pool_of(actual, &p.name)?;
+        for key in [
+            "allowed_cidrs",
+            "timeout_client_data_ms",
+            "timeout_member_connect_ms",
+            "timeout_member_data_ms",
+        ] {
+            if listeners[0][key] != p.listener[key] {
+                return Err(format!("pool {}: listener {key} differs", p.name));
+            }
+        }
+        for key in ["delay_s", "timeout_s", "up_threshold", "down_threshold"] {
+            if !p.monitor[key].is_null() && monitors[0][key] != p.monitor[key] {
+                return Err(format!("pool {}: monitor {key} differs", p.name));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A client that acts as the reference CCM against fakecloud's public API, and records
 /// every request.
 pub struct Reference {
@@ -680,28 +745,29 @@ impl Reference {
             return Ok(true);
         }
         let lb_uuid = lb["uuid"].as_str().unwrap_or_default().to_string();
-        if lb["flavor"]["slug"] != want.flavor.as_str() || lb["zone"]["slug"] != want.zone.as_str()
-        {
-            return Err(format!("flavor or zone of {lb_uuid} differ (refused)"));
+        check_replayable(lb, &lb_uuid, want, actual)?;
+        if self.create_pools(&lb_uuid, want, actual).await? {
+            return Ok(true);
         }
-        if lb["name"] != want.name.as_str() {
-            return Err("a rename is not replayed".into());
+        // Members of every pool, then listeners, then monitors.
+        let mut wrote = self.create_members(want, actual).await?;
+        wrote |= self.create_listeners(want, actual).await?;
+        wrote |= self.create_monitors(want, actual).await?;
+        if wrote {
+            return Ok(true);
         }
-        let desired_keys: Vec<_> = want
-            .pools
-            .iter()
-            .map(|p| (p.name.clone(), p.algorithm.clone(), p.protocol.clone()))
-            .collect();
-        if let Some((extra, ..)) = actual
-            .pools
-            .iter()
-            .find(|(p, ..)| !desired_keys.contains(&pool_key(p)))
-        {
-            return Err(format!(
-                "pool {} would be deleted (not replayed)",
-                extra["name"]
-            ));
-        }
+        check_settings(want, actual)?;
+        self.attach_floating_ips(&lb_uuid, want, actual).await?;
+        Ok(false)
+    }
+
+    /// Creates the pools the load balancer lacks; true if it created one.
+    async fn create_pools(
+        &mut self,
+        lb_uuid: &str,
+        want: &Desired,
+        actual: &Actual,
+    ) -> Result<bool, String> {
         let mut created = false;
         for p in &want.pools {
             let key = (p.name.clone(), p.algorithm.clone(), p.protocol.clone());
@@ -715,20 +781,14 @@ impl Reference {
                 created = true;
             }
         }
-        if created {
-            return Ok(true);
-        }
-        let pool_of = |name: &str| {
-            actual
-                .pools
-                .iter()
-                .find(|(a, ..)| a["name"] == name)
-                .ok_or_else(|| format!("no existing pool found for {name}"))
-        };
+        Ok(created)
+    }
+
+    /// Creates the members every pool lacks; true if it created one.
+    async fn create_members(&mut self, want: &Desired, actual: &Actual) -> Result<bool, String> {
         let mut wrote = false;
-        // Members of every pool, then listeners, then monitors.
         for p in &want.pools {
-            let (pool, members, ..) = pool_of(&p.name)?;
+            let (pool, members, ..) = pool_of(actual, &p.name)?;
             let wanted: Vec<_> = p.members.iter().map(member_key).collect();
             if members.iter().any(|m| !wanted.contains(&member_key(m))) {
                 return Err(format!("pool {}: a member would be deleted", p.name));
@@ -745,8 +805,14 @@ impl Reference {
                 }
             }
         }
+        Ok(wrote)
+    }
+
+    /// Creates the listener of every pool without one; true if it created one.
+    async fn create_listeners(&mut self, want: &Desired, actual: &Actual) -> Result<bool, String> {
+        let mut wrote = false;
         for p in &want.pools {
-            let (pool, _, listeners, _) = pool_of(&p.name)?;
+            let (pool, _, listeners, _) = pool_of(actual, &p.name)?;
             match listeners.as_slice() {
                 [] => {
                     let mut body = p.listener.clone();
@@ -758,8 +824,14 @@ impl Reference {
                 _ => return Err(format!("pool {}: listeners differ", p.name)),
             }
         }
+        Ok(wrote)
+    }
+
+    /// Creates the monitor of every pool without one; true if it created one.
+    async fn create_monitors(&mut self, want: &Desired, actual: &Actual) -> Result<bool, String> {
+        let mut wrote = false;
         for p in &want.pools {
-            let (pool, _, _, monitors) = pool_of(&p.name)?;
+            let (pool, _, _, monitors) = pool_of(actual, &p.name)?;
             match monitors.as_slice() {
                 [] => {
                     let mut body = p.monitor.clone();
@@ -772,27 +844,16 @@ impl Reference {
                 _ => return Err(format!("pool {}: monitors differ", p.name)),
             }
         }
-        if wrote {
-            return Ok(true);
-        }
-        for p in &want.pools {
-            let (_, _, listeners, monitors) = pool_of(&p.name)?;
-            for key in [
-                "allowed_cidrs",
-                "timeout_client_data_ms",
-                "timeout_member_connect_ms",
-                "timeout_member_data_ms",
-            ] {
-                if listeners[0][key] != p.listener[key] {
-                    return Err(format!("pool {}: listener {key} differs", p.name));
-                }
-            }
-            for key in ["delay_s", "timeout_s", "up_threshold", "down_threshold"] {
-                if !p.monitor[key].is_null() && monitors[0][key] != p.monitor[key] {
-                    return Err(format!("pool {}: monitor {key} differs", p.name));
-                }
-            }
-        }
+        Ok(wrote)
+    }
+
+    /// Assigns the floating IPs the load balancer does not hold yet.
+    async fn attach_floating_ips(
+        &mut self,
+        lb_uuid: &str,
+        want: &Desired,
+        actual: &Actual,
+    ) -> Result<(), String> {
         for ip in &want.floating_ips {
             if !actual.floating_ips.contains(ip) {
                 let address = ip.split('/').next().unwrap_or_default();
@@ -804,7 +865,7 @@ impl Reference {
                 .await?;
             }
         }
-        Ok(false)
+        Ok(())
     }
 
     /// What the reference writes to the Service after a successful ensure: the three

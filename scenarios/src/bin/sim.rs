@@ -111,7 +111,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let mut args = Args::parse();
     // Logs only when asked (`SIM_LOG=info`): thousands of runs would drown a terminal.
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("SIM_LOG") {
         tracing_subscriber::fmt()
@@ -119,13 +119,20 @@ fn main() -> ExitCode {
             .with_writer(std::io::stderr)
             .init();
     }
-    if let Some(Command::Scale {
-        services,
-        nodes,
-        minutes,
-    }) = args.command
-    {
-        return match scenarios::sim::scale(services, nodes, minutes) {
+    match args.command.take() {
+        Some(command) => subcommand(command, args.threads),
+        None => schedules(&args),
+    }
+}
+
+/// Runs a subcommand (`scale`, `report`, `soak`, `case`).
+fn subcommand(command: Command, threads: Option<usize>) -> ExitCode {
+    match command {
+        Command::Scale {
+            services,
+            nodes,
+            minutes,
+        } => match scenarios::sim::scale(services, nodes, minutes) {
             Ok(report) => {
                 println!("{report}");
                 ExitCode::SUCCESS
@@ -134,19 +141,15 @@ fn main() -> ExitCode {
                 eprintln!("sim scale: {e}");
                 ExitCode::FAILURE
             }
-        };
-    }
-    match args.command {
-        Some(Command::Report {
+        },
+        Command::Report {
             cases,
             seed,
             out,
             shrink,
-        }) => {
-            return props_report(cases, seed, out, shrink, args.threads);
-        }
-        Some(Command::Case { json }) => return case(&json),
-        Some(Command::Soak {
+        } => props_report(cases, seed, out, shrink, threads),
+        Command::Case { json } => case(&json),
+        Command::Soak {
             days,
             seed,
             services,
@@ -154,12 +157,15 @@ fn main() -> ExitCode {
             sample_hours,
             out,
             trace,
-        }) => {
+        } => {
             let population = (services, nodes);
-            return soak(days, seed, population, sample_hours, out, trace);
+            soak(days, seed, population, sample_hours, out, trace)
         }
-        _ => {}
     }
+}
+
+/// Runs the seeded schedules and reports failures, the digest and the speed.
+fn schedules(args: &Args) -> ExitCode {
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -175,76 +181,23 @@ fn main() -> ExitCode {
         None => BTreeMap::new(),
     };
     let keep = args.trace.is_some();
-    let first = match &args.seed_from {
-        Some(text) => {
-            let first = scenarios::sim::seed_base(text);
-            println!(
-                "seeds {first}-{} (derived from {text}; replay one with --schedules 1 --seed SEED)",
-                first + args.schedules.saturating_sub(1)
-            );
-            first
-        }
-        None => args.seed,
-    };
+    let first = first_seed(args);
     let started = Instant::now();
     let outcomes = scenarios::sim::run_many(first, args.schedules, threads, keep);
     let wall = started.elapsed();
-    let mut digest = Fnv::default();
-    let mut failed = 0;
-    let mut unexpected = 0;
-    let mut simulated = 0.0;
-    for o in &outcomes {
-        digest.write(&o.digest.to_le_bytes());
-        simulated += o.simulated.as_secs_f64();
-        let listed = known.get(&o.seed);
-        if o.violations.is_empty() {
-            if listed.is_some() {
-                unexpected += 1;
-                println!(
-                    "FIXED seed {}: listed as a known failure, passes now: take it off the list",
-                    o.seed
-                );
-            }
-            continue;
-        }
-        failed += 1;
-        let expected = listed.is_some_and(|l| o.violations.iter().all(|v| l.contains(v.invariant)));
-        if expected {
-            println!(
-                "known seed {}: {}",
-                o.seed,
-                o.violations
-                    .iter()
-                    .map(|v| v.invariant)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-        } else {
-            unexpected += 1;
-            report(o, !args.no_shrink);
-        }
-    }
+    let tally = Tally::of(&outcomes, &known, !args.no_shrink);
     if let Some(path) = &args.trace {
-        match std::fs::File::create(path) {
-            Ok(mut f) => {
-                for o in &outcomes {
-                    let _ = writeln!(f, "# seed {} digest {:016x}", o.seed, o.digest);
-                    for l in o.trace.iter().flatten() {
-                        let _ = writeln!(f, "{l}");
-                    }
-                }
-            }
-            Err(e) => eprintln!("sim: cannot write {}: {e}", path.display()),
-        }
+        write_traces(path, &outcomes);
     }
-    println!("trace digest: {:016x}", digest.0);
+    println!("trace digest: {:016x}", tally.digest.0);
     println!(
         "{} schedules in {:.1} s on {threads} threads: {:.1} schedules/s, {:.0} simulated s per real s",
         outcomes.len(),
         wall.as_secs_f64(),
         outcomes.len() as f64 / wall.as_secs_f64().max(1e-9),
-        simulated / wall.as_secs_f64().max(1e-9),
+        tally.simulated / wall.as_secs_f64().max(1e-9),
     );
+    let (failed, unexpected) = (tally.failed, tally.unexpected);
     let known_failed = failed - unexpected.min(failed);
     if known_failed > 0 {
         println!(
@@ -258,6 +211,83 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// The first seed: `--seed`, or derived from `--seed-from` (and said so).
+fn first_seed(args: &Args) -> u64 {
+    let Some(text) = &args.seed_from else {
+        return args.seed;
+    };
+    let first = scenarios::sim::seed_base(text);
+    println!(
+        "seeds {first}-{} (derived from {text}; replay one with --schedules 1 --seed SEED)",
+        first + args.schedules.saturating_sub(1)
+    );
+    first
+}
+
+/// The schedules' digest and counts; failures are printed as they are counted.
+#[derive(Default)]
+struct Tally {
+    digest: Fnv,
+    failed: usize,
+    /// Failures not listed as known, and known failures that pass now.
+    unexpected: usize,
+    simulated: f64,
+}
+
+impl Tally {
+    fn of(outcomes: &[Outcome], known: &BTreeMap<u64, BTreeSet<String>>, shrink: bool) -> Tally {
+        let mut t = Tally::default();
+        for o in outcomes {
+            t.digest.write(&o.digest.to_le_bytes());
+            t.simulated += o.simulated.as_secs_f64();
+            let listed = known.get(&o.seed);
+            if o.violations.is_empty() {
+                if listed.is_some() {
+                    t.unexpected += 1;
+                    println!(
+                        "FIXED seed {}: listed as a known failure, passes now: take it off the list",
+                        o.seed
+                    );
+                }
+                continue;
+            }
+            t.failed += 1;
+            let expected =
+                listed.is_some_and(|l| o.violations.iter().all(|v| l.contains(v.invariant)));
+            if expected {
+                println!(
+                    "known seed {}: {}",
+                    o.seed,
+                    o.violations
+                        .iter()
+                        .map(|v| v.invariant)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+            } else {
+                t.unexpected += 1;
+                report(o, shrink);
+            }
+        }
+        t
+    }
+}
+
+/// Every schedule's trace, one block per seed.
+fn write_traces(path: &std::path::Path, outcomes: &[Outcome]) {
+    match std::fs::File::create(path) {
+        Ok(mut f) => {
+            for o in outcomes {
+                let _ = writeln!(f, "# seed {} digest {:016x}", o.seed, o.digest);
+                for l in o.trace.iter().flatten() {
+                    let _ = writeln!(f, "{l}");
+                }
+            }
+        }
+        Err(e) => eprintln!("sim: cannot write {}: {e}", path.display()),
     }
 }
 

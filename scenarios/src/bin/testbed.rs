@@ -141,6 +141,39 @@ async fn run(args: Args) -> anyhow::Result<()> {
     }
     std::fs::write(&args.kubeconfig, testbed.cluster.kubeconfig_yaml())
         .with_context(|| format!("cannot write {}", args.kubeconfig.display()))?;
+    print_ready(&args, &testbed, &api_url);
+    // The CCM runs as the ServiceAccount of deploy/config.yml, its RBAC enforced.
+    let ccm_kubeconfig = args.kubeconfig.with_extension("ccm");
+    std::fs::write(&ccm_kubeconfig, testbed.cluster.ccm_kubeconfig_yaml())
+        .with_context(|| format!("cannot write {}", ccm_kubeconfig.display()))?;
+    let (sa_namespace, sa_name) = scenarios::ccm_identity::service_account()?;
+    println!(
+        "CCM kubeconfig (ServiceAccount {sa_namespace}/{sa_name}, RBAC of deploy/config.yml): {}; or a token: kubectl -n {sa_namespace} create token {sa_name}",
+        ccm_kubeconfig.display()
+    );
+    let ccm = if args.without_ccm {
+        println!("cloud controller manager: not started (--without-ccm)");
+        None
+    } else {
+        start_ccm(&ccm_kubeconfig, &testbed, &args.ccm_log).await
+    };
+    println!("Ctrl-C to stop");
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    if let Some(mut ccm) = ccm {
+        ccm.stop();
+        if let Ok(Ok(Err(e))) =
+            tokio::time::timeout(std::time::Duration::from_secs(10), &mut ccm.task).await
+        {
+            eprintln!("testbed: the CCM stopped with an error: {e}");
+        }
+    }
+    Ok(())
+}
+
+/// Where everything is, and how to add a node.
+fn print_ready(args: &Args, testbed: &Testbed, api_url: &str) {
     println!("testbed ready: {} nodes", testbed.kubelet_count());
     println!("Kubernetes API server: {api_url}");
     println!(
@@ -165,54 +198,31 @@ async fn run(args: Args) -> anyhow::Result<()> {
         args.nodes + 1,
         scenarios::testbed::NETWORK_NAME
     );
-    // The CCM runs as the ServiceAccount of deploy/config.yml, its RBAC enforced.
-    let ccm_kubeconfig = args.kubeconfig.with_extension("ccm");
-    std::fs::write(&ccm_kubeconfig, testbed.cluster.ccm_kubeconfig_yaml())
-        .with_context(|| format!("cannot write {}", ccm_kubeconfig.display()))?;
-    let (sa_namespace, sa_name) = scenarios::ccm_identity::service_account()?;
-    println!(
-        "CCM kubeconfig (ServiceAccount {sa_namespace}/{sa_name}, RBAC of deploy/config.yml): {}; or a token: kubectl -n {sa_namespace} create token {sa_name}",
-        ccm_kubeconfig.display()
-    );
-    let ccm = if args.without_ccm {
-        println!("cloud controller manager: not started (--without-ccm)");
-        None
-    } else {
-        // With leader election, as deployed: a CCM started beside it (deploy/README.md, "Run
-        // it outside the cluster") stands by instead of reconciling the same objects.
-        let mut ccm = InProcessCcm::start(&ccm_kubeconfig, &testbed.cloud, 20, &[]);
-        // Say where it serves once it runs, or why it did not start.
-        loop {
-            if let Some((Some(addr), _)) = ccm.started() {
-                println!(
-                    "cloud controller manager: running in-process, health and metrics on http://{addr}; its log (info): {}",
-                    args.ccm_log.display()
-                );
-                println!(
-                    "  it holds the Lease kube-system/cloud-controller-manager: another CCM started beside it stands by (--without-ccm to run your own)"
-                );
-                break Some(ccm);
-            }
-            if ccm.task.is_finished() {
-                if let Ok(Err(e)) = (&mut ccm.task).await {
-                    eprintln!("testbed: the CCM did not start: {e}");
-                }
-                break None;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+}
+
+/// Starts the in-process CCM and says where it serves once it runs, or why it did not
+/// start (then `None`).
+async fn start_ccm(kubeconfig: &Path, testbed: &Testbed, log: &Path) -> Option<InProcessCcm> {
+    // With leader election, as deployed: a CCM started beside it (deploy/README.md, "Run it
+    // outside the cluster") stands by instead of reconciling the same objects.
+    let mut ccm = InProcessCcm::start(kubeconfig, &testbed.cloud, 20, &[]);
+    loop {
+        if let Some((Some(addr), _)) = ccm.started() {
+            println!(
+                "cloud controller manager: running in-process, health and metrics on http://{addr}; its log (info): {}",
+                log.display()
+            );
+            println!(
+                "  it holds the Lease kube-system/cloud-controller-manager: another CCM started beside it stands by (--without-ccm to run your own)"
+            );
+            return Some(ccm);
         }
-    };
-    println!("Ctrl-C to stop");
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
-    if let Some(mut ccm) = ccm {
-        ccm.stop();
-        if let Ok(Ok(Err(e))) =
-            tokio::time::timeout(std::time::Duration::from_secs(10), &mut ccm.task).await
-        {
-            eprintln!("testbed: the CCM stopped with an error: {e}");
+        if ccm.task.is_finished() {
+            if let Ok(Err(e)) = (&mut ccm.task).await {
+                eprintln!("testbed: the CCM did not start: {e}");
+            }
+            return None;
         }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    Ok(())
 }

@@ -45,13 +45,19 @@
 //! notices), and a Service whose whole load balancer outside hands deleted (it is
 //! re-created with other addresses; `not-converged` judges that).
 
+mod holds;
+
 use super::invariants::Violation;
-use super::schedule::{Action, Effects, Played, Port};
+use super::schedule::{Action, Effects, Played, Port, Shape};
 use super::trace::Request;
 use super::world::World;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::time::Duration;
+
+#[cfg(test)]
+use holds::{FAILURE_HOLD_MS, HALT_HOLD_MS};
+use holds::{blocked, carried_over};
 
 /// `listener-recreate`: a port without listener for one reconfiguration (about 10 s).
 const LISTENER_RECREATE: f64 = 15.0;
@@ -223,53 +229,12 @@ fn member_recreate(m: &Model) -> f64 {
 fn step_kind(action: &Action, m: &mut Model, running: &BTreeSet<String>) -> Option<Kind> {
     let before = m.ports.clone();
     let was_local = m.local;
-    match action {
-        Action::Create(_, shape) => {
-            m.ports = port_set(&shape.ports);
-            m.local = shape.local;
-            let number = |suffix: &str, default: i64| {
-                shape
-                    .annotations
-                    .iter()
-                    .find(|(k, _)| k.ends_with(suffix))
-                    .and_then(|(_, v)| v.parse().ok())
-                    .unwrap_or(default)
-            };
-            m.delay_s = number(
-                "health-monitor-delay-s",
-                ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S,
-            );
-            m.up_threshold = number(
-                "health-monitor-up-threshold",
-                ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD,
-            );
-        }
-        Action::Annotate(_, changes) => {
-            for (k, v) in changes {
-                if k.ends_with("health-monitor-up-threshold") {
-                    m.up_threshold = v.as_deref().and_then(|v| v.parse().ok()).unwrap_or(
-                        ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD,
-                    );
-                } else if k.ends_with("health-monitor-delay-s") {
-                    m.delay_s = v
-                        .as_deref()
-                        .and_then(|v| v.parse().ok())
-                        .unwrap_or(ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S);
-                } else if k.ends_with("node-selector") {
-                    m.excluded = v
-                        .as_deref()
-                        .and_then(|v| v.strip_prefix("kubernetes.io/hostname!=").map(String::from));
-                }
-            }
-        }
-        Action::SetPorts(_, ports) => m.ports = port_set(ports),
-        Action::SetPolicy(_, local) => m.local = *local,
-        Action::OutsideDelete(_, "load balancer") => m.replaced = true,
-        _ => {}
-    }
+    take_in(action, m);
     // After the model took the change in: a replaced monitor checks at the new delay.
     let bound = bound_of(action, m);
     let serves = running.iter().any(|n| Some(n) != m.excluded.as_ref());
+    // The ports served before and after.
+    let kept = || before.intersection(&m.ports).cloned().collect();
     Some(match action {
         Action::Delete(_) | Action::ToClusterIp(_) => Kind::Unjudged,
         // Made while no selected node runs (`m.served` is the state before this step):
@@ -283,7 +248,7 @@ fn step_kind(action: &Action, m: &mut Model, running: &BTreeSet<String>) -> Opti
             match bound {
                 Some(bound) => Kind::Changed {
                     bound,
-                    kept: before.intersection(&m.ports).cloned().collect(),
+                    kept: kept(),
                     resumes: false,
                 },
                 None => Kind::Unjudged,
@@ -296,11 +261,7 @@ fn step_kind(action: &Action, m: &mut Model, running: &BTreeSet<String>) -> Opti
         Action::OutsideDelete(..) | Action::OutsideChange(..)
             if !serves && !m.served && !m.replaced && !m.local =>
         {
-            Kind::Changed {
-                bound: REPAIR.as_secs_f64(),
-                kept: m.ports.clone(),
-                resumes: false,
-            }
+            repair(m)
         }
         _ if m.replaced || !serves => Kind::Unjudged,
         // A Local Service serves nothing here (no pods run): whatever it does to the ports
@@ -315,17 +276,76 @@ fn step_kind(action: &Action, m: &mut Model, running: &BTreeSet<String>) -> Opti
         // The data plane applies a breakage when the load balancer's earlier operations
         // are done, possibly minutes after the request: the repair is bounded from the
         // moment the port went down, like a change.
-        Action::OutsideDelete(..) | Action::OutsideChange(..) => Kind::Changed {
-            bound: REPAIR.as_secs_f64(),
-            kept: m.ports.clone(),
-            resumes: false,
-        },
+        Action::OutsideDelete(..) | Action::OutsideChange(..) => repair(m),
         _ => Kind::Changed {
             bound: bound?,
-            kept: before.intersection(&m.ports).cloned().collect(),
+            kept: kept(),
             resumes: was_local,
         },
     })
+}
+
+/// Outside hands breaking a part: a change bounded by [`REPAIR`] for every port.
+fn repair(m: &Model) -> Kind {
+    Kind::Changed {
+        bound: REPAIR.as_secs_f64(),
+        kept: m.ports.clone(),
+        resumes: false,
+    }
+}
+
+/// The model takes in what the step changes of the Service.
+fn take_in(action: &Action, m: &mut Model) {
+    match action {
+        Action::Create(_, shape) => take_in_shape(shape, m),
+        Action::Annotate(_, changes) => {
+            for (k, v) in changes {
+                take_in_annotation(k, v.as_deref(), m);
+            }
+        }
+        Action::SetPorts(_, ports) => m.ports = port_set(ports),
+        Action::SetPolicy(_, local) => m.local = *local,
+        Action::OutsideDelete(_, "load balancer") => m.replaced = true,
+        _ => {}
+    }
+}
+
+/// A new Service: its ports, policy and monitor timing.
+fn take_in_shape(shape: &Shape, m: &mut Model) {
+    m.ports = port_set(&shape.ports);
+    m.local = shape.local;
+    let number = |suffix: &str, default: i64| {
+        shape
+            .annotations
+            .iter()
+            .find(|(k, _)| k.ends_with(suffix))
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(default)
+    };
+    m.delay_s = number(
+        "health-monitor-delay-s",
+        ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S,
+    );
+    m.up_threshold = number(
+        "health-monitor-up-threshold",
+        ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD,
+    );
+}
+
+/// One annotation set (`Some`) or removed: the monitor timing and the excluded node.
+fn take_in_annotation(key: &str, value: Option<&str>, m: &mut Model) {
+    if key.ends_with("health-monitor-up-threshold") {
+        m.up_threshold = value
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_UP_THRESHOLD);
+    } else if key.ends_with("health-monitor-delay-s") {
+        m.delay_s = value
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(ccm::service::pure::annotations::DEFAULT_HEALTH_MONITOR_DELAY_S);
+    } else if key.ends_with("node-selector") {
+        m.excluded =
+            value.and_then(|v| v.strip_prefix("kubernetes.io/hostname!=").map(String::from));
+    }
 }
 
 /// The Services' histories, from the steps as played and the CCMs' `converged` lines of
@@ -518,210 +538,6 @@ fn nodes_changed(models: &mut BTreeMap<String, Model>, running: &BTreeSet<String
             what: what.into(),
         });
     }
-}
-
-/// The longest a failed request holds its Service up: its reconcile retries within the
-/// service retry ceiling (`--service-sync-max-retry-delay`, 5 minutes) plus one chain of
-/// client retries (5 attempts, backoff at most 10 s each).
-const FAILURE_HOLD_MS: u128 = 330_000;
-/// The longest a crash, stop or cut watch holds the CCM up: a new instance starts (10 s in
-/// the simulation) or the other takes the lease over (15 s lease, 2 s retry), fills its
-/// caches and reconciles what is pending.
-const HALT_HOLD_MS: u128 = 120_000;
-
-/// Where a failed request is retried (`any`: by any method): a POST whose answer was lost
-/// is looked up first (a GET of its collection) and a PATCH read back (a GET of the
-/// resource), which ends the hold when it finds the change made (else the read or the
-/// repeated request holds on); any other failure holds until the request succeeds again
-/// as such.
-fn retry_key<'a>(r: &Request<'a>, any: bool) -> RetryKey<'a> {
-    RetryKey {
-        actor: r.actor,
-        api: r.api,
-        method: if any { "*" } else { r.method },
-        path: r.bare_path(),
-    }
-}
-
-/// Who retries what where ([`retry_key`]), borrowed from the trace line: the judgement
-/// keys a map by it for every request of a run, so it is not formatted into a string.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct RetryKey<'a> {
-    actor: &'a str,
-    api: &'a str,
-    /// The method, or `*` for any.
-    method: &'a str,
-    path: &'a str,
-}
-
-/// Whether a failed request can hold up load-balancer work: any cloud request, and
-/// Kubernetes requests on Services and Nodes (the leader-election Lease and Events cannot).
-fn holds_up(r: &Request) -> bool {
-    match r.api {
-        "cloud" => {
-            matches!(r.status, "lost" | "429" | "401" | "403")
-                || r.status.starts_with('5')
-                || r.path.starts_with("/typo/")
-        }
-        _ => {
-            (r.path.contains("/services") || r.path.contains("/nodes"))
-                && (matches!(r.status, "409" | "410" | "refused") || r.status.starts_with('5'))
-        }
-    }
-}
-
-/// How many load-balancer writes the CCM had been retrying since before `a` (the API
-/// refused them or lost their answer) and got through in `[a, b)`: a change made while
-/// such a write waits for the API cannot take it back, so the load balancer applies it
-/// ahead of the change's own writes, like the backlog queued before the change.
-fn carried_over(lines: &[String], a: u128, b: u128) -> u128 {
-    let mut failing: BTreeMap<RetryKey, u128> = BTreeMap::new();
-    let mut carried = 0;
-    for line in lines {
-        let Some(r) = Request::parse(line) else {
-            continue;
-        };
-        if r.millis >= b {
-            break;
-        }
-        if !r.by_ccm()
-            || r.api != "cloud"
-            || r.method == "GET"
-            || !r.path.starts_with("/v1/load-balancers")
-        {
-            continue;
-        }
-        let key = retry_key(&r, false);
-        if holds_up(&r) {
-            failing.entry(key).or_insert(r.millis);
-        } else if let Some(since) = failing.remove(&key)
-            && r.status.starts_with('2')
-            && since < a
-            && r.millis >= a
-        {
-            carried += 1;
-        }
-    }
-    carried
-}
-
-/// Periods (trace milliseconds) in which faults held the CCM up: see the module comment.
-/// None lasts for good: a failure holds until its retry succeeds, at most
-/// [`FAILURE_HOLD_MS`] after it (a later failure starts a hold of its own), and a crash,
-/// stop or cut watch until the next load-balancer write, at most [`HALT_HOLD_MS`].
-fn blocked(lines: &[String]) -> Vec<(u128, u128)> {
-    let mut out = Vec::new();
-    // Per retry key, the failures not retried with success yet.
-    let mut failed: BTreeMap<RetryKey, Vec<u128>> = BTreeMap::new();
-    // Per retry key of a lost POST, when its lookup found nothing: the CCM backs off and
-    // sends it again, still held up by the fault until that request is answered.
-    let mut looked_up: BTreeMap<RetryKey, u128> = BTreeMap::new();
-    let mut halted: Vec<u128> = Vec::new();
-    // Since when the cloud settings are wrong, and since when the API server is cut off.
-    let mut misconfigured: Option<u128> = None;
-    let mut kube_down: Option<u128> = None;
-    let close = |out: &mut Vec<(u128, u128)>, from: u128, at: u128, hold: u128| {
-        out.push((from, at.min(from + hold)));
-    };
-    for line in lines {
-        if let Some(r) = Request::parse(line) {
-            if !r.by_ccm() {
-                continue;
-            }
-            if holds_up(&r) {
-                // A POST whose answer was lost is looked up, a PATCH read back (a GET of
-                // its collection, of the resource): any method ends the hold.
-                let key = retry_key(
-                    &r,
-                    matches!(r.method, "POST" | "PATCH") && r.status == "lost",
-                );
-                if let Some(at) = looked_up.remove(&retry_key(&r, true)) {
-                    close(&mut out, at, r.millis, FAILURE_HOLD_MS);
-                }
-                failed.entry(key).or_default().push(r.millis);
-            } else if r.status.starts_with('2') {
-                let any = retry_key(&r, true);
-                if r.method == "POST"
-                    && let Some(at) = looked_up.remove(&any)
-                {
-                    close(&mut out, at, r.millis, FAILURE_HOLD_MS);
-                }
-                for key in [retry_key(&r, false), any] {
-                    let lost = key.method == "*" && failed.contains_key(&key);
-                    for from in failed.remove(&key).unwrap_or_default() {
-                        close(&mut out, from, r.millis, FAILURE_HOLD_MS);
-                    }
-                    if lost && r.method == "GET" {
-                        looked_up.insert(key, r.millis);
-                    }
-                }
-                if r.api == "cloud" && r.method != "GET" && r.path.starts_with("/v1/load-balancers")
-                {
-                    for from in halted.drain(..) {
-                        close(&mut out, from, r.millis, HALT_HOLD_MS);
-                    }
-                }
-            }
-            continue;
-        }
-        let mut f = line.splitn(3, ' ');
-        let (Some(at), Some(what)) = (f.next().and_then(|t| t.parse::<u128>().ok()), f.next())
-        else {
-            continue;
-        };
-        let rest = f.next().unwrap_or_default();
-        match what {
-            "slow" => {
-                // `slow ACTOR SENT`: in flight from SENT to now.
-                if let Some(sent) = rest.split(' ').nth(1).and_then(|s| s.parse().ok()) {
-                    out.push((sent, at));
-                }
-            }
-            "crash" => halted.push(at),
-            // Wrong cloud settings hold every Service up while they last, and their
-            // failures' backoff after.
-            "misconfig" if rest.starts_with("Some") => {
-                misconfigured.get_or_insert(at);
-            }
-            "misconfig" => {
-                if let Some(from) = misconfigured.take() {
-                    out.push((from, at + FAILURE_HOLD_MS));
-                }
-            }
-            // The API server cut off holds every Service up until the cut ends, and the
-            // failures' backoff after.
-            "step" if rest.starts_with("CutKube") => {
-                kube_down.get_or_insert(at);
-            }
-            "step" | "faults"
-                if (rest.starts_with("ClearCloudFaults") || rest == "end")
-                    && kube_down.is_some() =>
-            {
-                if let Some(from) = kube_down.take() {
-                    out.push((from, at + FAILURE_HOLD_MS));
-                }
-            }
-            "step"
-                if rest.starts_with("StopLeader")
-                    || rest.starts_with("CutWatches")
-                    || rest.starts_with("GoneOnRewatch") =>
-            {
-                halted.push(at);
-            }
-            _ => {}
-        }
-    }
-    for from in failed.into_values().flatten() {
-        out.push((from, from + FAILURE_HOLD_MS));
-    }
-    for from in halted {
-        out.push((from, from + HALT_HOLD_MS));
-    }
-    if let Some(from) = misconfigured.or(kube_down) {
-        out.push((from, u128::MAX / 2));
-    }
-    out.sort_unstable();
-    out
 }
 
 /// Milliseconds of `periods` within `[a, b)`, in seconds (periods may overlap: counted
@@ -1016,6 +832,24 @@ fn merged(down: &[fakecloud::dataplane::DownInterval]) -> Vec<fakecloud::datapla
     out
 }
 
+/// What judging every down interval of a run shares: the trace and what is read from it
+/// once.
+struct Judge<'a> {
+    world: &'a World,
+    lines: &'a [String],
+    blocked: Vec<(u128, u128)>,
+    boundaries: Vec<u128>,
+    node_events: Vec<u128>,
+    apply_ms: u128,
+}
+
+impl Judge<'_> {
+    /// Trace milliseconds of a cloud instant.
+    fn millis(&self, t: fakecloud::clock::Time) -> u128 {
+        (t - self.world.cloud_zero).num_milliseconds().max(0) as u128
+    }
+}
+
 /// Every down interval of a judged port beyond what the rule allows.
 pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) -> Vec<Violation> {
     let first_nodes: Vec<String> = (1..=world.first_nodes())
@@ -1023,36 +857,16 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
         .collect();
     let lines = world.trace.lines();
     let models = models(&effects.played, &lines, &first_nodes);
-    let blocked = blocked(&lines);
-    let boundaries = pass_boundaries(&lines);
-    let settle = NODE_SETTLE.as_millis();
-    let node_events: Vec<u128> = effects.node_events.iter().map(|d| d.as_millis()).collect();
-    let propagation = world.cloud.config().timing.floating_ip_propagation_s;
-    let apply_ms = (world.cloud.config().timing.lb_reconfigure_s * 1000.0) as u128;
-    let millis = |t: fakecloud::clock::Time| -> u128 {
-        (t - world.cloud_zero).num_milliseconds().max(0) as u128
+    let judge = Judge {
+        world,
+        lines: &lines,
+        blocked: blocked(&lines),
+        boundaries: pass_boundaries(&lines),
+        node_events: effects.node_events.iter().map(|d| d.as_millis()).collect(),
+        apply_ms: (world.cloud.config().timing.lb_reconfigure_s * 1000.0) as u128,
     };
     let mut out = Vec::new();
-    // The backlog reads the CCM's `service planned` lines (`planned_until`): a run in which
-    // a CCM wrote to a load balancer without one means that line is gone, and every write
-    // would count as planned before whatever broke a port.
-    if !lines.iter().any(|l| l.split(' ').nth(1) == Some("planned"))
-        && lines.iter().any(|l| {
-            Request::parse(l).is_some_and(|r| {
-                r.by_ccm()
-                    && r.api == "cloud"
-                    && r.method != "GET"
-                    && r.path.starts_with("/v1/load-balancers")
-            })
-        })
-    {
-        out.push(Violation {
-            invariant: "harness",
-            detail: "a CCM wrote to a load balancer but logged no `service planned` line: \
-                     the downtime judgement cannot tell planned writes apart"
-                .into(),
-        });
-    }
+    out.extend(unplanned_writes(&lines));
     for (name, model) in &models {
         let Some(first) = model.events.first() else {
             continue;
@@ -1065,99 +879,166 @@ pub fn check(world: &World, effects: &Effects, until: fakecloud::clock::Time) ->
         lbs.extend(world.load_balancer_of(name));
         let from = world.cloud_zero + chrono::Duration::milliseconds(first.at as i64);
         for lb in lbs {
-            let (entries, ops) = world.cloud.read("", |ctx| {
-                let entries = fakecloud::dataplane::availability(
-                    ctx.st.dataplane(),
-                    lb,
-                    from,
-                    until,
-                    IpAddr::from(CLIENT),
-                    propagation,
-                )
-                .unwrap_or_default();
-                let ops: Vec<(u128, u128)> = ctx
-                    .st
-                    .dataplane()
-                    .lbs
-                    .get(&lb)
-                    .map(|l| {
-                        l.ops
-                            .iter()
-                            .map(|o| (millis(o.requested_at), millis(o.effective_at)))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                (entries, ops)
-            });
+            let (entries, ops) = availability(&judge, lb, from, until);
             for entry in entries
                 .iter()
                 .filter(|e| e.kind == fakecloud::dataplane::EntryKind::Vip)
             {
-                let port = (entry.protocol.clone(), entry.port);
                 for d in merged(&entry.down) {
-                    let (a, b) = (millis(d.from), millis(d.to));
                     // Down from the start: it never served, or not since before.
                     if d.from <= from {
                         continue;
                     }
-                    let near_node = node_events
-                        .iter()
-                        .any(|n| *n <= b && a <= n.saturating_add(settle));
-                    if near_node {
-                        continue;
-                    }
-                    let Some(Allowed {
-                        seconds: allowed,
-                        last: i,
-                        since,
-                        during,
-                    }) = allowed(&model.events, &port, (a, b), &blocked, &ops)
-                    else {
-                        continue;
+                    let down = Down {
+                        name,
+                        model,
+                        lb,
+                        ops: &ops,
+                        entry,
+                        interval: &d,
                     };
-                    let service = format!("default/{name}");
-                    let waited = since.map_or(0.0, |since| {
-                        let planned = planned_until(&lines, &service, since, b);
-                        backlog(&ops, planned, a, b)
-                            .max(queued(&ops, a, b, apply_ms, &boundaries))
-                            .max(later_queue(&lines, &service, &ops, &during, b))
-                    });
-                    let mut allowed = allowed + waited;
-                    let took = (b - a) as f64 / 1000.0;
-                    if took > allowed + SLACK && since.is_some() {
-                        allowed += (carried_over(&lines, a, b) * apply_ms) as f64 / 1000.0;
-                    }
-                    if took > allowed + SLACK {
-                        let cause = applied_at(world, lb, a, millis)
-                            .map(|(op, requested)| {
-                                format!("; it went down as the load balancer applied {op} (requested at {requested} ms)")
-                            })
-                            .unwrap_or_default();
-                        let invariant = if model.events[i].what.starts_with("Outside") {
-                            "repair-too-slow"
-                        } else {
-                            "change-downtime"
-                        };
-                        out.push(Violation {
-                            invariant,
-                            detail: format!(
-                                "{name} {}:{}/{} down {took:.1} s from {a} to {b} ms ({}, \
-                                 {:.1} s allowed) after {} at {} ms{cause}",
-                                entry.address,
-                                entry.port,
-                                entry.protocol,
-                                d.reason,
-                                allowed,
-                                model.events[i].what,
-                                model.events[i].at
-                            ),
-                        });
-                    }
+                    out.extend(judge_down(&judge, &down));
                 }
             }
         }
     }
     out
+}
+
+/// The backlog reads the CCM's `service planned` lines (`planned_until`): a run in which a
+/// CCM wrote to a load balancer without one means that line is gone, and every write would
+/// count as planned before whatever broke a port.
+fn unplanned_writes(lines: &[String]) -> Option<Violation> {
+    let planned = lines.iter().any(|l| l.split(' ').nth(1) == Some("planned"));
+    let written = || {
+        lines.iter().any(|l| {
+            Request::parse(l).is_some_and(|r| {
+                r.by_ccm()
+                    && r.api == "cloud"
+                    && r.method != "GET"
+                    && r.path.starts_with("/v1/load-balancers")
+            })
+        })
+    };
+    (!planned && written()).then(|| Violation {
+        invariant: "harness",
+        detail: "a CCM wrote to a load balancer but logged no `service planned` line: \
+                 the downtime judgement cannot tell planned writes apart"
+            .into(),
+    })
+}
+
+/// The oracle's availability of load balancer `lb` from `from` to `until`, and the
+/// operations it was asked for (requested, effective, in trace milliseconds).
+fn availability(
+    judge: &Judge,
+    lb: uuid::Uuid,
+    from: fakecloud::clock::Time,
+    until: fakecloud::clock::Time,
+) -> (
+    Vec<fakecloud::dataplane::EntryAvailability>,
+    Vec<(u128, u128)>,
+) {
+    let propagation = judge.world.cloud.config().timing.floating_ip_propagation_s;
+    judge.world.cloud.read("", |ctx| {
+        let entries = fakecloud::dataplane::availability(
+            ctx.st.dataplane(),
+            lb,
+            from,
+            until,
+            IpAddr::from(CLIENT),
+            propagation,
+        )
+        .unwrap_or_default();
+        let ops: Vec<(u128, u128)> = ctx
+            .st
+            .dataplane()
+            .lbs
+            .get(&lb)
+            .map(|l| {
+                l.ops
+                    .iter()
+                    .map(|o| (judge.millis(o.requested_at), judge.millis(o.effective_at)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        (entries, ops)
+    })
+}
+
+/// One down interval of a Service's port on one of its load balancers.
+struct Down<'a> {
+    name: &'a str,
+    model: &'a Model,
+    lb: uuid::Uuid,
+    ops: &'a [(u128, u128)],
+    entry: &'a fakecloud::dataplane::EntryAvailability,
+    interval: &'a fakecloud::dataplane::DownInterval,
+}
+
+/// The violation if the port stayed down longer than the rule allows.
+fn judge_down(judge: &Judge, down: &Down) -> Option<Violation> {
+    let Down {
+        name,
+        model,
+        lb,
+        ops,
+        entry,
+        interval: d,
+    } = down;
+    let port = (entry.protocol.clone(), entry.port);
+    let (a, b) = (judge.millis(d.from), judge.millis(d.to));
+    let settle = NODE_SETTLE.as_millis();
+    let near_node = judge
+        .node_events
+        .iter()
+        .any(|n| *n <= b && a <= n.saturating_add(settle));
+    if near_node {
+        return None;
+    }
+    let Allowed {
+        seconds: allowed,
+        last: i,
+        since,
+        during,
+    } = allowed(&model.events, &port, (a, b), &judge.blocked, ops)?;
+    let lines = judge.lines;
+    let service = format!("default/{name}");
+    let waited = since.map_or(0.0, |since| {
+        let planned = planned_until(lines, &service, since, b);
+        backlog(ops, planned, a, b)
+            .max(queued(ops, a, b, judge.apply_ms, &judge.boundaries))
+            .max(later_queue(lines, &service, ops, &during, b))
+    });
+    let mut allowed = allowed + waited;
+    let took = (b - a) as f64 / 1000.0;
+    if took > allowed + SLACK && since.is_some() {
+        allowed += (carried_over(lines, a, b) * judge.apply_ms) as f64 / 1000.0;
+    }
+    if took <= allowed + SLACK {
+        return None;
+    }
+    let cause = applied_at(judge.world, *lb, a, |t| judge.millis(t))
+        .map(|(op, requested)| {
+            format!(
+                "; it went down as the load balancer applied {op} (requested at {requested} ms)"
+            )
+        })
+        .unwrap_or_default();
+    let event = &model.events[i];
+    let invariant = if event.what.starts_with("Outside") {
+        "repair-too-slow"
+    } else {
+        "change-downtime"
+    };
+    Some(Violation {
+        invariant,
+        detail: format!(
+            "{name} {}:{}/{} down {took:.1} s from {a} to {b} ms ({}, \
+             {:.1} s allowed) after {} at {} ms{cause}",
+            entry.address, entry.port, entry.protocol, d.reason, allowed, event.what, event.at
+        ),
+    })
 }
 
 /// The operation load balancer `lb` applied at trace millisecond `at`, and when it was

@@ -296,29 +296,10 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
     };
     converged.to(&world.trace);
     world.revive();
-    let foreign = world
-        .outside_with(
-            "POST",
-            "/v1/load-balancers",
-            Some(json!({"name": "other-cluster", "flavor": "lb-standard", "zone": "rma1",
-                        "tags": {ccm::service::reconcile::controller::TAG_CLUSTER: "other",
-                                 ccm::service::reconcile::controller::TAG_SERVICE_UID: "00000000-0000-4000-8000-000000000000"}})),
-        )
-        .await;
-    let foreign = match foreign.ok().and_then(|v| v["uuid"].as_str()?.parse().ok()) {
-        Some(u) => u,
-        None => return harness("cannot create the foreign load balancer".into()),
+    let Some(foreign) = create_foreign(&world).await else {
+        return harness("cannot create the foreign load balancer".into());
     };
-    let steady = Shape::http();
-    schedule::execute(
-        &mut world,
-        &schedule::Step {
-            at: Duration::ZERO,
-            action: schedule::Action::Create(STEADY.into(), steady),
-        },
-        &mut Effects::default(),
-    )
-    .await;
+    create_steady(&mut world).await;
     tokio::time::sleep_until(start + WARM_UP).await;
     let foreign_json = world.cloud.read("", |ctx| {
         ctx.st
@@ -333,18 +314,7 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
         supervise_until(&mut world, start + WARM_UP + step.at).await;
         schedule::execute(&mut world, step, &mut effects).await;
     }
-    // The faults stop (a crash still armed is called off); a crashed CCM comes back.
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    world.trace.note("faults end");
-    world.cloud.faults().clear();
-    world.misconfigure(None);
-    for c in &world.ccms {
-        c.kube_faults.gone_on_rewatch(0);
-        c.kube_faults.set_down(false);
-        c.crash.disarm();
-    }
-    // Converged once the end state holds and the CCMs wrote nothing for a probe interval;
-    // CONVERGE is the bound.
+    end_faults(&mut world).await;
     let foreign_json = foreign_json.unwrap_or_default();
     let probe = Context {
         foreign: (foreign, foreign_json.clone()),
@@ -352,46 +322,7 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
         quiet_writes: Vec::new(),
         quiet: None,
     };
-    let mut deadline = tokio::time::Instant::now() + CONVERGE;
-    let hard_deadline = deadline + QUEUED;
-    let mut marks = vec![world.trace.len()];
-    let mut last_failure = LastFailure::default();
-    loop {
-        let next = (tokio::time::Instant::now() + PROBE).min(deadline);
-        supervise_until(&mut world, next).await;
-        marks.push(world.trace.len());
-        // Settled: no write for two probes (longer than a resync, so drift was looked
-        // for), no load balancer still applying changes, and the end state holds.
-        let quiet_since = marks[marks.len().saturating_sub(3)];
-        let applying = world.cloud.read("", |ctx| {
-            ctx.st
-                .load_balancers()
-                .values()
-                .any(|lb| lb.status(ctx.now) == "changing")
-        });
-        // A Service whose reconcile failed is retried after up to 5 min (the maximum
-        // retry delay) from the end of that reconcile: silence shorter than that since
-        // the last failed request proves nothing.
-        let backoff_over = last_failure.look(&world).is_none_or(|t| {
-            world.trace.millis() >= t + (MAX_RETRY_DELAY + RECONCILE_TAIL).as_millis()
-        });
-        let settled = marks.len() >= 3
-            && backoff_over
-            && ccm_writes(&world, quiet_since).is_empty()
-            && !applying
-            && check::check(&world, &probe).len() == world.found.lock().len();
-        let now = tokio::time::Instant::now();
-        // The CCM cannot be faster than its load balancers apply what it queued on them:
-        // while one still applies, the bound waits (up to QUEUED more).
-        if !settled && now >= deadline && applying && now < hard_deadline {
-            deadline = now + PROBE;
-            continue;
-        }
-        if settled || now >= deadline {
-            world.trace.note(format!("settled {settled}"));
-            break;
-        }
-    }
+    settle(&mut world, &probe).await;
     // A replaced monitor checks its members anew once applied (delay × up threshold, at most
     // 50 s with what the workload sets): that is the change's documented cost, not a
     // failure to converge.
@@ -421,6 +352,91 @@ async fn play(schedule: &Schedule, keep_trace: bool, converged: &Converged) -> O
         simulated: start.elapsed(),
         trace: keep_trace.then(|| world.trace.lines()),
         token: Some(world.token.clone()),
+    }
+}
+
+/// Creates another cluster's load balancer, which the CCMs must never touch.
+async fn create_foreign(world: &World) -> Option<uuid::Uuid> {
+    let foreign = world
+        .outside_with(
+            "POST",
+            "/v1/load-balancers",
+            Some(json!({"name": "other-cluster", "flavor": "lb-standard", "zone": "rma1",
+                        "tags": {ccm::service::reconcile::controller::TAG_CLUSTER: "other",
+                                 ccm::service::reconcile::controller::TAG_SERVICE_UID: "00000000-0000-4000-8000-000000000000"}})),
+        )
+        .await;
+    foreign.ok().and_then(|v| v["uuid"].as_str()?.parse().ok())
+}
+
+/// Creates the Service no step touches.
+async fn create_steady(world: &mut World) {
+    schedule::execute(
+        world,
+        &schedule::Step {
+            at: Duration::ZERO,
+            action: schedule::Action::Create(STEADY.into(), Shape::http()),
+        },
+        &mut Effects::default(),
+    )
+    .await;
+}
+
+/// The faults stop (a crash still armed is called off); a crashed CCM comes back.
+async fn end_faults(world: &mut World) {
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    world.trace.note("faults end");
+    world.cloud.faults().clear();
+    world.misconfigure(None);
+    for c in &world.ccms {
+        c.kube_faults.gone_on_rewatch(0);
+        c.kube_faults.set_down(false);
+        c.crash.disarm();
+    }
+}
+
+/// Waits until converged: the end state holds and the CCMs wrote nothing for a probe
+/// interval; CONVERGE is the bound.
+async fn settle(world: &mut World, probe: &Context) {
+    let mut deadline = tokio::time::Instant::now() + CONVERGE;
+    let hard_deadline = deadline + QUEUED;
+    let mut marks = vec![world.trace.len()];
+    let mut last_failure = LastFailure::default();
+    loop {
+        let next = (tokio::time::Instant::now() + PROBE).min(deadline);
+        supervise_until(world, next).await;
+        marks.push(world.trace.len());
+        // Settled: no write for two probes (longer than a resync, so drift was looked
+        // for), no load balancer still applying changes, and the end state holds.
+        let quiet_since = marks[marks.len().saturating_sub(3)];
+        let applying = world.cloud.read("", |ctx| {
+            ctx.st
+                .load_balancers()
+                .values()
+                .any(|lb| lb.status(ctx.now) == "changing")
+        });
+        // A Service whose reconcile failed is retried after up to 5 min (the maximum
+        // retry delay) from the end of that reconcile: silence shorter than that since
+        // the last failed request proves nothing.
+        let backoff_over = last_failure.look(world).is_none_or(|t| {
+            world.trace.millis() >= t + (MAX_RETRY_DELAY + RECONCILE_TAIL).as_millis()
+        });
+        let settled = marks.len() >= 3
+            && backoff_over
+            && ccm_writes(world, quiet_since).is_empty()
+            && !applying
+            && check::check(world, probe).len() == world.found.lock().len();
+        let now = tokio::time::Instant::now();
+        // The CCM cannot be faster than its load balancers apply what it queued on them:
+        // while one still applies, the bound waits (up to QUEUED more).
+        if !settled && now >= deadline && applying && now < hard_deadline {
+            deadline = now + PROBE;
+            continue;
+        }
+        if settled || now >= deadline {
+            world.trace.note(format!("settled {settled}"));
+            break;
+        }
     }
 }
 

@@ -410,6 +410,137 @@ pub fn cloud_fault(rng: &mut Rng) -> Action {
     }
 }
 
+/// What drawing a schedule's steps keeps track of: the Services and nodes there are, and
+/// what later steps must know of them.
+struct Drawing {
+    services: Vec<String>,
+    next_service: usize,
+    next_node: usize,
+    nodes: Vec<String>,
+    regions: Regions,
+    /// Each Service's ports as the schedule left them (port edits start from them).
+    port_lists: std::collections::BTreeMap<String, Vec<Port>>,
+}
+
+impl Drawing {
+    /// Three nodes and the first Service, `svc-0`, of shape `first`.
+    fn new(first: &Shape) -> Drawing {
+        let mut port_lists = std::collections::BTreeMap::new();
+        port_lists.insert("svc-0".to_string(), first.ports.clone());
+        Drawing {
+            services: vec!["svc-0".to_string()],
+            next_service: 1,
+            next_node: 4,
+            nodes: (1..=3).map(|i| format!("node-{i}")).collect(),
+            regions: Regions::default(),
+            port_lists,
+        }
+    }
+
+    /// The next step's action, concerning `svc` where it concerns a Service.
+    fn action(&mut self, rng: &mut Rng, svc: String) -> Action {
+        match rng.below(33) {
+            0..=1 => self.create(rng),
+            2..=4 => annotate(rng, svc, &mut self.regions),
+            5 => self.set_ports(rng, svc),
+            6 => Action::SetPolicy(svc, rng.chance(50)),
+            7 if self.services.len() > 1 => self.remove(rng, svc),
+            8 => Action::StopServer(rng.pick(&self.nodes).clone()),
+            9 => Action::StartServer(rng.pick(&self.nodes).clone()),
+            10 if self.nodes.len() > 2 => {
+                let node = rng.pick(&self.nodes).clone();
+                self.nodes.retain(|n| *n != node);
+                Action::DeleteServer(node)
+            }
+            11 => {
+                let name = format!("node-{}", self.next_node);
+                self.next_node += 1;
+                self.nodes.push(name.clone());
+                Action::AddNode(name)
+            }
+            12..=14 => cloud_fault(rng),
+            15 => kube_trouble(rng),
+            16..=17 => Action::CrashCcm(1 + rng.below(30)),
+            18 => Action::OutsideDelete(svc, PARTS[rng.below(PARTS.len() as u64) as usize]),
+            19 => Action::ClearCloudFaults,
+            20 => Action::StopLeader,
+            21 if self.services.len() > 1 && rng.chance(30) => self.claim_of(rng, svc),
+            21 => self.claim(rng, svc),
+            22 => Action::DropFloatingIps(svc),
+            23 => Action::OutsideChange(svc, CHANGES[rng.below(CHANGES.len() as u64) as usize]),
+            24..=26 => cloud_fault(rng),
+            27 => Action::StopServer(rng.pick(&self.nodes).clone()),
+            28 => Action::ReregisterNode(rng.pick(&self.nodes).clone()),
+            31 => api_trouble(rng),
+            _ => annotate(rng, svc, &mut self.regions),
+        }
+    }
+
+    /// A new Service of a drawn shape.
+    fn create(&mut self, rng: &mut Rng) -> Action {
+        let name = format!("svc-{}", self.next_service);
+        self.next_service += 1;
+        self.services.push(name.clone());
+        let shape = shape(rng);
+        self.port_lists.insert(name.clone(), shape.ports.clone());
+        Action::Create(name, shape)
+    }
+
+    /// `svc`'s ports edited from the ports the schedule left it.
+    fn set_ports(&mut self, rng: &mut Rng, svc: String) -> Action {
+        let current = self.port_lists.get(&svc).cloned().unwrap_or_default();
+        let edited = port_edit(rng, &current);
+        self.port_lists.insert(svc.clone(), edited.clone());
+        Action::SetPorts(svc, edited)
+    }
+
+    /// `svc` deleted or turned into a ClusterIP Service: no later step concerns it.
+    fn remove(&mut self, rng: &mut Rng, svc: String) -> Action {
+        self.services.retain(|s| *s != svc);
+        if rng.chance(50) {
+            Action::Delete(svc)
+        } else {
+            Action::ToClusterIp(svc)
+        }
+    }
+
+    /// `svc` claims the floating IPs another Service claims.
+    fn claim_of(&mut self, rng: &mut Rng, svc: String) -> Action {
+        let of = rng.pick(&self.services).clone();
+        if self.regions.regional.contains(&of) {
+            self.regions.regional.insert(svc.clone());
+        }
+        Action::ClaimFloatingIpsOf { service: svc, of }
+    }
+
+    /// `svc` claims a new floating IP.
+    fn claim(&mut self, rng: &mut Rng, svc: String) -> Action {
+        // A regional IP cannot follow a load balancer into another region: once a zone
+        // change was asked for (the load balancer may be re-created there), only a global
+        // one can be satisfied.
+        let global = self.regions.zoned.contains(&svc) || rng.chance(30);
+        if !global {
+            self.regions.regional.insert(svc.clone());
+        }
+        Action::ClaimFloatingIp {
+            v6: rng.chance(30),
+            global,
+            service: svc,
+        }
+    }
+}
+
+/// Trouble with the Kubernetes API: watches cut, 410 Gone on re-watch, failing writes, or
+/// the CCMs' cloud settings gone wrong.
+fn kube_trouble(rng: &mut Rng) -> Action {
+    match rng.below(6) {
+        0 => Action::CutWatches,
+        1 => Action::GoneOnRewatch(1 + rng.below(2)),
+        2 => Action::FailKubeWrites(*rng.pick(&[409, 500]), 1 + rng.below(3)),
+        _ => Action::Misconfigure(*rng.pick(&Misconfig::ALL)),
+    }
+}
+
 impl Schedule {
     /// The schedule of `seed`: 3 to 12 steps, 5 to 60 virtual seconds apart, after a first
     /// Service (a second one, never touched, is there from the start). About a third of
@@ -420,15 +551,8 @@ impl Schedule {
         let replicas = if rng.chance(25) { 2 } else { 1 };
         let mut steps = Vec::new();
         let mut at = Duration::from_secs(5);
-        let mut services = vec!["svc-0".to_string()];
-        let mut next_service = 1;
-        let mut next_node = 4;
-        let mut nodes: Vec<String> = (1..=3).map(|i| format!("node-{i}")).collect();
-        let mut regions = Regions::default();
-        // Each Service's ports as the schedule left them (port edits start from them).
-        let mut port_lists = std::collections::BTreeMap::new();
         let first = shape(&mut rng);
-        port_lists.insert("svc-0".to_string(), first.ports.clone());
+        let mut drawing = Drawing::new(&first);
         steps.push(Step {
             at,
             action: Action::Create("svc-0".into(), first),
@@ -436,85 +560,8 @@ impl Schedule {
         let n = 3 + rng.below(10);
         for _ in 0..n {
             at += Duration::from_secs(5 + rng.below(56));
-            let svc = rng.pick(&services).clone();
-            let action = match rng.below(33) {
-                0..=1 => {
-                    let name = format!("svc-{next_service}");
-                    next_service += 1;
-                    services.push(name.clone());
-                    let shape = shape(&mut rng);
-                    port_lists.insert(name.clone(), shape.ports.clone());
-                    Action::Create(name, shape)
-                }
-                2..=4 => annotate(&mut rng, svc, &mut regions),
-                5 => {
-                    let current = port_lists.get(&svc).cloned().unwrap_or_default();
-                    let edited = port_edit(&mut rng, &current);
-                    port_lists.insert(svc.clone(), edited.clone());
-                    Action::SetPorts(svc, edited)
-                }
-                6 => Action::SetPolicy(svc, rng.chance(50)),
-                7 if services.len() > 1 => {
-                    services.retain(|s| *s != svc);
-                    if rng.chance(50) {
-                        Action::Delete(svc)
-                    } else {
-                        Action::ToClusterIp(svc)
-                    }
-                }
-                8 => Action::StopServer(rng.pick(&nodes).clone()),
-                9 => Action::StartServer(rng.pick(&nodes).clone()),
-                10 if nodes.len() > 2 => {
-                    let node = rng.pick(&nodes).clone();
-                    nodes.retain(|n| *n != node);
-                    Action::DeleteServer(node)
-                }
-                11 => {
-                    let name = format!("node-{next_node}");
-                    next_node += 1;
-                    nodes.push(name.clone());
-                    Action::AddNode(name)
-                }
-                12..=14 => cloud_fault(&mut rng),
-                15 => match rng.below(6) {
-                    0 => Action::CutWatches,
-                    1 => Action::GoneOnRewatch(1 + rng.below(2)),
-                    2 => Action::FailKubeWrites(*rng.pick(&[409, 500]), 1 + rng.below(3)),
-                    _ => Action::Misconfigure(*rng.pick(&Misconfig::ALL)),
-                },
-                16..=17 => Action::CrashCcm(1 + rng.below(30)),
-                18 => Action::OutsideDelete(svc, PARTS[rng.below(PARTS.len() as u64) as usize]),
-                19 => Action::ClearCloudFaults,
-                20 => Action::StopLeader,
-                21 if services.len() > 1 && rng.chance(30) => {
-                    let of = rng.pick(&services).clone();
-                    if regions.regional.contains(&of) {
-                        regions.regional.insert(svc.clone());
-                    }
-                    Action::ClaimFloatingIpsOf { service: svc, of }
-                }
-                21 => {
-                    // A regional IP cannot follow a load balancer into another region: once
-                    // a zone change was asked for (the load balancer may be re-created
-                    // there), only a global one can be satisfied.
-                    let global = regions.zoned.contains(&svc) || rng.chance(30);
-                    if !global {
-                        regions.regional.insert(svc.clone());
-                    }
-                    Action::ClaimFloatingIp {
-                        v6: rng.chance(30),
-                        global,
-                        service: svc,
-                    }
-                }
-                22 => Action::DropFloatingIps(svc),
-                23 => Action::OutsideChange(svc, CHANGES[rng.below(CHANGES.len() as u64) as usize]),
-                24..=26 => cloud_fault(&mut rng),
-                27 => Action::StopServer(rng.pick(&nodes).clone()),
-                28 => Action::ReregisterNode(rng.pick(&nodes).clone()),
-                31 => api_trouble(&mut rng),
-                _ => annotate(&mut rng, svc, &mut regions),
-            };
+            let svc = rng.pick(&drawing.services).clone();
+            let action = drawing.action(&mut rng, svc);
             steps.push(Step { at, action });
         }
         Schedule {
@@ -654,232 +701,10 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
             .or_default()
             .insert(lb);
     }
+    record(effects, &step.action, now);
     let services: Api<Service> = Api::namespaced(world.kube.clone(), "default");
     let rv = std::cell::Cell::new(None);
-    let result: Result<(), String> =
-        match &step.action {
-            Action::Create(name, shape) => {
-                effects.touched.push((name.clone(), now));
-                let mut shape = shape.clone();
-                for (_, v) in &mut shape.annotations {
-                    *v = fill(world, v);
-                }
-                match serde_json::from_value::<Service>(service(name, &shape)) {
-                    Ok(svc) => services
-                        .create(&PostParams::default(), &svc)
-                        .await
-                        .map(|s| rv.set(version(&s)))
-                        .map_err(|e| e.to_string()),
-                    Err(e) => Err(e.to_string()),
-                }
-            }
-            Action::Annotate(name, changes) => {
-                effects.touched.push((name.clone(), now));
-                let map: serde_json::Map<String, Value> = changes
-                    .iter()
-                    .map(|(k, v)| {
-                        (
-                            k.clone(),
-                            v.as_ref().map_or(Value::Null, |v| json!(fill(world, v))),
-                        )
-                    })
-                    .collect();
-                merge(
-                    &services,
-                    &rv,
-                    name,
-                    json!({"metadata": {"annotations": map}}),
-                )
-                .await
-            }
-            Action::SetPorts(name, ports) => {
-                effects.touched.push((name.clone(), now));
-                let ports: Vec<Value> = ports.iter().map(port_json).collect();
-                merge(&services, &rv, name, json!({"spec": {"ports": ports}})).await
-            }
-            Action::SetPolicy(name, local) => {
-                effects.touched.push((name.clone(), now));
-                let policy = if *local { "Local" } else { "Cluster" };
-                merge(
-                    &services,
-                    &rv,
-                    name,
-                    json!({"spec": {"externalTrafficPolicy": policy}}),
-                )
-                .await
-            }
-            Action::Delete(name) => {
-                effects.touched.push((name.clone(), now));
-                services
-                    .delete(name, &DeleteParams::default())
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
-            Action::ToClusterIp(name) => {
-                effects.touched.push((name.clone(), now));
-                merge(
-                    &services,
-                    &rv,
-                    name,
-                    json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": null}}),
-                )
-                .await
-            }
-            Action::StopServer(node) | Action::StartServer(node) | Action::DeleteServer(node) => {
-                effects.node_events.push(now);
-                match world.server_of(node) {
-                    Some(uuid) => {
-                        let (method, path) = match &step.action {
-                            Action::StopServer(_) => ("POST", format!("/v1/servers/{uuid}/stop")),
-                            Action::StartServer(_) => ("POST", format!("/v1/servers/{uuid}/start")),
-                            _ => ("DELETE", format!("/v1/servers/{uuid}")),
-                        };
-                        world.outside(method, &path).await.map(|_| ())
-                    }
-                    None => Err(format!("no server for {node}")),
-                }
-            }
-            Action::ReregisterNode(name) => {
-                effects.node_events.push(now);
-                world.reregister_node(name).await
-            }
-            Action::AddNode(name) => {
-                effects.node_events.push(now);
-                world
-                    .add_node(name)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
-            Action::CloudFault {
-                method,
-                path,
-                effect,
-                percent,
-            } => {
-                let rule = FaultRule::new(*method, path, effect.clone())
-                    .probability(*percent as f64 / 100.0, world.seed ^ now.as_millis() as u64);
-                world
-                    .cloud
-                    .faults()
-                    .add(rule)
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
-            Action::ClearCloudFaults => {
-                world.cloud.faults().clear();
-                world.misconfigure(None);
-                for c in &world.ccms {
-                    c.kube_faults.set_down(false);
-                }
-                Ok(())
-            }
-            Action::CutKube => {
-                for c in &world.ccms {
-                    c.kube_faults.set_down(true);
-                }
-                Ok(())
-            }
-            Action::Misconfigure(m) => {
-                world.misconfigure(Some(*m));
-                Ok(())
-            }
-            Action::CutWatches => {
-                for c in &world.ccms {
-                    c.kube_faults.cut_watches();
-                }
-                Ok(())
-            }
-            Action::GoneOnRewatch(n) => {
-                for c in &world.ccms {
-                    c.kube_faults.gone_on_rewatch(*n);
-                }
-                Ok(())
-            }
-            Action::FailKubeWrites(status, n) => {
-                for c in &world.ccms {
-                    c.kube_faults.fail_writes(*status, *n);
-                }
-                Ok(())
-            }
-            Action::CrashCcm(n) => {
-                world.crash_and_restart(*n).await;
-                Ok(())
-            }
-            Action::OutsideDelete(name, what) => {
-                effects.outside.push((name.clone(), now));
-                world.outside_delete(name, what).await
-            }
-            Action::OutsideChange(name, what) => {
-                effects.outside.push((name.clone(), now));
-                world.outside_change(name, what).await
-            }
-            Action::StopLeader => {
-                if let Some(leader) = world.leader() {
-                    leader.stop();
-                }
-                Ok(())
-            }
-            Action::ClaimFloatingIp {
-                service: name,
-                v6,
-                global,
-            } => {
-                effects.touched.push((name.clone(), now));
-                let mut body = if *v6 {
-                    json!({"ip_version": 6, "prefix_length": 56})
-                } else {
-                    json!({"ip_version": 4})
-                };
-                if *global {
-                    body["type"] = json!("global");
-                } else {
-                    body["region"] = json!("rma");
-                }
-                match world
-                    .outside_with("POST", "/v1/floating-ips", Some(body))
-                    .await
-                {
-                    Ok(fip) => {
-                        let network = fip["network"].as_str().unwrap_or_default().to_string();
-                        let claim = json!([network]).to_string();
-                        merge(&services, &rv, name,
-                        json!({"metadata": {"annotations": {format!("{A}floating-ips"): claim}}}),
-                    )
-                    .await
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            Action::ClaimFloatingIpsOf { service: name, of } => {
-                effects.touched.push((name.clone(), now));
-                let key = format!("{A}floating-ips");
-                let claim = services
-                    .get_opt(of)
-                    .await
-                    .ok()
-                    .flatten()
-                    .and_then(|s| s.metadata.annotations?.get(&key).cloned());
-                merge(
-                    &services,
-                    &rv,
-                    name,
-                    json!({"metadata": {"annotations": {key: claim}}}),
-                )
-                .await
-            }
-            Action::DropFloatingIps(name) => {
-                effects.touched.push((name.clone(), now));
-                merge(
-                    &services,
-                    &rv,
-                    name,
-                    json!({"metadata": {"annotations": {format!("{A}floating-ips"): null}}}),
-                )
-                .await
-            }
-        };
+    let result = perform(world, &services, &rv, &step.action, now).await;
     effects.played.push(Played {
         at: now.as_millis(),
         line,
@@ -891,4 +716,275 @@ pub async fn execute(world: &mut World, step: &Step, effects: &mut Effects) {
     if let Err(e) = result {
         world.trace.note(format!("step refused: {e}"));
     }
+}
+
+/// Notes what the action is about to change, at `now`, for the checks.
+fn record(effects: &mut Effects, action: &Action, now: Duration) {
+    match action {
+        Action::Create(name, _)
+        | Action::Annotate(name, _)
+        | Action::SetPorts(name, _)
+        | Action::SetPolicy(name, _)
+        | Action::Delete(name)
+        | Action::ToClusterIp(name)
+        | Action::ClaimFloatingIp { service: name, .. }
+        | Action::ClaimFloatingIpsOf { service: name, .. }
+        | Action::DropFloatingIps(name) => effects.touched.push((name.clone(), now)),
+        Action::StopServer(_)
+        | Action::StartServer(_)
+        | Action::DeleteServer(_)
+        | Action::ReregisterNode(_)
+        | Action::AddNode(_) => effects.node_events.push(now),
+        Action::OutsideDelete(name, _) | Action::OutsideChange(name, _) => {
+            effects.outside.push((name.clone(), now));
+        }
+        _ => {}
+    }
+}
+
+/// Carries out the action: the workload's request, or the fault, on `world`.
+async fn perform(
+    world: &mut World,
+    services: &Api<Service>,
+    rv: &std::cell::Cell<Option<u64>>,
+    action: &Action,
+    now: Duration,
+) -> Result<(), String> {
+    match action {
+        Action::Create(name, shape) => create(world, services, rv, name, shape).await,
+        Action::Annotate(name, changes) => {
+            merge(services, rv, name, annotations_patch(world, changes)).await
+        }
+        Action::SetPorts(name, ports) => merge(services, rv, name, ports_patch(ports)).await,
+        Action::SetPolicy(name, local) => merge(services, rv, name, policy_patch(*local)).await,
+        Action::ToClusterIp(name) => {
+            let body = json!({"spec": {"type": "ClusterIP", "externalTrafficPolicy": null}});
+            merge(services, rv, name, body).await
+        }
+        Action::DropFloatingIps(name) => {
+            let body = json!({"metadata": {"annotations": {format!("{A}floating-ips"): null}}});
+            merge(services, rv, name, body).await
+        }
+        Action::Delete(name) => services
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Action::StopServer(node) | Action::StartServer(node) | Action::DeleteServer(node) => {
+            server_action(world, action, node).await
+        }
+        Action::ReregisterNode(name) => world.reregister_node(name).await,
+        Action::AddNode(name) => world
+            .add_node(name)
+            .await
+            .map(|_| ())
+            .map_err(|e| e.to_string()),
+        Action::CloudFault {
+            method,
+            path,
+            effect,
+            percent,
+        } => add_cloud_fault(world, *method, path, effect, *percent, now),
+        Action::CrashCcm(n) => {
+            world.crash_and_restart(*n).await;
+            Ok(())
+        }
+        Action::OutsideDelete(name, what) => world.outside_delete(name, what).await,
+        Action::OutsideChange(name, what) => world.outside_change(name, what).await,
+        Action::ClaimFloatingIp {
+            service: name,
+            v6,
+            global,
+        } => claim_floating_ip(world, services, rv, name, *v6, *global).await,
+        Action::ClaimFloatingIpsOf { service: name, of } => {
+            claim_floating_ips_of(services, rv, name, of).await
+        }
+        Action::ClearCloudFaults
+        | Action::CutKube
+        | Action::Misconfigure(_)
+        | Action::CutWatches
+        | Action::GoneOnRewatch(_)
+        | Action::FailKubeWrites(..)
+        | Action::StopLeader => {
+            set_trouble(world, action);
+            Ok(())
+        }
+    }
+}
+
+/// Creates the Service `name` of `shape` (the node subnet filled into its annotations).
+async fn create(
+    world: &World,
+    services: &Api<Service>,
+    rv: &std::cell::Cell<Option<u64>>,
+    name: &str,
+    shape: &Shape,
+) -> Result<(), String> {
+    let mut shape = shape.clone();
+    for (_, v) in &mut shape.annotations {
+        *v = fill(world, v);
+    }
+    match serde_json::from_value::<Service>(service(name, &shape)) {
+        Ok(svc) => services
+            .create(&PostParams::default(), &svc)
+            .await
+            .map(|s| rv.set(version(&s)))
+            .map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The merge patch of a Service's annotations (the node subnet filled into the values).
+fn annotations_patch(world: &World, changes: &[(String, Option<String>)]) -> Value {
+    let map: serde_json::Map<String, Value> = changes
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                v.as_ref().map_or(Value::Null, |v| json!(fill(world, v))),
+            )
+        })
+        .collect();
+    json!({"metadata": {"annotations": map}})
+}
+
+fn ports_patch(ports: &[Port]) -> Value {
+    let ports: Vec<Value> = ports.iter().map(port_json).collect();
+    json!({"spec": {"ports": ports}})
+}
+
+fn policy_patch(local: bool) -> Value {
+    let policy = if local { "Local" } else { "Cluster" };
+    json!({"spec": {"externalTrafficPolicy": policy}})
+}
+
+/// Adds a cloud fault that hits `percent` of the matching requests, drawn from the
+/// world's seed and the time it starts.
+fn add_cloud_fault(
+    world: &World,
+    method: Option<&'static str>,
+    path: &'static str,
+    effect: &FaultEffect,
+    percent: u64,
+    now: Duration,
+) -> Result<(), String> {
+    let rule = FaultRule::new(method, path, effect.clone())
+        .probability(percent as f64 / 100.0, world.seed ^ now.as_millis() as u64);
+    world
+        .cloud
+        .faults()
+        .add(rule)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Stops, starts or deletes the server of `node`, as outside hands do.
+async fn server_action(world: &mut World, action: &Action, node: &str) -> Result<(), String> {
+    let Some(uuid) = world.server_of(node) else {
+        return Err(format!("no server for {node}"));
+    };
+    let (method, path) = match action {
+        Action::StopServer(_) => ("POST", format!("/v1/servers/{uuid}/stop")),
+        Action::StartServer(_) => ("POST", format!("/v1/servers/{uuid}/start")),
+        _ => ("DELETE", format!("/v1/servers/{uuid}")),
+    };
+    world.outside(method, &path).await.map(|_| ())
+}
+
+/// Turns a fault on or off that takes no request of the workload: Kubernetes trouble, the
+/// cloud settings, the leader stopped, or every fault cleared.
+fn set_trouble(world: &mut World, action: &Action) {
+    match action {
+        Action::ClearCloudFaults => {
+            world.cloud.faults().clear();
+            world.misconfigure(None);
+            for c in &world.ccms {
+                c.kube_faults.set_down(false);
+            }
+        }
+        Action::CutKube => {
+            for c in &world.ccms {
+                c.kube_faults.set_down(true);
+            }
+        }
+        Action::Misconfigure(m) => world.misconfigure(Some(*m)),
+        Action::CutWatches => {
+            for c in &world.ccms {
+                c.kube_faults.cut_watches();
+            }
+        }
+        Action::GoneOnRewatch(n) => {
+            for c in &world.ccms {
+                c.kube_faults.gone_on_rewatch(*n);
+            }
+        }
+        Action::FailKubeWrites(status, n) => {
+            for c in &world.ccms {
+                c.kube_faults.fail_writes(*status, *n);
+            }
+        }
+        Action::StopLeader => {
+            if let Some(leader) = world.leader() {
+                leader.stop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Creates a floating IP (IPv6 `/56` or IPv4, global or regional) and has the Service
+/// `name` claim it.
+async fn claim_floating_ip(
+    world: &mut World,
+    services: &Api<Service>,
+    rv: &std::cell::Cell<Option<u64>>,
+    name: &str,
+    v6: bool,
+    global: bool,
+) -> Result<(), String> {
+    let mut body = if v6 {
+        json!({"ip_version": 6, "prefix_length": 56})
+    } else {
+        json!({"ip_version": 4})
+    };
+    if global {
+        body["type"] = json!("global");
+    } else {
+        body["region"] = json!("rma");
+    }
+    let fip = world
+        .outside_with("POST", "/v1/floating-ips", Some(body))
+        .await?;
+    let network = fip["network"].as_str().unwrap_or_default().to_string();
+    let claim = json!([network]).to_string();
+    merge(
+        services,
+        rv,
+        name,
+        json!({"metadata": {"annotations": {format!("{A}floating-ips"): claim}}}),
+    )
+    .await
+}
+
+/// Has the Service `name` claim what the Service `of` claims (the same annotation value).
+async fn claim_floating_ips_of(
+    services: &Api<Service>,
+    rv: &std::cell::Cell<Option<u64>>,
+    name: &str,
+    of: &str,
+) -> Result<(), String> {
+    let key = format!("{A}floating-ips");
+    let claim = services
+        .get_opt(of)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|s| s.metadata.annotations?.get(&key).cloned());
+    merge(
+        services,
+        rv,
+        name,
+        json!({"metadata": {"annotations": {key: claim}}}),
+    )
+    .await
 }

@@ -10,7 +10,7 @@ use super::{A, Change, End, PortDraw};
 use crate::sim::world::load_balancers_of;
 use ccm::service::pure::plan::Impact;
 use fakecloud::clock::Time;
-use fakecloud::dataplane::{DownInterval, EntryKind};
+use fakecloud::dataplane::{DownInterval, EntryAvailability, EntryKind};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -484,11 +484,17 @@ impl Window {
             return j;
         }
         let t1 = b.cloud().now();
-        let slack = b.slack();
-        // From a moment before the change: a port that goes down at the very instant of
-        // the change (Kubernetes closing a node port) must not look down from the start.
-        let start = self.t0 - fakecloud::clock::delta_from_secs(1.0);
-        let recheck = before.recheck_s().max(after.recheck_s());
+        let cx = Judging {
+            before,
+            after,
+            change,
+            announced,
+            // From a moment before the change: a port that goes down at the very instant of
+            // the change (Kubernetes closing a node port) must not look down from the start.
+            start: self.t0 - fakecloud::clock::delta_from_secs(1.0),
+            slack: b.slack(),
+            recheck: before.recheck_s().max(after.recheck_s()),
+        };
         for client in CLIENTS {
             if !allowed(client, &after.cidrs()) {
                 j.checks += 1;
@@ -499,86 +505,124 @@ impl Window {
             if !allowed(client, &before.cidrs()) {
                 continue;
             }
-            let entries = availability(b.cloud(), lb, (start, t1), client);
+            let entries = availability(b.cloud(), lb, (cx.start, t1), client);
             for e in &entries {
                 if e.kind == EntryKind::FloatingIp
                     && (!self.fips.contains(&e.address) || handed_over(after, change, e.address))
                 {
                     continue;
                 }
-                let Some(i) = port_index(before, &e.protocol, e.port) else {
-                    continue;
-                };
-                let down = merged(&e.down);
-                if down.iter().any(|(a, _)| *a <= start) {
-                    continue;
-                }
-                let old = &before.ports[i];
-                let (spans, new) = match port_index(after, &e.protocol, e.port) {
-                    Some(k) => (down, after.ports[k].clone()),
-                    None => match change {
-                        // Moved to another number: down while on neither.
-                        Change::RenumberPort(..) => {
-                            let Some(k) = after.ports.iter().position(|p| p.name == old.name)
-                            else {
-                                continue;
-                            };
-                            let moved = &after.ports[k];
-                            let proto = if moved.udp { "udp" } else { "tcp" };
-                            let other = entries.iter().find(|x| {
-                                x.address == e.address
-                                    && x.port == moved.port
-                                    && x.protocol == proto
-                            });
-                            let other = other.map(|x| merged(&x.down)).unwrap_or_default();
-                            (intersection(&down, &other), moved.clone())
-                        }
-                        _ => continue,
-                    },
-                };
-                let took = seconds(&spans);
-                // Where and why, for the message: seconds into the window and the oracle's
-                // reasons.
-                let why: Vec<String> = e
-                    .down
-                    .iter()
-                    .map(|d| {
-                        let off = |t: Time| (t - self.t0).num_milliseconds() as f64 / 1000.0;
-                        format!("{:.1}-{:.1} s {}", off(d.from), off(d.to), d.reason)
-                    })
-                    .collect();
-                let pools = [pool_name(old), pool_name(&new)];
-                let class = announced.port_class(&pools);
-                let bound = model::bound(
-                    class,
-                    recheck,
-                    after.ports.len(),
-                    announced.replaces_monitor(&pools),
-                );
-                j.checks += 1;
-                j.worst = Some(j.worst.unwrap_or(0.0).max(took));
-                let at = format!("{}:{}/{} from {client}", e.address, e.port, e.protocol);
-                if !concerns(change, before, i) && took > slack {
-                    j.violations.push(Violation {
-                        property: "unconcerned",
-                        detail: format!(
-                            "{change:?}: {at} down {took:.1} s, a port the change does not concern ({})",
-                            why.join(", ")
-                        ),
-                    });
-                } else if took > bound + slack {
-                    j.violations.push(Violation {
-                        property: "class-bound",
-                        detail: format!(
-                            "{change:?}: {at} down {took:.1} s, more than the {bound:.1} s of the announced class {class} ({})",
-                            why.join(", ")
-                        ),
-                    });
-                }
+                self.judge_entry(&cx, e, &entries, client, &mut j);
             }
         }
         j
     }
+
+    /// Judges one entry address × port for `client` against the bound of the class the CCM
+    /// announced (or none, for a port the change does not concern).
+    fn judge_entry(
+        &self,
+        cx: &Judging,
+        e: &EntryAvailability,
+        entries: &[EntryAvailability],
+        client: Ipv4Addr,
+        j: &mut Judged,
+    ) {
+        let (before, after, change) = (cx.before, cx.after, cx.change);
+        let Some(i) = port_index(before, &e.protocol, e.port) else {
+            return;
+        };
+        let down = merged(&e.down);
+        if down.iter().any(|(a, _)| *a <= cx.start) {
+            return;
+        }
+        let old = &before.ports[i];
+        let Some((spans, new)) = down_spans(cx, e, entries, old, down) else {
+            return;
+        };
+        let took = seconds(&spans);
+        let why = self.why(e);
+        let pools = [pool_name(old), pool_name(&new)];
+        let class = cx.announced.port_class(&pools);
+        let bound = model::bound(
+            class,
+            cx.recheck,
+            after.ports.len(),
+            cx.announced.replaces_monitor(&pools),
+        );
+        j.checks += 1;
+        j.worst = Some(j.worst.unwrap_or(0.0).max(took));
+        let at = format!("{}:{}/{} from {client}", e.address, e.port, e.protocol);
+        if !concerns(change, before, i) && took > cx.slack {
+            j.violations.push(Violation {
+                property: "unconcerned",
+                detail: format!(
+                    "{change:?}: {at} down {took:.1} s, a port the change does not concern ({})",
+                    why.join(", ")
+                ),
+            });
+        } else if took > bound + cx.slack {
+            j.violations.push(Violation {
+                property: "class-bound",
+                detail: format!(
+                    "{change:?}: {at} down {took:.1} s, more than the {bound:.1} s of the announced class {class} ({})",
+                    why.join(", ")
+                ),
+            });
+        }
+    }
+
+    /// Where and why an entry was down, for a message: seconds into the window and the
+    /// oracle's reasons.
+    fn why(&self, e: &EntryAvailability) -> Vec<String> {
+        e.down
+            .iter()
+            .map(|d| {
+                let off = |t: Time| (t - self.t0).num_milliseconds() as f64 / 1000.0;
+                format!("{:.1}-{:.1} s {}", off(d.from), off(d.to), d.reason)
+            })
+            .collect()
+    }
+}
+
+/// What judging a window's entries shares.
+struct Judging<'a> {
+    before: &'a State,
+    after: &'a State,
+    change: &'a Change,
+    announced: &'a Announced,
+    /// Where the window is judged from.
+    start: Time,
+    slack: f64,
+    /// The longer monitor recheck of the states before and after.
+    recheck: f64,
+}
+
+/// The spans in which the port `old` (merged `down`) counts as down, and the port it is
+/// after the change; `None` when it is not judged (gone, not moved).
+fn down_spans(
+    cx: &Judging,
+    e: &EntryAvailability,
+    entries: &[EntryAvailability],
+    old: &PortDraw,
+    down: Vec<(Time, Time)>,
+) -> Option<(Vec<(Time, Time)>, PortDraw)> {
+    let after = cx.after;
+    if let Some(k) = port_index(after, &e.protocol, e.port) {
+        return Some((down, after.ports[k].clone()));
+    }
+    // Moved to another number: down while on neither.
+    if !matches!(cx.change, Change::RenumberPort(..)) {
+        return None;
+    }
+    let k = after.ports.iter().position(|p| p.name == old.name)?;
+    let moved = &after.ports[k];
+    let proto = if moved.udp { "udp" } else { "tcp" };
+    let other = entries
+        .iter()
+        .find(|x| x.address == e.address && x.port == moved.port && x.protocol == proto);
+    let other = other.map(|x| merged(&x.down)).unwrap_or_default();
+    Some((intersection(&down, &other), moved.clone()))
 }
 
 /// The oracle's answer for new connections from `client` to `lb` within `[from, to)`.

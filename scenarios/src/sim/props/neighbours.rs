@@ -26,7 +26,7 @@ pub const TEAM: &str = "team";
 
 /// How long a floating IP its holder gave up may take to reach the Service claiming it,
 /// from the edit that let it go (s): the CCM re-queues the other claimants of a floating
-/// IP when a claim changes (`ccm/src/service/claims.rs`), so the hand-over waits for no
+/// IP when a claim changes (`ccm/src/service/reconcile/claims.rs`), so the hand-over waits for no
 /// resync; one reconcile, the assignment and its propagation fit well within.
 pub const HAND_OVER_S: f64 = 45.0;
 

@@ -423,124 +423,17 @@ async fn step(
     let nb_before = nbs.open(b).await?;
     let events = Events::of(b, NAME).await;
     let from = Mark::now(b);
-    let mut rv = None;
-    let mut node_event = false;
-    let mut after = After::default();
-    match change {
-        Change::Hand {
-            of,
-            to_web,
-            release_first,
-        } => {
-            let (v, hand) = hand(b, state, nbs, &live, (*of, *to_web, *release_first)).await?;
-            rv = v;
-            after.concerned = Some(hand.neighbour);
-            after.hand = Some(hand);
-        }
-        Change::CopyOf(n) => {
-            nbs.copy(b, *n, i).await?;
-            after.copied = true;
-            node_event = true;
-        }
-        Change::DeleteNeighbour(n) => {
-            after.concerned = Some(nbs.delete(b, *n).await?);
-            node_event = true;
-        }
-        Change::RivalClaim(valid) => {
-            let name = state.rivals.last().cloned().unwrap_or_default();
-            rival(b, &name, state, *valid).await?;
-            node_event = true;
-        }
-        Change::Misconfigured(m) => {
-            b.misconfigure(Some(*m));
-            b.pass(MISCONFIGURED).await;
-            b.misconfigure(None);
-            node_event = true;
-        }
-        Change::NodeJoin(d) => {
-            let name = state
-                .nodes
-                .last()
-                .map(|n| n.name.clone())
-                .unwrap_or_default();
-            b.add_node(&name).await?;
-            label(b, &name, d.edge).await?;
-            endpoints(b, state).await?;
-            nbs.refresh_endpoints(b, state).await?;
-            node_event = true;
-        }
-        Change::NodeRelabel(n)
-        | Change::NodeStop(n)
-        | Change::NodeStart(n)
-        | Change::NodeDelete(n) => {
-            let idx = before.node(*n).unwrap_or(0);
-            let name = state.nodes[idx].name.clone();
-            match change {
-                Change::NodeRelabel(_) => label(b, &name, state.nodes[idx].edge).await?,
-                _ => {
-                    let server = b.server_of(&name).ok_or(format!("no server of {name}"))?;
-                    let (method, path) = match change {
-                        Change::NodeStop(_) => ("POST", format!("/v1/servers/{server}/stop")),
-                        Change::NodeStart(_) => ("POST", format!("/v1/servers/{server}/start")),
-                        _ => ("DELETE", format!("/v1/servers/{server}")),
-                    };
-                    b.outside(method, &path, None).await?;
-                    if matches!(change, Change::NodeDelete(_)) {
-                        endpoints(b, state).await?;
-                        nbs.refresh_endpoints(b, state).await?;
-                    }
-                }
-            }
-            node_event = true;
-        }
-        _ => {
-            match change {
-                Change::FipAdd(d) => state.fips.push(floating_ip(b, *d, None).await?),
-                Change::FipMove(d) => {
-                    let server = state
-                        .nodes
-                        .iter()
-                        .find(|n| !n.gone)
-                        .and_then(|n| b.server_of(&n.name));
-                    state.fips = vec![floating_ip(b, *d, server).await?];
-                }
-                Change::ClaimOf(n) => {
-                    let fip = nbs
-                        .fip_to_claim(*n, state)
-                        .ok_or("no floating IP of a neighbour to claim")?;
-                    state.fips.push(fip.clone());
-                    after.claimed = Some(fip);
-                }
-                Change::NameOf(n) => {
-                    let name = nbs
-                        .lb_name(b, *n)
-                        .ok_or("no load balancer of a neighbour to take the name of")?;
-                    state.annotations.insert("name".into(), name);
-                }
-                _ => {}
-            }
-            // The preview of exactly what is about to be written.
-            let mut proposed = proposed(state, Some(&live), true)?;
-            ccm::preview::complete(&mut proposed, Some(&live));
-            report.preview = Some(measure::preview(b, &proposed).await?);
-            if matches!(
-                change,
-                Change::Policy(_) | Change::AddPort(_) | Change::RemovePort(_)
-            ) {
-                endpoints(b, state).await?;
-            }
-            rv = version(&write(b, state, Some(&live), true).await?);
-        }
-    }
+    let done = play_change(b, state, nbs, change, i, &before, &live).await?;
+    report.preview = done.preview;
     // Node changes reach the CCM through kubelets and the Node lifecycle, a deleted
     // server's only on a resync (its kubelet falls silent): a whole resync period and
     // some before a convergence line says anything about them.
-    let min = if node_event {
+    let min = if done.node_event {
         b.resync() + Duration::from_secs(30)
     } else {
         Duration::from_secs(20)
     };
-    measure::settle(b, &from, rv, min).await?;
+    measure::settle(b, &from, done.rv, min).await?;
     measure::settle_monitors(b, state).await;
     let lb_after = load_balancer_of(b, NAME).await;
     let announced = events.since(b, NAME).await;
@@ -554,17 +447,37 @@ async fn step(
     report.observed = judged.worst;
     out.checks += judged.checks;
     out.violations.extend(judged.violations);
-    let (checks, violations) = nbs.judge(b, &nb_before, change, after.concerned).await?;
+    let (checks, violations) = nbs
+        .judge(b, &nb_before, change, done.after.concerned)
+        .await?;
     out.checks += checks;
     out.violations.extend(violations);
-    out.violations.extend(after.judge(b, nbs, &live).await);
+    out.violations.extend(done.after.judge(b, nbs, &live).await);
     out.checks += 2;
-    if report.predicted > documented && report.predicted != Impact::Outage {
+    check_announced(&report, i, out);
+    if let Change::Refused { key, .. } = change {
+        out.checks += 1;
+        let mut refusals = announced.refusals.clone();
+        if before.refused.contains_key(key) {
+            refusals.extend(measure::standing_refusals(b, NAME).await);
+        }
+        out.violations.extend(refused_checks(
+            b, key, lb_before, lb_after, &from, &refusals,
+        ));
+    }
+    Ok(report)
+}
+
+/// The class the CCM announced is no worse than the documented one (but for an outage), and
+/// is the one the plan preview gave.
+fn check_announced(report: &StepReport, i: usize, out: &mut Outcome) {
+    let change = &report.change;
+    if report.predicted > report.documented && report.predicted != Impact::Outage {
         out.violations.push(Violation {
             property: "class-documented",
             detail: format!(
-                "change {i} {change:?}: the CCM announced {} where the documented class is {documented}",
-                report.predicted
+                "change {i} {change:?}: the CCM announced {} where the documented class is {}",
+                report.predicted, report.documented
             ),
         });
     }
@@ -579,17 +492,171 @@ async fn step(
             ),
         });
     }
-    if let Change::Refused { key, .. } = change {
-        out.checks += 1;
-        let mut refusals = announced.refusals.clone();
-        if before.refused.contains_key(key) {
-            refusals.extend(measure::standing_refusals(b, NAME).await);
+}
+
+/// What playing a change did, for settling and judging it.
+#[derive(Default)]
+struct Done {
+    /// The Service's new resourceVersion, if the change wrote it.
+    rv: Option<u64>,
+    /// Whether the change reaches the CCM through nodes (or needs as long to).
+    node_event: bool,
+    /// The class the `plan` preview gave (Service edits only).
+    preview: Option<Impact>,
+    after: After,
+}
+
+/// Plays the change (`state` already has it applied; `before` is the state before it).
+async fn play_change(
+    b: &mut impl Backend,
+    state: &mut State,
+    nbs: &mut Neighbours<'_>,
+    change: &Change,
+    i: usize,
+    before: &State,
+    live: &Service,
+) -> Result<Done, String> {
+    let mut done = Done::default();
+    match change {
+        Change::Hand {
+            of,
+            to_web,
+            release_first,
+        } => {
+            let (v, hand) = hand(b, state, nbs, live, (*of, *to_web, *release_first)).await?;
+            done.rv = v;
+            done.after.concerned = Some(hand.neighbour);
+            done.after.hand = Some(hand);
         }
-        out.violations.extend(refused_checks(
-            b, key, lb_before, lb_after, &from, &refusals,
-        ));
+        Change::CopyOf(n) => {
+            nbs.copy(b, *n, i).await?;
+            done.after.copied = true;
+            done.node_event = true;
+        }
+        Change::DeleteNeighbour(n) => {
+            done.after.concerned = Some(nbs.delete(b, *n).await?);
+            done.node_event = true;
+        }
+        Change::RivalClaim(valid) => {
+            let name = state.rivals.last().cloned().unwrap_or_default();
+            rival(b, &name, state, *valid).await?;
+            done.node_event = true;
+        }
+        Change::Misconfigured(m) => {
+            b.misconfigure(Some(*m));
+            b.pass(MISCONFIGURED).await;
+            b.misconfigure(None);
+            done.node_event = true;
+        }
+        Change::NodeJoin(d) => {
+            join_node(b, state, nbs, d.edge).await?;
+            done.node_event = true;
+        }
+        Change::NodeRelabel(n)
+        | Change::NodeStop(n)
+        | Change::NodeStart(n)
+        | Change::NodeDelete(n) => {
+            let idx = before.node(*n).unwrap_or(0);
+            change_node(b, state, nbs, change, idx).await?;
+            done.node_event = true;
+        }
+        _ => {
+            edit_service(b, state, nbs, change, live, &mut done).await?;
+        }
     }
-    Ok(report)
+    Ok(done)
+}
+
+/// The node the state added last joins, labelled as drawn (`edge`).
+async fn join_node(
+    b: &mut impl Backend,
+    state: &State,
+    nbs: &mut Neighbours<'_>,
+    edge: bool,
+) -> Result<(), String> {
+    let name = state
+        .nodes
+        .last()
+        .map(|n| n.name.clone())
+        .unwrap_or_default();
+    b.add_node(&name).await?;
+    label(b, &name, edge).await?;
+    endpoints(b, state).await?;
+    nbs.refresh_endpoints(b, state).await
+}
+
+/// The node at `idx` is relabelled, or its server stopped, started or deleted.
+async fn change_node(
+    b: &mut impl Backend,
+    state: &State,
+    nbs: &mut Neighbours<'_>,
+    change: &Change,
+    idx: usize,
+) -> Result<(), String> {
+    let name = state.nodes[idx].name.clone();
+    if let Change::NodeRelabel(_) = change {
+        return label(b, &name, state.nodes[idx].edge).await;
+    }
+    let server = b.server_of(&name).ok_or(format!("no server of {name}"))?;
+    let (method, path) = match change {
+        Change::NodeStop(_) => ("POST", format!("/v1/servers/{server}/stop")),
+        Change::NodeStart(_) => ("POST", format!("/v1/servers/{server}/start")),
+        _ => ("DELETE", format!("/v1/servers/{server}")),
+    };
+    b.outside(method, &path, None).await?;
+    if matches!(change, Change::NodeDelete(_)) {
+        endpoints(b, state).await?;
+        nbs.refresh_endpoints(b, state).await?;
+    }
+    Ok(())
+}
+
+/// A change to the Service itself: what it needs from the cloud or the neighbours first,
+/// the plan preview of exactly what is about to be written, then the write.
+async fn edit_service(
+    b: &mut impl Backend,
+    state: &mut State,
+    nbs: &Neighbours<'_>,
+    change: &Change,
+    live: &Service,
+    done: &mut Done,
+) -> Result<(), String> {
+    match change {
+        Change::FipAdd(d) => state.fips.push(floating_ip(b, *d, None).await?),
+        Change::FipMove(d) => {
+            let server = state
+                .nodes
+                .iter()
+                .find(|n| !n.gone)
+                .and_then(|n| b.server_of(&n.name));
+            state.fips = vec![floating_ip(b, *d, server).await?];
+        }
+        Change::ClaimOf(n) => {
+            let fip = nbs
+                .fip_to_claim(*n, state)
+                .ok_or("no floating IP of a neighbour to claim")?;
+            state.fips.push(fip.clone());
+            done.after.claimed = Some(fip);
+        }
+        Change::NameOf(n) => {
+            let name = nbs
+                .lb_name(b, *n)
+                .ok_or("no load balancer of a neighbour to take the name of")?;
+            state.annotations.insert("name".into(), name);
+        }
+        _ => {}
+    }
+    let mut proposed = proposed(state, Some(live), true)?;
+    ccm::preview::complete(&mut proposed, Some(live));
+    done.preview = Some(measure::preview(b, &proposed).await?);
+    if matches!(
+        change,
+        Change::Policy(_) | Change::AddPort(_) | Change::RemovePort(_)
+    ) {
+        endpoints(b, state).await?;
+    }
+    done.rv = version(&write(b, state, Some(live), true).await?);
+    Ok(())
 }
 
 /// What a neighbour change leaves to judge once it settled.

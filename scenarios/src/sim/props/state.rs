@@ -108,96 +108,20 @@ impl State {
                     .insert(key.clone(), value.replace(super::SUBNET, subnet));
                 true
             }
-            Change::RenamePort(i) => match self.port(*i) {
-                Some(i) => {
-                    let base = self.ports[i].name.clone().unwrap_or_else(|| "port".into());
-                    self.ports[i].name = Some(format!("r{step}-{base}"));
-                    true
-                }
-                None => false,
-            },
-            Change::RenumberPort(i, to) => match self.port(*i) {
-                Some(i)
-                    if !self
-                        .ports
-                        .iter()
-                        .any(|p| p.port == *to && p.udp == self.ports[i].udp) =>
-                {
-                    self.ports[i].port = *to;
-                    true
-                }
-                _ => false,
-            },
-            Change::NodePort(i) => match self.port(*i) {
-                // From the top of the range down: the API server allocates from the bottom.
-                Some(i) => {
-                    self.node_ports
-                        .insert(i, 32_700 - (step as i32) * 8 - i as i32);
-                    true
-                }
-                None => false,
-            },
-            Change::AddPort(p) => {
-                let clash = self.ports.iter().any(|o| {
-                    (o.port == p.port && o.udp == p.udp) || o.name.is_none() || o.name == p.name
-                });
-                if clash || self.ports.len() >= 4 {
-                    false
-                } else {
-                    self.ports.push(p.clone());
-                    true
-                }
-            }
-            Change::RemovePort(i) => match self.port(*i) {
-                Some(i) if self.ports.len() > 1 => {
-                    self.ports.remove(i);
-                    // Explicit node ports follow their ports' indexes.
-                    self.node_ports = self
-                        .node_ports
-                        .iter()
-                        .filter(|(j, _)| **j != i)
-                        .map(|(j, n)| (if *j > i { j - 1 } else { *j }, *n))
-                        .collect();
-                    true
-                }
-                _ => false,
-            },
+            Change::RenamePort(i) => self.rename_port(*i, step),
+            Change::RenumberPort(i, to) => self.renumber_port(*i, *to),
+            Change::NodePort(i) => self.set_node_port(*i, step),
+            Change::AddPort(p) => self.add_port(p),
+            Change::RemovePort(i) => self.remove_port(*i),
             Change::Policy(local) => {
                 self.local = *local;
                 true
             }
-            Change::NodeJoin(d) => {
-                self.nodes.push(NodeState {
-                    name: format!("node-{}", self.nodes.len() + 1),
-                    edge: d.edge,
-                    endpoint: d.endpoint,
-                    running: true,
-                    gone: false,
-                });
-                true
-            }
+            Change::NodeJoin(d) => self.join_node(d),
             Change::NodeRelabel(i) => self.node(*i).map(|i| self.nodes[i].edge ^= true).is_some(),
-            Change::NodeStop(i) => match self.node(*i) {
-                Some(i) if self.nodes[i].running => {
-                    self.nodes[i].running = false;
-                    true
-                }
-                _ => false,
-            },
-            Change::NodeStart(i) => match self.node(*i) {
-                Some(i) if !self.nodes[i].running => {
-                    self.nodes[i].running = true;
-                    true
-                }
-                _ => false,
-            },
-            Change::NodeDelete(i) => match self.node(*i) {
-                Some(i) => {
-                    self.nodes[i].gone = true;
-                    true
-                }
-                None => false,
-            },
+            Change::NodeStop(i) => self.set_running(*i, false),
+            Change::NodeStart(i) => self.set_running(*i, true),
+            Change::NodeDelete(i) => self.node(*i).map(|i| self.nodes[i].gone = true).is_some(),
             // The networks are the runner's to fill in.
             Change::FipAdd(_) | Change::FipMove(_) => true,
             Change::FipRemove => {
@@ -223,6 +147,94 @@ impl State {
             return false;
         }
         true
+    }
+
+    fn rename_port(&mut self, i: usize, step: usize) -> bool {
+        let Some(i) = self.port(i) else {
+            return false;
+        };
+        let base = self.ports[i].name.clone().unwrap_or_else(|| "port".into());
+        self.ports[i].name = Some(format!("r{step}-{base}"));
+        true
+    }
+
+    /// A new number, unless another port of the protocol has it.
+    fn renumber_port(&mut self, i: usize, to: u16) -> bool {
+        match self.port(i) {
+            Some(i)
+                if !self
+                    .ports
+                    .iter()
+                    .any(|p| p.port == to && p.udp == self.ports[i].udp) =>
+            {
+                self.ports[i].port = to;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn set_node_port(&mut self, i: usize, step: usize) -> bool {
+        let Some(i) = self.port(i) else {
+            return false;
+        };
+        // From the top of the range down: the API server allocates from the bottom.
+        self.node_ports
+            .insert(i, 32_700 - (step as i32) * 8 - i as i32);
+        true
+    }
+
+    /// A port of its own number and name, among at most four named ports.
+    fn add_port(&mut self, p: &PortDraw) -> bool {
+        let clash = self
+            .ports
+            .iter()
+            .any(|o| (o.port == p.port && o.udp == p.udp) || o.name.is_none() || o.name == p.name);
+        if clash || self.ports.len() >= 4 {
+            return false;
+        }
+        self.ports.push(p.clone());
+        true
+    }
+
+    /// Removes a port, unless it is the last.
+    fn remove_port(&mut self, i: usize) -> bool {
+        match self.port(i) {
+            Some(i) if self.ports.len() > 1 => {
+                self.ports.remove(i);
+                // Explicit node ports follow their ports' indexes.
+                self.node_ports = self
+                    .node_ports
+                    .iter()
+                    .filter(|(j, _)| **j != i)
+                    .map(|(j, n)| (if *j > i { j - 1 } else { *j }, *n))
+                    .collect();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn join_node(&mut self, d: &NodeDraw) -> bool {
+        self.nodes.push(NodeState {
+            name: format!("node-{}", self.nodes.len() + 1),
+            edge: d.edge,
+            endpoint: d.endpoint,
+            running: true,
+            gone: false,
+        });
+        true
+    }
+
+    /// Starts (`running`) or stops a node, unless it already is so.
+    fn set_running(&mut self, i: usize, running: bool) -> bool {
+        match self.node(i) {
+            Some(i) if self.nodes[i].running != running => {
+                self.nodes[i].running = running;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// The annotations the Service carries (refused ones included when `with_refused`).
