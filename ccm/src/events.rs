@@ -2,6 +2,11 @@
 //! Services, a repeated one counted on its first occurrence (an Event series, as client-go
 //! and kube's Recorder do) instead of recorded anew.
 
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::events::v1::{Event, EventSeries};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+
 /// How long a repeated Event is counted on its first occurrence instead of recorded anew
 /// (the 6 minutes of client-go and kube's Recorder).
 const SERIES_TTL: std::time::Duration = std::time::Duration::from_secs(6 * 60);
@@ -97,7 +102,7 @@ impl Events {
 
     pub async fn publish(
         &self,
-        object: &k8s_openapi::api::core::v1::ObjectReference,
+        object: &ObjectReference,
         warning: bool,
         reason: &str,
         action: &str,
@@ -116,69 +121,31 @@ impl Events {
 
     async fn try_publish(
         &self,
-        object: &k8s_openapi::api::core::v1::ObjectReference,
+        object: &ObjectReference,
         warning: bool,
         reason: &str,
         action: &str,
         note: String,
     ) -> Result<(), kube::Error> {
-        use k8s_openapi::api::events::v1::{Event, EventSeries};
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-        use kube::api::{Api, Patch, PatchParams, PostParams};
-
         let note = truncate(note, NOTE_MAX);
         let now = tokio::time::Instant::now();
         let wall = self.ambient.now();
         let stamp = MicroTime(wall);
-        let key = EventKey {
-            regarding: (
-                object.uid.clone(),
-                object.namespace.clone(),
-                object.name.clone(),
-                object.kind.clone(),
-            ),
-            warning,
-            reason: reason.to_string(),
-            action: action.to_string(),
-            note: note.clone(),
-        };
-        let repeat = {
-            let mut recorded = self.recorded.lock();
-            recorded.retain(|_, r| now.duration_since(r.last) < SERIES_TTL);
-            recorded.get(&key).cloned()
-        };
+        let key = EventKey::new(object, warning, reason, action, &note);
+        let repeat = self.repeat_of(&key, now);
         let namespace = object
             .namespace
             .clone()
             .unwrap_or_else(|| "default".to_string());
         let events: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-        if let Some(r) = repeat {
-            let count = r.count + 1;
-            let patch = serde_json::json!({"series": EventSeries {
-                count,
-                last_observed_time: stamp.clone(),
-            }});
-            match events
-                .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
-                .await
-            {
-                Ok(_) => {
-                    let counted = Recorded {
-                        count,
-                        last: now,
-                        ..r
-                    };
-                    self.recorded.lock().insert(key, counted);
-                    return Ok(());
-                }
-                // Expired on the server (Events live an hour): record it anew.
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(e),
-            }
+        if let Some(r) = repeat
+            && self.count_repeat(&events, &key, r, &stamp, now).await?
+        {
+            return Ok(());
         }
         let object_name = object.name.as_deref().unwrap_or(crate::COMPONENT);
-        let mut name = self.event_name(object_name, wall);
-        let mut event = Event {
+        let name = self.event_name(object_name, wall);
+        let event = Event {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
                 namespace: Some(namespace.clone()),
@@ -194,13 +161,74 @@ impl Events {
             reporting_instance: Some(self.instance.clone()),
             ..Event::default()
         };
-        // The name is taken when another recorder (a replica, or this process before a
-        // restart under a clock that stepped back) wrote one in the same nanosecond: the
-        // next one is free.
+        let name = self
+            .create_under_free_name(&events, event, name, object_name, wall)
+            .await?;
+        let recorded = Recorded {
+            name,
+            count: 1,
+            last: now,
+        };
+        self.recorded.lock().insert(key, recorded);
+        Ok(())
+    }
+
+    /// The series `key` continues, if one was recorded within [`SERIES_TTL`] (forgetting
+    /// those that ended).
+    fn repeat_of(&self, key: &EventKey, now: tokio::time::Instant) -> Option<Recorded> {
+        let mut recorded = self.recorded.lock();
+        recorded.retain(|_, r| now.duration_since(r.last) < SERIES_TTL);
+        recorded.get(key).cloned()
+    }
+
+    /// Counts one more occurrence on the series' Event. `false` when its Event expired on
+    /// the server (Events live an hour): it is to be recorded anew.
+    async fn count_repeat(
+        &self,
+        events: &Api<Event>,
+        key: &EventKey,
+        r: Recorded,
+        stamp: &MicroTime,
+        now: tokio::time::Instant,
+    ) -> Result<bool, kube::Error> {
+        let count = r.count + 1;
+        let patch = serde_json::json!({"series": EventSeries {
+            count,
+            last_observed_time: stamp.clone(),
+        }});
+        match events
+            .patch(&r.name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => {
+                let counted = Recorded {
+                    count,
+                    last: now,
+                    ..r
+                };
+                self.recorded.lock().insert(key.clone(), counted);
+                Ok(true)
+            }
+            Err(kube::Error::Api(e)) if e.code == 404 => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates `event` (named `name`) and gives the name it got. The name is taken when
+    /// another recorder (a replica, or this process before a restart under a clock that
+    /// stepped back) wrote one in the same nanosecond: the next one is free.
+    async fn create_under_free_name(
+        &self,
+        events: &Api<Event>,
+        mut event: Event,
+        mut name: String,
+        object_name: &str,
+        wall: k8s_openapi::jiff::Timestamp,
+    ) -> Result<String, kube::Error> {
         let mut attempts = 0;
         loop {
             match events.create(&PostParams::default(), &event).await {
-                Ok(_) => break,
+                Ok(_) => return Ok(name),
                 Err(kube::Error::Api(e)) if e.code == 409 && attempts < 3 => {
                     attempts += 1;
                     name = self.event_name(object_name, wall);
@@ -209,13 +237,29 @@ impl Events {
                 Err(e) => return Err(e),
             }
         }
-        let recorded = Recorded {
-            name,
-            count: 1,
-            last: now,
-        };
-        self.recorded.lock().insert(key, recorded);
-        Ok(())
+    }
+}
+
+impl EventKey {
+    fn new(
+        object: &ObjectReference,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: &str,
+    ) -> EventKey {
+        EventKey {
+            regarding: (
+                object.uid.clone(),
+                object.namespace.clone(),
+                object.name.clone(),
+                object.kind.clone(),
+            ),
+            warning,
+            reason: reason.to_string(),
+            action: action.to_string(),
+            note: note.to_string(),
+        }
     }
 }
 

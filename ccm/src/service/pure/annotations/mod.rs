@@ -626,136 +626,60 @@ pub fn parse_service(svc: &Service) -> Result<Option<ServiceConfig>, ConfigError
         ann: svc.metadata.annotations.as_ref().unwrap_or(&empty),
         errors: Vec::new(),
     };
-
-    let namespace = svc.metadata.namespace.clone().unwrap_or_default();
-    let name = svc.metadata.name.clone().unwrap_or_default();
-    let uid = svc.metadata.uid.clone().unwrap_or_default();
-    if uid.is_empty() {
-        p.errors.push(ConfigError {
-            field: "metadata.uid".to_string(),
-            value: None,
-            problem: "is not set".to_string(),
-            hint: "the API server sets it; parse Services as read from the API".to_string(),
-        });
-    }
-
-    let lb_uuid = parse_uuid_annotation(p.get(LOADBALANCER_UUID), &mut p.errors);
-    let config_version = p.config_version();
-    let lb_name = p.lb_name(&uid);
-    let flavor = p.flavor();
-    let zone = p.zone();
-    let vip_addresses = p.vip_addresses();
-    let floating_ips = p.floating_ips();
-    let pool_algorithm = p.choice(LOADBALANCER_POOL_ALGORITHM, "pool algorithm", "");
-    let pool_protocol = p.choice(
-        LOADBALANCER_POOL_PROTOCOL,
-        "pool protocol",
-        "UDP ports always use udp, whatever this says",
-    );
-    let listener_protocol = p.choice(
-        LOADBALANCER_LISTENER_PROTOCOL,
-        "listener protocol",
-        "UDP listeners follow spec.ports[].protocol, not this annotation",
-    );
-    let allowed_cidrs = p.allowed_cidrs();
-    let allowed_subnets = p.allowed_subnets();
-    let timeout_client_data_ms = p.int(
-        LOADBALANCER_TIMEOUT_CLIENT_DATA_MS,
-        DEFAULT_TIMEOUT_CLIENT_DATA_MS,
-    );
-    let timeout_member_connect_ms = p.int(
-        LOADBALANCER_TIMEOUT_MEMBER_CONNECT_MS,
-        DEFAULT_TIMEOUT_MEMBER_CONNECT_MS,
-    );
-    let timeout_member_data_ms = p.int(
-        LOADBALANCER_TIMEOUT_MEMBER_DATA_MS,
-        DEFAULT_TIMEOUT_MEMBER_DATA_MS,
-    );
-    let monitor = MonitorConfig {
-        kind: p.choice(LOADBALANCER_HEALTH_MONITOR_TYPE, "health monitor type", ""),
-        kind_explicit: p.get(LOADBALANCER_HEALTH_MONITOR_TYPE).is_some(),
-        delay_s: p.int(
-            LOADBALANCER_HEALTH_MONITOR_DELAY_S,
-            DEFAULT_HEALTH_MONITOR_DELAY_S,
-        ),
-        timeout_s: p.int(
-            LOADBALANCER_HEALTH_MONITOR_TIMEOUT_S,
-            DEFAULT_HEALTH_MONITOR_TIMEOUT_S,
-        ),
-        up_threshold: p.int(
-            LOADBALANCER_HEALTH_MONITOR_UP_THRESHOLD,
-            DEFAULT_HEALTH_MONITOR_UP_THRESHOLD,
-        ),
-        down_threshold: p.int(
-            LOADBALANCER_HEALTH_MONITOR_DOWN_THRESHOLD,
-            DEFAULT_HEALTH_MONITOR_DOWN_THRESHOLD,
-        ),
-        http: p.http_options(),
-    };
-    let node_selector = p.node_selector();
-    let force_hostname = p.force_hostname();
-    let ip_mode = p.choice(
-        LOADBALANCER_IP_MODE,
-        "IP mode",
-        "the value is case-sensitive",
-    );
-
-    let ports = parse_ports(spec, &mut p.errors);
-    let external_traffic_policy = parse_traffic_policy(spec, &mut p.errors);
-    let health_check_node_port = parse_health_check_node_port(spec, &mut p.errors);
-    let source_ranges = parse_source_ranges(spec, &mut p.errors);
-    let ipv6_only = parse_ipv6_only(spec);
-    let load_balancer_ip = spec
-        .load_balancer_ip
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string);
+    // Read in the order problems are reported.
+    let id = identity(svc, &mut p.errors);
+    let lb = p.load_balancer_settings(&id.uid);
+    let traffic = p.traffic_settings();
+    let monitor = p.monitor();
+    let nodes = p.nodes_and_status();
+    let spec = spec_settings(spec, &mut p.errors);
 
     if !p.errors.is_empty() {
         return Err(ConfigErrors {
-            service: format!("{namespace}/{name}"),
+            service: format!("{}/{}", id.namespace, id.name),
             errors: p.errors,
         });
     }
     Ok(Some(ServiceConfig {
-        namespace,
-        name,
-        uid,
-        lb_uuid,
-        config_version,
-        lb_name,
-        flavor,
-        zone,
-        vip_addresses,
-        floating_ips,
-        pool_algorithm,
-        pool_protocol,
-        listener_protocol,
-        allowed_cidrs,
-        allowed_subnets,
-        timeout_client_data_ms,
-        timeout_member_connect_ms,
-        timeout_member_data_ms,
+        namespace: id.namespace,
+        name: id.name,
+        uid: id.uid,
+        lb_uuid: lb.lb_uuid,
+        config_version: lb.config_version,
+        lb_name: lb.lb_name,
+        flavor: lb.flavor,
+        zone: lb.zone,
+        vip_addresses: lb.vip_addresses,
+        floating_ips: lb.floating_ips,
+        pool_algorithm: traffic.pool_algorithm,
+        pool_protocol: traffic.pool_protocol,
+        listener_protocol: traffic.listener_protocol,
+        allowed_cidrs: traffic.allowed_cidrs,
+        allowed_subnets: traffic.allowed_subnets,
+        timeout_client_data_ms: traffic.timeout_client_data_ms,
+        timeout_member_connect_ms: traffic.timeout_member_connect_ms,
+        timeout_member_data_ms: traffic.timeout_member_data_ms,
         monitor,
-        node_selector,
-        force_hostname,
-        ip_mode,
-        ports,
-        external_traffic_policy,
-        health_check_node_port,
-        source_ranges,
-        load_balancer_ip,
-        ipv6_only,
+        node_selector: nodes.node_selector,
+        force_hostname: nodes.force_hostname,
+        ip_mode: nodes.ip_mode,
+        ports: spec.ports,
+        external_traffic_policy: spec.external_traffic_policy,
+        health_check_node_port: spec.health_check_node_port,
+        source_ranges: spec.source_ranges,
+        load_balancer_ip: spec.load_balancer_ip,
+        ipv6_only: spec.ipv6_only,
     }))
 }
 
+mod groups;
 mod parser;
 mod selector;
 mod spec;
 #[cfg(test)]
 mod tests;
 
+use groups::*;
 pub use parser::parse_network;
 use parser::*;
 pub use selector::*;

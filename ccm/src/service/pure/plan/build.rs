@@ -7,6 +7,8 @@ use super::schedule::{self, Op, Rank, Split};
 use super::{Action, Impact, ListenerChanges, MonitorChanges, PoolRef, Replaced, Step};
 use std::collections::HashMap;
 
+mod listener;
+
 /// Where a desired pool lives while the plan runs.
 struct Target<'a> {
     desired: &'a DesiredPool,
@@ -125,15 +127,7 @@ pub(super) fn pools(
     actual: &ActualLb,
     steps: &mut Vec<Step>,
 ) -> Option<usize> {
-    let mut b = Build::new(desired, actual);
-    for (i, d) in desired.pools.iter().enumerate() {
-        b.target(i, d);
-    }
-    b.switch_barriers();
-    for i in 0..b.targets.len() {
-        b.listener(i);
-    }
-    b.retire_pools();
+    let b = Build::planned(desired, actual);
     // A port Kubernetes already broke is restored first, one after the other: its pool,
     // monitor, first member and listener; then every such port's other members, then the
     // rest (even the removal of pools that route nothing): each write is one
@@ -154,74 +148,40 @@ pub(super) fn pools(
         rest: switch,
     } = schedule::order_urgent_first(b.ops, &urgent_keys);
     let (mut front, mut members) = (b.front, b.member_creates);
-    let targets = &b.targets;
-    let of = |i: usize| move |step: &Step| restores(&targets[i], i, step);
-    // A pool that routes nothing goes first when it bears a name an urgent new pool takes
-    // (two pools of one name would be ambiguous to the next reader).
-    let taken = |step: &Step| match &step.action {
-        Action::DeletePool { name, .. } => front.iter().any(|f| {
-            matches!(&f.action, Action::CreatePool { new, name: n, .. }
-                if n == name && b.urgent.contains(new))
-        }),
-        _ => false,
-    };
     // Ports whose kept pool serves nobody (Kubernetes moved the port to another node
     // port, or no member is up: deleted by hand, nodes stopped): one write (a member on a
     // node that serves) restores each, so their first new members go before anything
     // else, the ports that need a listener restored next (fewest writes first keeps the
     // most ports down the shortest), and then every restored port's other members in
     // turn, before any other port's make phase.
-    let mut rest = first_members_of(&broken_kept, &mut members, steps);
+    let rest = first_members_of(&broken_kept, &mut members, steps);
     steps.extend(b.bridges);
-    let (clear_first, clear): (Vec<Step>, Vec<Step>) = b.clear.into_iter().partition(taken);
+    // A pool that routes nothing goes first when it bears a name an urgent new pool takes
+    // (two pools of one name would be ambiguous to the next reader).
+    let (clear_first, clear): (Vec<Step>, Vec<Step>) = b
+        .clear
+        .into_iter()
+        .partition(|step| name_taken_by_urgent(step, &front, &b.urgent));
     steps.extend(clear_first);
     // The broken port that needs the fewest writes goes first (its pool, monitor, first
     // member and the steps that give it its listener): that keeps the most ports down the
     // shortest.
     // Then the ports with no pool at all (new, or their pool deleted by outside hands),
     // the same way, after every broken port's members.
-    let (mut unbuilt, mut broken): (Vec<_>, Vec<_>) = b
+    let (unbuilt, broken): (Vec<_>, Vec<_>) = b
         .urgent
         .iter()
         .copied()
         .zip(switch_first)
         .partition(|(i, _)| b.unbuilt.contains(i));
-    let mut serves_after = None;
-    for tier in [&mut broken, &mut unbuilt] {
-        tier.sort_by_key(|(i, first)| {
-            let own = front.iter().filter(|s| of(*i)(s)).count();
-            let member = members.iter().any(|m| m.first().is_some_and(of(*i)));
-            own + usize::from(member) + first.len()
-        });
-        for (i, first) in std::mem::take(tier) {
-            let own: Vec<Step>;
-            (own, front) = front.into_iter().partition(of(i));
-            steps.extend(own);
-            let own: Vec<Vec<Step>>;
-            (own, members) = members
-                .into_iter()
-                .partition(|m| m.first().is_some_and(of(i)));
-            let mut own = own.into_iter().flatten();
-            if fresh {
-                // Nothing listens yet, so a listener early costs nothing; queued before
-                // the first member, it is in place once that member is found up (the load
-                // balancer applies one change after another), which is what tells the
-                // reconcile that the port serves.
-                steps.extend(first);
-                steps.extend(own.next());
-            } else {
-                steps.extend(own.next());
-                steps.extend(first);
-            }
-            rest.push(own.collect());
-        }
-        // One member up serves a port: every restored port gets its first before any
-        // gets its others.
-        if fresh && !b.urgent.is_empty() && serves_after.is_none() {
-            serves_after = Some(steps.len());
-        }
-        steps.extend(interleave(std::mem::take(&mut rest)));
-    }
+    let serves_after = restore_tiers(
+        &b.targets,
+        [broken, unbuilt],
+        fresh,
+        (&mut front, &mut members),
+        rest,
+        steps,
+    );
     // A pool whose listeners all moved to urgent ports routes nothing now: it goes before
     // a new pool of its name is made, which would be the third of that name otherwise
     // (the one it replaces still serves until the switch).
@@ -232,6 +192,85 @@ pub(super) fn pools(
     steps.extend(b.back);
     steps.extend(switch);
     serves_after.filter(|n| *n < steps.len())
+}
+
+/// Whether `step` deletes a pool that bears the name of a new pool of an `urgent` port.
+fn name_taken_by_urgent(step: &Step, front: &[Step], urgent: &[usize]) -> bool {
+    match &step.action {
+        Action::DeletePool { name, .. } => front.iter().any(|f| {
+            matches!(&f.action, Action::CreatePool { new, name: n, .. }
+                if n == name && urgent.contains(new))
+        }),
+        _ => false,
+    }
+}
+
+/// Restores the urgent ports tier by tier (`tiers`: ports with their steps that give them
+/// their listener), in each the port that needs the fewest writes first, then the tier's
+/// other members (with those of `rest` before the first tier's). On a load balancer that
+/// listens nowhere yet, answers how many steps make every urgent port serve.
+fn restore_tiers(
+    targets: &[Target],
+    tiers: [Vec<(usize, Vec<Step>)>; 2],
+    fresh: bool,
+    (front, members): (&mut Vec<Step>, &mut Vec<Vec<Step>>),
+    mut rest: Vec<Vec<Step>>,
+    steps: &mut Vec<Step>,
+) -> Option<usize> {
+    let of = |i: usize| move |step: &Step| restores(&targets[i], i, step);
+    // The tiers hold every urgent port.
+    let any_urgent = tiers.iter().any(|tier| !tier.is_empty());
+    let mut serves_after = None;
+    for mut tier in tiers {
+        tier.sort_by_key(|(i, first)| {
+            let own = front.iter().filter(|s| of(*i)(s)).count();
+            let member = members.iter().any(|m| m.first().is_some_and(of(*i)));
+            own + usize::from(member) + first.len()
+        });
+        for (i, first) in tier {
+            let port = restore_port(of(i), first, fresh, (&mut *front, &mut *members), steps);
+            rest.push(port);
+        }
+        // One member up serves a port: every restored port gets its first before any
+        // gets its others.
+        if fresh && any_urgent && serves_after.is_none() {
+            serves_after = Some(steps.len());
+        }
+        steps.extend(interleave(std::mem::take(&mut rest)));
+    }
+    serves_after
+}
+
+/// Restores one urgent port: takes the steps that restore it (`own`) out of the make
+/// phase's pool-level steps and member creations, and appends them with its first member
+/// and the steps that give it its listener (`first`). Returns its other members.
+fn restore_port(
+    own: impl Fn(&Step) -> bool,
+    first: Vec<Step>,
+    fresh: bool,
+    (front, members): (&mut Vec<Step>, &mut Vec<Vec<Step>>),
+    steps: &mut Vec<Step>,
+) -> Vec<Step> {
+    let pool_level: Vec<Step>;
+    (pool_level, *front) = std::mem::take(front).into_iter().partition(&own);
+    steps.extend(pool_level);
+    let created: Vec<Vec<Step>>;
+    (created, *members) = std::mem::take(members)
+        .into_iter()
+        .partition(|m| m.first().is_some_and(&own));
+    let mut created = created.into_iter().flatten();
+    if fresh {
+        // Nothing listens yet, so a listener early costs nothing; queued before the first
+        // member, it is in place once that member is found up (the load balancer applies
+        // one change after another), which is what tells the reconcile that the port
+        // serves.
+        steps.extend(first);
+        steps.extend(created.next());
+    } else {
+        steps.extend(created.next());
+        steps.extend(first);
+    }
+    created.collect()
 }
 
 /// Whether `step` restores target `i` before its switch: its new pool, its members, and a
@@ -296,6 +335,21 @@ impl<'a> Build<'a> {
                 (holds && (moved || none_up)).then_some(home.uuid)
             })
             .collect()
+    }
+
+    /// Every pool's make phase, the barriers, listeners and retired pools, yet to be
+    /// put in order.
+    fn planned(desired: &'a DesiredLb, actual: &'a ActualLb) -> Build<'a> {
+        let mut b = Build::new(desired, actual);
+        for (i, d) in desired.pools.iter().enumerate() {
+            b.target(i, d);
+        }
+        b.switch_barriers();
+        for i in 0..b.targets.len() {
+            b.listener(i);
+        }
+        b.retire_pools();
+        b
     }
 
     fn new(desired: &'a DesiredLb, actual: &'a ActualLb) -> Build<'a> {
@@ -452,150 +506,6 @@ impl<'a> Build<'a> {
         }
     }
 
-    /// The listener of target `i`: kept (moved or changed in place) or created.
-    fn listener(&mut self, i: usize) {
-        let actual = self.actual;
-        let t = &self.targets[i];
-        let d = t.desired;
-        let key = d.listener.key();
-        let held_by_other = self.holders.get(&key).is_some_and(|(j, _)| {
-            j.is_none_or(|j| t.home.is_none_or(|h| h.uuid != actual.pools[j].uuid))
-        });
-        // The port had members and keeps none.
-        let outage = d.members.is_empty()
-            && self
-                .holders
-                .get(&key)
-                .and_then(|(j, _)| *j)
-                .is_some_and(|j| !actual.pools[j].members.is_empty());
-        let reused = t.home.and_then(|h| {
-            h.listeners
-                .iter()
-                .find(|l| l.listener.key() == key)
-                .or_else(|| h.listeners.first())
-        });
-        // A broken port (Kubernetes moved it off the node port its holder serves) whose
-        // pool's listener serves a number a port on a new pool takes: moving that listener
-        // would take the number before the new pool is built, so the move waits for it and
-        // the broken port with it. A listener made anew restores the port at once; the
-        // old one serves its number until the new pool takes it over.
-        let declined = reused.is_some_and(|l| {
-            let old = l.listener.key();
-            old != key
-                && self.urgent.contains(&i)
-                && self
-                    .desired_keys
-                    .get(&old)
-                    .is_some_and(|&j| j != i && self.targets[j].home.is_none())
-        });
-        let reused = reused.filter(|_| !declined);
-        let Some(l) = reused else {
-            // A pool kept (or built by an earlier pass that stopped) whose port has no
-            // listener at all: the port is down until it is made, so it goes before any
-            // clean-up or other port's make phase. So is a new pool's port when the old
-            // pool of its name has no listener left but on ports other ports now take, or
-            // its own moved off its number: an earlier pass removed its listener to move
-            // the port (or to swap numbers with another) and stopped, or outside hands
-            // moved it, so the port served before and serves nothing now.
-            // A port only renumbered still serves its old number: it is not urgent.
-            let lost_listener = t.home.is_none()
-                && actual.pools.iter().any(|a| {
-                    a.name == d.name
-                        && a.listeners.iter().all(|l| {
-                            self.desired_keys.contains_key(&l.listener.key())
-                                || moved_off_its_number(l, d)
-                        })
-                });
-            // On a load balancer that listens nowhere (a new one) nothing serves: every
-            // port is restored as a broken one would be, so the load balancer serves as
-            // soon as each port has a member up, and takes its other members after.
-            let fresh = self.holders.is_empty();
-            // A port with no pool of its name serves nothing: a new port, or one whose
-            // pool outside hands deleted (its listener with it), which served until the
-            // load balancer applied that. One snapshot cannot tell them apart, and a new
-            // port built first delays no other port's service, so both are.
-            let unbuilt = t.home.is_none() && !actual.pools.iter().any(|a| a.name == d.name);
-            if !self.holders.contains_key(&key)
-                && (t.home.is_some() || lost_listener || fresh || unbuilt)
-            {
-                self.urgent.push(i);
-                if unbuilt && !fresh && !lost_listener {
-                    self.unbuilt.push(i);
-                }
-            }
-            let impact = if outage {
-                Impact::Outage
-            } else if held_by_other {
-                Impact::ListenerRecreate
-            } else {
-                Impact::None
-            };
-            let mut op = Op::new(
-                Action::CreateListener {
-                    pool: t.pool.clone(),
-                    listener: d.listener.clone(),
-                },
-                impact,
-                t.name(),
-                Rank::Occupy,
-            );
-            op.occupies = Some(key);
-            let name = t.name().to_string();
-            self.ops.push(op);
-            let home = t.home.map_or(&[][..], |h| &h.listeners[..]);
-            for old in home.iter().filter(|_| declined) {
-                let op = leave_listener(old, &self.desired_keys, &self.barrier_of_key, &name);
-                self.ops.push(op);
-            }
-            return;
-        };
-        let changes = ListenerChanges::between(&l.listener, &d.listener);
-        let (moves, cidrs, empty) = (
-            changes.moves(),
-            changes.allowed_cidrs.is_some(),
-            changes.is_empty(),
-        );
-        let update = Action::UpdateListener {
-            uuid: l.uuid,
-            from: l.listener.clone(),
-            changes,
-        };
-        if moves {
-            let old_key = l.listener.key();
-            // Its own listener moved off its number: nothing serves the port, so moving
-            // it back goes first.
-            if moved_off_its_number(l, d) && !self.holders.contains_key(&key) {
-                self.urgent.push(i);
-            }
-            let impact = if outage {
-                Impact::Outage
-            } else if self.desired_keys.contains_key(&old_key) || held_by_other {
-                Impact::ListenerRecreate
-            } else {
-                Impact::Minimal
-            };
-            let mut op = Op::new(update, impact, t.name(), Rank::Move);
-            op.occupies = Some(key);
-            op.leaves.push(old_key.clone());
-            op.after.extend(self.barrier_of_key.get(&old_key));
-            op.split = Some(Split {
-                listener: l.uuid,
-                old_name: l.listener.name.clone(),
-                pool: t.pool.clone(),
-                desired: d.listener.clone(),
-            });
-            self.ops.push(op);
-        } else if !empty {
-            let impact = if cidrs { Impact::Minimal } else { Impact::None };
-            self.front.push(make(update, impact, t.name()));
-        }
-        let home = t.home.map_or(&[][..], |h| &h.listeners[..]);
-        for extra in home.iter().filter(|x| x.uuid != l.uuid) {
-            let op = leave_listener(extra, &self.desired_keys, &self.barrier_of_key, t.name());
-            self.ops.push(op);
-        }
-    }
-
     /// Pools no port wants any more (their listeners first, when another pool takes the
     /// port), and listeners without a pool.
     fn retire_pools(&mut self) {
@@ -664,13 +574,6 @@ impl<'a> Build<'a> {
             self.ops.push(op);
         }
     }
-}
-
-/// Whether `l`, named for `d`'s listener, serves another number: outside hands (or a pass
-/// that stopped between its two PATCHes) moved the port's own listener off it. A port
-/// renumbered in the Service has a listener named for its old number instead.
-fn moved_off_its_number(l: &ActualListener, d: &DesiredPool) -> bool {
-    l.listener.name == d.listener.name && l.listener.key() != d.listener.key()
 }
 
 /// Deleting a listener: a gap for its port when another pool takes the port over (after
