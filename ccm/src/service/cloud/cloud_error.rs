@@ -1,5 +1,5 @@
 //! The error of the service controller's cloud edge: the reads of the account (`fetch.rs`,
-//! `shared.rs`) and the writes of a plan (`apply.rs`) fail the same ways, so they share one
+//! `shared.rs`) and the writes of a plan (`apply/`) fail the same ways, so they share one
 //! type, kept apart from both so that neither imports the other for it.
 
 use crate::cloudscale::ClientError;

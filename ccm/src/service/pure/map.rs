@@ -351,7 +351,7 @@ pub fn desired(
 }
 
 /// The mapping to apply while Nodes deleted moments ago (`returning`, each with the end of
-/// its grace; `service/context.rs`, `RETURN_GRACE`) may register again: those the Service
+/// its grace; `service/reconcile/context.rs`, `RETURN_GRACE`) may register again: those the Service
 /// selects whose servers still exist keep their members beside the live Nodes' (`live`),
 /// so that a Node its restarted kubelet registers again finds its members where they were.
 /// Deleting them and creating them again would queue two writes per port on the load

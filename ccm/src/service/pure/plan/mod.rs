@@ -21,7 +21,7 @@
 //!
 //! Waits do not block: the executor checks a barrier once; if it does not hold, the steps
 //! behind it are skipped and the controller plans again a little later from what then
-//! exists (see `apply.rs`).
+//! exists (see `cloud/apply/`).
 //!
 //! Refused changes (flavor, zone, VIP addresses, floating IPs that cannot be assigned) leave
 //! the load balancer untouched in those respects; every other pending change still applies,
