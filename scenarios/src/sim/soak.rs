@@ -930,7 +930,7 @@ fn nodes_now(world: &World) -> BTreeMap<String, bool> {
         .node_names()
         .into_iter()
         .filter_map(|name| {
-            let machine = crate::kubelet::machine(&world.cloud, world.server_of(&name)?)?;
+            let machine = crate::testbed::kubelet::machine(&world.cloud, world.server_of(&name)?)?;
             Some((name, machine.status != "running"))
         })
         .collect()
@@ -1063,7 +1063,7 @@ async fn chores(world: &mut World) {
             continue;
         };
         let has_node = nodes.iter().any(|n| n.metadata.name.as_ref() == Some(name));
-        if ns == crate::kubelet::NODE_LEASE_NAMESPACE && !has_node {
+        if ns == crate::testbed::kubelet::NODE_LEASE_NAMESPACE && !has_node {
             let api: kube::Api<Lease> = kube::Api::namespaced(client.clone(), ns);
             let _ = api.delete(name, &Default::default()).await;
         }

@@ -6,8 +6,8 @@
 use super::trace::Trace;
 use super::transport::{AccountSwitch, CloudLink, CrashSwitch, KubeFaults, KubeLink, Misconfig};
 use crate::apiserver::{self, ApiServerConfig};
-use crate::kubelet::{Kubelet, KubeletConfig};
-use crate::proxy;
+use crate::testbed::kubelet::{Kubelet, KubeletConfig};
+use crate::testbed::proxy;
 use crate::testbed::{self, TestbedError};
 use ccm::ambient::Ambient;
 use ccm::app::{self, AppError, Environment, Wiring};
@@ -246,8 +246,8 @@ impl World {
             ambient: Ambient::simulated(epoch, sub_seed(seed, 2)),
             ..ApiServerConfig::default()
         });
-        let ccm_token =
-            crate::ccm_identity::install(&api).map_err(|e| TestbedError::Seed(e.to_string()))?;
+        let ccm_token = crate::testbed::ccm_identity::install(&api)
+            .map_err(|e| TestbedError::Seed(e.to_string()))?;
         let router = apiserver::serve::router(api.clone());
         let kube = KubeLink {
             router: router.clone(),

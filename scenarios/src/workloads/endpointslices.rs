@@ -9,7 +9,7 @@
 //! Service without such Pods keeps one empty slice, as Kubernetes' placeholder.
 //!
 //! Slices without the `managed-by` label (written by hand or by a test) are left alone, as
-//! the real controller leaves them; kube-proxy (`src/proxy.rs`) reads them all. Left out:
+//! the real controller leaves them; kube-proxy (`src/testbed/proxy.rs`) reads them all. Left out:
 //! the 100-endpoint limit per slice, topology hints and zones, IPv6 and dual-stack, the
 //! legacy `v1` Endpoints object, `publishNotReadyAddresses`.
 

@@ -18,7 +18,7 @@
 //!   (Pods of a NotReady Node turn unready, and are deleted after `eviction_grace`; Pods of
 //!   a deleted Node at once);
 //! - [`endpointslices`]: `discovery.k8s.io/v1` EndpointSlices of every Service with a
-//!   selector, following the ready Pods (what the kube-proxy view, `src/proxy.rs`, reads).
+//!   selector, following the ready Pods (what the kube-proxy view, `src/testbed/proxy.rs`, reads).
 //!
 //! One task runs them in turn over one read of the cluster, whenever a relevant object
 //! changed in the embedded store (its change feed, the same seam the simulation's

@@ -1,5 +1,5 @@
 //! Adoption from the Go reference CCM: a cluster whose load balancers the reference built
-//! (rebuilt here with its own call sequence, `scenarios::reference_lbs`) switches to this
+//! (rebuilt here with its own call sequence, `scenarios::testbed::reference_lbs`) switches to this
 //! CCM. The same load balancers must stay, nothing may be recreated that works, and no
 //! port may lose a second of availability for any client it admits (fakecloud's
 //! data-plane oracle, from before this CCM starts until after it has converged).
@@ -16,9 +16,11 @@
 use ccm::service::reconcile::controller::{TAG_CLUSTER, TAG_SERVICE_UID};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
-use scenarios::ccm_bed::{CcmBed as Bed, CcmBedConfig, FAST_FLAGS, InProcessCcm, lb_service};
-use scenarios::reference_lbs::{Call, Reference, UUID_ANNOTATION};
-use scenarios::wait::eventually;
+use scenarios::testbed::ccm_bed::{
+    CcmBed as Bed, CcmBedConfig, FAST_FLAGS, InProcessCcm, lb_service,
+};
+use scenarios::testbed::reference_lbs::{Call, Reference, UUID_ANNOTATION};
+use scenarios::testbed::wait::eventually;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -354,7 +356,11 @@ async fn the_go_references_load_balancers_are_adopted_as_they_are_without_downti
             Some("1")
         );
         assert_eq!(ann.get(&key("zone")).map(String::as_str), Some("rma1"));
-        assert_eq!(scenarios::ccm_bed::ingress(&s).len(), 2, "{name}: two VIPs");
+        assert_eq!(
+            scenarios::testbed::ccm_bed::ingress(&s).len(),
+            2,
+            "{name}: two VIPs"
+        );
         uids.insert(name.clone(), s.metadata.uid.clone().unwrap_or_default());
     }
     let built = State::read(&bed).await;

@@ -10,10 +10,12 @@
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::api::{Api, ListParams};
 use scenarios::apiserver::RequestRecord;
-use scenarios::ccm_bed::{CcmBed, CcmBedConfig, FAST_FLAGS, InProcessCcm, LIMIT, web_service};
-use scenarios::ccm_identity;
-use scenarios::cluster::Cluster;
-use scenarios::wait::eventually;
+use scenarios::testbed::ccm_bed::{
+    CcmBed, CcmBedConfig, FAST_FLAGS, InProcessCcm, LIMIT, web_service,
+};
+use scenarios::testbed::ccm_identity;
+use scenarios::testbed::cluster::Cluster;
+use scenarios::testbed::wait::eventually;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;

@@ -3,9 +3,9 @@
 //! few cases, to show the same definitions hold there). Both have fakecloud in-process,
 //! which is where the oracle, the request log and the state are read.
 
-use crate::ccm_bed::{CcmBed, CcmBedConfig};
 use crate::sim::trace::Trace;
 use crate::sim::world::World;
+use crate::testbed::ccm_bed::{CcmBed, CcmBedConfig};
 use fakecloud::clock::Time;
 use serde_json::Value;
 use std::future::Future;

@@ -4,9 +4,18 @@
 //! fakecloud, the workload controllers on the embedded server (`src/workloads/`), and the
 //! kube-proxy view.
 
-use crate::cluster::{Cluster, ClusterError};
-use crate::kubelet::{Kubelet, KubeletConfig, KubeletError};
-use crate::proxy::KubeProxy;
+pub mod ccm_bed;
+pub mod ccm_identity;
+pub mod cluster;
+pub mod kubectl;
+pub mod kubelet;
+pub mod proxy;
+pub mod reference_lbs;
+pub mod wait;
+
+use crate::testbed::cluster::{Cluster, ClusterError};
+use crate::testbed::kubelet::{Kubelet, KubeletConfig, KubeletError};
+use crate::testbed::proxy::KubeProxy;
 use crate::workloads::{Workloads, WorkloadsConfig};
 use fakecloud::FakeCloud;
 use fakecloud::seed::{

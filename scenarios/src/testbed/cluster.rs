@@ -66,9 +66,9 @@ impl Cluster {
         let kubeconfig = api.kubeconfig_yaml();
         let client = client_for(&kubeconfig).await?;
         let ccm_kubeconfig = if rbac {
-            let token = crate::ccm_identity::install(api.shared())
+            let token = crate::testbed::ccm_identity::install(api.shared())
                 .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
-            let (ns, _) = crate::ccm_identity::service_account()
+            let (ns, _) = crate::testbed::ccm_identity::service_account()
                 .map_err(|e| ClusterError::Kubeconfig(e.to_string()))?;
             api.kubeconfig_with_token(&token, &ns)
         } else {

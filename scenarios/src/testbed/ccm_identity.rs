@@ -8,7 +8,7 @@ use crate::apiserver::{rbac, registry};
 use serde::Deserialize;
 
 /// The manifest operators apply (`deploy/config.yml`).
-pub const MANIFEST: &str = include_str!("../../deploy/config.yml");
+pub const MANIFEST: &str = include_str!("../../../deploy/config.yml");
 
 /// Kinds of the manifest that make up the CCM's identity (its Deployment runs nowhere here:
 /// the suites start the CCM themselves).

@@ -5,10 +5,10 @@
 //!
 //! Test support: the helpers panic with a message naming what failed, as a test wants.
 
-use crate::cluster::Cluster;
-use crate::kubelet::KubeletConfig;
+use crate::testbed::cluster::Cluster;
+use crate::testbed::kubelet::KubeletConfig;
+use crate::testbed::wait::eventually;
 use crate::testbed::{SUBNET_CIDR, Testbed, TestbedConfig};
-use crate::wait::eventually;
 use ccm::app::{self, AppError, Environment, Running};
 use ccm::metrics::Metrics;
 use ccm::options::Options;
@@ -190,7 +190,7 @@ impl Drop for CcmBed {
         // deploy/config.yml, and a request the API server refused it is a missing rule.
         if !std::thread::panicking()
             && let Some(api) = self.tb.cluster.api_server()
-            && let Ok(user) = crate::ccm_identity::user_name()
+            && let Ok(user) = crate::testbed::ccm_identity::user_name()
         {
             let refused: Vec<String> = api
                 .shared()
