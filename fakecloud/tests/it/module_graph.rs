@@ -32,7 +32,7 @@ const OTHER_CRATES: &[(&str, &[&str])] = &[
     ),
     (
         "scenarios",
-        &["apiserver", "sim", "sim::props", "workloads"],
+        &["apiserver", "sim", "sim::props", "testbed", "workloads"],
     ),
 ];
 

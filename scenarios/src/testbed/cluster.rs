@@ -186,7 +186,7 @@ mod k3s {
     //! cloud controller and service load balancer (kubelets already run with
     //! `--cloud-provider=external` there).
 
-    use super::ClusterError;
+    use crate::testbed::cluster::ClusterError;
     use testcontainers_modules::k3s::{K3s, KUBE_SECURE_PORT};
     use testcontainers_modules::testcontainers::runners::AsyncRunner;
     use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
