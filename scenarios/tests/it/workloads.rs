@@ -594,12 +594,15 @@ async fn pods_of_a_node_that_goes_are_rescheduled_on_the_others() {
 async fn a_pod_no_node_takes_gets_a_failed_scheduling_event() {
     let bed = CcmBed::start_default().await;
     let client = bed.tb.cluster.client();
-    let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
-        .list(&Default::default())
-        .await
-        .expect("nodes")
-        .items
-        .len();
+    // Every Node initialized by the CCM first: until then the scheduler also counts the
+    // uninitialized taint, and this test is about the selector alone.
+    let node_api = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone());
+    let nodes = eventually("every Node initialized", LIMIT, || async {
+        let items = node_api.list(&Default::default()).await.ok()?.items;
+        (!items.is_empty() && items.iter().all(ccm::node::metadata::is_initialized))
+            .then_some(items.len())
+    })
+    .await;
     let deployment: Deployment = serde_json::from_value(json!({
         "metadata": {"name": "cp", "namespace": "default"},
         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "cp"}},
