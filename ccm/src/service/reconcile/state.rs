@@ -123,10 +123,6 @@ impl ServiceStates {
         result
     }
 
-    pub fn get(&self, key: &Key) -> Option<&ServiceState> {
-        self.by_key.get(key)
-    }
-
     /// The Service (or a Node that can alter its members) changed.
     pub fn touch(&mut self, key: &Key) {
         self.update(key, |s| s.touched = true);
@@ -233,11 +229,7 @@ impl ServiceStates {
         }
     }
 
-    /// How many Services have a record.
-    pub fn len(&self) -> usize {
-        self.by_key.len()
-    }
-
+    /// Whether no Service has a record.
     pub fn is_empty(&self) -> bool {
         self.by_key.is_empty()
     }
@@ -314,7 +306,7 @@ mod tests {
         s.begin_ensuring(&k);
         assert!(s.end_ensuring(&k));
         assert!(!s.end_ensuring(&k));
-        assert_eq!(s.len(), 0);
+        assert!(s.is_empty());
     }
 
     #[test]
