@@ -792,7 +792,7 @@ pub async fn preview(
     let cfg = match annotations::parse_service(svc) {
         Ok(Some(cfg)) => cfg,
         Ok(None) => return Ok(None),
-        Err(errors) => return Err(ServiceError::Config(errors.to_string())),
+        Err(errors) => return Err(ServiceError::Config(errors)),
     };
     let prepared = prepare(&cfg, cluster_name, &Reads::Direct { kube, cloud }).await?;
     let mut p = prepared.plan;

@@ -7,7 +7,7 @@
 
 use super::claims::{self, Claim};
 use super::context::{ServiceContext, service_key};
-use super::error::ServiceError;
+use super::error::{ServiceError, UnknownSubnets};
 use crate::cloudscale::{Client as Cloud, Filter, LoadBalancer};
 use crate::service::cloud::fetch::{self, Found, Lookup, Snapshot, node_view, server_view};
 use crate::service::pure::annotations;
@@ -209,24 +209,18 @@ pub fn claimants(others: &[Arc<Service>], uid: &str) -> Vec<Claimant> {
 /// that does not exist is refused like any invalid setting (it would leave the load
 /// balancer without members).
 pub fn check_subnets(cfg: &ServiceConfig, known: &[Uuid]) -> Result<(), ServiceError> {
-    let unknown: Vec<String> = cfg
+    let unknown: Vec<Uuid> = cfg
         .allowed_subnets
         .iter()
         .filter(|s| !known.contains(s))
-        .map(ToString::to_string)
+        .copied()
         .collect();
     if unknown.is_empty() {
         return Ok(());
     }
-    let e = annotations::ConfigError {
-        field: annotations::LOADBALANCER_LISTENER_ALLOWED_SUBNETS.to_string(),
-        value: Some(format!("{:?}", unknown.join(", "))),
-        problem: format!("no such subnet in this account: {}", unknown.join(", ")),
-        hint: "name the UUIDs of subnets the nodes are attached to".to_string(),
-    };
-    Err(ServiceError::Config(format!(
-        "Service {}/{} has 1 invalid setting: {e}",
-        cfg.namespace, cfg.name
+    Err(ServiceError::UnknownSubnets(UnknownSubnets::allowed(
+        format!("{}/{}", cfg.namespace, cfg.name),
+        unknown,
     )))
 }
 
