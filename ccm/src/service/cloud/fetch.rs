@@ -8,7 +8,7 @@ use super::cloud_error::{ApplyError, api_err, invalid, parse_uuid};
 use crate::cloudscale::{self as api, Client, Filter, InterfaceType};
 use crate::service::pure::map::{NodeView, ServerView};
 use crate::service::pure::model::*;
-use crate::service::pure::ownership::{self, Claimant, Resolution, Seeker};
+use crate::service::pure::ownership::{self, Candidate, Claimant, Resolution, Seeker};
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use std::collections::HashMap;
@@ -102,6 +102,13 @@ impl Snapshot {
         })
     }
 
+    /// The load balancer with `uuid`.
+    pub fn load_balancer(&self, uuid: Uuid) -> Option<&LoadBalancer> {
+        self.load_balancers
+            .iter()
+            .find(|lb| Uuid::parse_str(&lb.uuid).is_ok_and(|u| u == uuid))
+    }
+
     /// The pools of a load balancer, in API order.
     pub fn pools_of<'a>(&'a self, lb: &'a LoadBalancer) -> impl Iterator<Item = &'a Pool> + 'a {
         self.pools
@@ -184,27 +191,43 @@ pub async fn fetch_in(
     snapshot: &Snapshot,
     lookup: &Lookup<'_>,
 ) -> Result<Found, ApplyError> {
-    let r = ownership::resolve(
-        &lookup.seeker,
-        &snapshot.load_balancers,
-        lookup.cluster,
-        lookup.others,
-    );
-    let lb = match &r {
+    let candidates = candidates(&snapshot.load_balancers)?;
+    let r = ownership::resolve(&lookup.seeker, &candidates, lookup.cluster, lookup.others);
+    let uuid = match &r {
         Resolution::None => return Ok(Found::Absent),
-        Resolution::Owned(lb) | Resolution::Adopt(lb) => *lb,
+        Resolution::Owned(c) | Resolution::Adopt(c) => c.uuid,
         _ => {
             return Ok(Found::Refused(
                 ownership::refusal(&r, lookup.seeker.uid).unwrap_or_default(),
             ));
         }
     };
+    let lb = snapshot.load_balancer(uuid).ok_or_else(|| {
+        invalid(
+            "find the load balancer",
+            format!("load balancer {uuid} is not in the list it was chosen from"),
+        )
+    })?;
     let members = fetch_members(client, snapshot.pools_of(lb)).await?;
     let actual = actual_from(snapshot, lb, &members)?;
     Ok(Found::Mine {
         lb: Box::new(lb.clone()),
         actual: Box::new(actual),
     })
+}
+
+/// What ownership decides by, of each of `lbs` (a load balancer whose UUID does not parse
+/// fails the read, as in [`actual_from`]).
+pub fn candidates(lbs: &[LoadBalancer]) -> Result<Vec<Candidate>, ApplyError> {
+    lbs.iter()
+        .map(|lb| {
+            Ok(Candidate {
+                uuid: parse_uuid("load balancer", &lb.uuid)?,
+                name: lb.name.clone(),
+                tags: lb.tags.clone(),
+            })
+        })
+        .collect()
 }
 
 /// [`fetch_in`] on a fresh snapshot.

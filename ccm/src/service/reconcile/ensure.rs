@@ -12,11 +12,11 @@ use super::wait::{continues, note_waiting, recheck_waiting};
 use crate::cloudscale::{Client as Cloud, LoadBalancer};
 use crate::runner::Key;
 use crate::service::cloud::apply::{self, Pending, Recheck};
-use crate::service::cloud::fetch::{Edit, Snapshot};
+use crate::service::cloud::fetch::{self, Edit, Snapshot};
 use crate::service::pure::annotations::{self, IpMode, ServiceConfig};
 use crate::service::pure::map::{self, Mapped};
 use crate::service::pure::model::{ActualLb, DesiredLb};
-use crate::service::pure::ownership::{self, Resolution, Seeker};
+use crate::service::pure::ownership::{self, Candidate, Resolution, Seeker};
 use crate::service::pure::plan::{Action, Impact, Ownership, Plan, RefusalKind};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams};
@@ -72,7 +72,8 @@ pub async fn cleanup(
     let nodes = reads.nodes().await?;
     account_servers(&reads, &nodes).await?;
     let snapshot = Snapshot::fetch(&ctx.cloud).await?;
-    let resolution = own_load_balancer(svc, &services, &snapshot.load_balancers, &ctx.cluster_name);
+    let candidates = fetch::candidates(&snapshot.load_balancers)?;
+    let resolution = own_load_balancer(svc, &services, &candidates, &ctx.cluster_name);
     let reference = svc.object_ref(&());
     let doomed = match ownership::doomed(&resolution, &uid) {
         Ok(doomed) => doomed,
@@ -91,7 +92,7 @@ pub async fn cleanup(
     };
     let deleting = !doomed.is_empty();
     for lb in doomed {
-        let deleted = ctx.cloud.delete_load_balancer(&lb.uuid).await;
+        let deleted = ctx.cloud.delete_load_balancer(&lb.uuid.to_string()).await;
         ctx.shared.invalidate();
         deleted?;
         ctx.events
@@ -740,7 +741,7 @@ async fn finish(
 fn own_load_balancer<'a>(
     svc: &Service,
     services: &[std::sync::Arc<Service>],
-    lbs: &'a [LoadBalancer],
+    lbs: &'a [Candidate],
     cluster_name: &str,
 ) -> Resolution<'a> {
     let uid = svc.metadata.uid.clone().unwrap_or_default();
@@ -765,10 +766,12 @@ pub async fn preview_deletion(
     let uid = live.metadata.uid.clone().unwrap_or_default();
     let services = Reads::Direct { kube, cloud }.services().await?;
     let snapshot = Snapshot::fetch(cloud).await?;
-    let resolution = own_load_balancer(live, &services, &snapshot.load_balancers, cluster_name);
+    let candidates = fetch::candidates(&snapshot.load_balancers)?;
+    let resolution = own_load_balancer(live, &services, &candidates, cluster_name);
     let doomed = ownership::doomed(&resolution, &uid).unwrap_or_default();
     Ok(doomed
         .into_iter()
+        .filter_map(|c| snapshot.load_balancer(c.uuid))
         .map(|lb| {
             let fips = snapshot
                 .floating_ips
