@@ -72,7 +72,7 @@ pub async fn cleanup(
     let nodes = reads.nodes().await?;
     account_servers(&reads, &nodes).await?;
     let snapshot = Snapshot::fetch(&ctx.cloud).await?;
-    let candidates = fetch::candidates(&snapshot.load_balancers)?;
+    let candidates = fetch::candidates(&snapshot.load_balancers);
     let resolution = own_load_balancer(svc, &services, &candidates, &ctx.cluster_name);
     let reference = svc.object_ref(&());
     let doomed = match ownership::doomed(&resolution, &uid) {
@@ -92,7 +92,7 @@ pub async fn cleanup(
     };
     let deleting = !doomed.is_empty();
     for lb in doomed {
-        let deleted = ctx.cloud.delete_load_balancer(&lb.uuid.to_string()).await;
+        let deleted = ctx.cloud.delete_load_balancer(lb.uuid).await;
         ctx.shared.invalidate();
         deleted?;
         ctx.events
@@ -586,7 +586,7 @@ fn follow_writes(
             }),
             _,
         ) => ctx.shared.record(edits),
-        (_, Some(a)) if members_only => ctx.shared.record(&[Edit::Changing(a.uuid.to_string())]),
+        (_, Some(a)) if members_only => ctx.shared.record(&[Edit::Changing(a.uuid)]),
         _ => ctx.shared.invalidate(),
     }
 }
@@ -602,7 +602,7 @@ fn first_members(actual: Option<&ActualLb>, outcome: &apply::Outcome) -> Pending
         .map(|p| p.uuid)
         .collect();
     let created = outcome.edits.iter().flatten().filter_map(|e| match e {
-        Edit::Pool(p) => p.uuid.parse::<uuid::Uuid>().ok(),
+        Edit::Pool(p) => Some(p.uuid),
         _ => None,
     });
     pools.extend(created);
@@ -659,7 +659,7 @@ async fn finish(
     lb: &LoadBalancer,
 ) -> Result<(), ServiceError> {
     let mut wanted: BTreeMap<&str, String> = [
-        (annotations::LOADBALANCER_UUID, lb.uuid.clone()),
+        (annotations::LOADBALANCER_UUID, lb.uuid.to_string()),
         (
             annotations::LOADBALANCER_CONFIG_VERSION,
             annotations::CONFIG_VERSION.to_string(),
@@ -766,7 +766,7 @@ pub async fn preview_deletion(
     let uid = live.metadata.uid.clone().unwrap_or_default();
     let services = Reads::Direct { kube, cloud }.services().await?;
     let snapshot = Snapshot::fetch(cloud).await?;
-    let candidates = fetch::candidates(&snapshot.load_balancers)?;
+    let candidates = fetch::candidates(&snapshot.load_balancers);
     let resolution = own_load_balancer(live, &services, &candidates, cluster_name);
     let doomed = ownership::doomed(&resolution, &uid).unwrap_or_default();
     Ok(doomed

@@ -99,7 +99,7 @@ impl Reads<'_> {
                     .list_subnets(&Filter::all())
                     .await?
                     .iter()
-                    .filter_map(|s| Uuid::parse_str(&s.uuid).ok())
+                    .map(|s| s.uuid)
                     .collect(),
             )),
         }
