@@ -157,10 +157,10 @@ async fn find(c: &Client, name: &str, uuid: Option<Uuid>) -> Result<Found, Apply
     fetch::fetch(c, &lookup(name, uuid)).await
 }
 
-/// The load balancer and its state; panics unless it is the Service's own.
-async fn mine(c: &Client, name: &str, uuid: Option<Uuid>) -> (LoadBalancer, ActualLb) {
+/// The load balancer's state; panics unless it is the Service's own.
+async fn mine(c: &Client, name: &str, uuid: Option<Uuid>) -> ActualLb {
     match find(c, name, uuid).await.expect("fetch") {
-        Found::Mine { lb, actual } => (*lb, *actual),
+        Found::Mine(actual) => *actual,
         other => panic!("not found as own: {other:?}"),
     }
 }
@@ -176,7 +176,7 @@ async fn actual_in(
         .await
         .expect("fetch")
     {
-        Found::Mine { actual, .. } => Some(*actual),
+        Found::Mine(actual) => Some(*actual),
         Found::Absent => None,
         Found::Refused(why) => panic!("refused: {why}"),
     }
@@ -644,12 +644,12 @@ async fn fetch_finds_the_own_load_balancer_and_never_takes_another() {
     );
     let lb = converged_lb(&c, &d).await;
 
-    let (by_name, actual) = mine(&c, &d.name, None).await;
+    let by_name = mine(&c, &d.name, None).await;
     assert_eq!(by_name.uuid, lb);
     // Renamed and without the uuid annotation: found by its tag.
-    let (by_tag, again) = mine(&c, "renamed-meanwhile", None).await;
+    let by_tag = mine(&c, "renamed-meanwhile", None).await;
     assert_eq!(by_tag.uuid, lb);
-    assert_eq!(again, actual);
+    assert_eq!(by_tag, by_name);
 
     // A hand-made load balancer with the same name does not make it ambiguous: the tag
     // says which is this Service's.
@@ -665,7 +665,7 @@ async fn fetch_finds_the_own_load_balancer_and_never_takes_another() {
         )
         .await
         .expect("second lb");
-    let (still, _) = mine(&c, &d.name, None).await;
+    let still = mine(&c, &d.name, None).await;
     assert_eq!(still.uuid, lb);
 
     // Another Service's load balancer named or uuid-annotated: refused, naming the owner.
@@ -797,7 +797,7 @@ async fn a_wait_that_cannot_hold_keeps_the_old_members_and_names_the_new_ones() 
     assert!(msg.contains("10.100.0.11:31443"), "{msg}");
     assert!(!msg.contains("10.100.0.12:31443"), "that one is up: {msg}");
     // Make-before-break: the old members were not deleted.
-    let (_, now) = mine(&c, &d.name, Some(lb)).await;
+    let now = mine(&c, &d.name, Some(lb)).await;
     assert_eq!(now.pools[1].members.len(), 4);
     fc.shutdown().await;
 }
@@ -823,7 +823,7 @@ async fn a_wait_does_not_require_members_whose_predecessors_are_down() {
     let sub = after.pools[1].members[0].subnet;
     after.pools[1] = pool(sub, "tcp/https", 443, 31443);
     let (_, lb) = apply_once(&c, &after, Some(lb)).await;
-    let (_, now) = mine(&c, &d.name, Some(lb)).await;
+    let now = mine(&c, &d.name, Some(lb)).await;
     assert_eq!(now.pools[1].members.len(), 2, "converged without worker-1");
     assert!(
         now.pools[1]

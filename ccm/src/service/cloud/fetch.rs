@@ -103,6 +103,22 @@ impl Snapshot {
         self.load_balancers.iter().find(|lb| lb.uuid == uuid)
     }
 
+    /// What deleting the load balancer with `uuid` would remove, for a preview.
+    pub fn doomed(&self, uuid: Uuid) -> Option<Doomed> {
+        let lb = self.load_balancer(uuid)?;
+        Some(Doomed {
+            uuid,
+            name: lb.name.clone(),
+            addresses: lb.vip_addresses.iter().map(|v| v.address).collect(),
+            floating_ips: self
+                .floating_ips
+                .iter()
+                .filter(|f| f.load_balancer.as_ref().is_some_and(|l| l.uuid == uuid))
+                .map(|f| f.network.clone())
+                .collect(),
+        })
+    }
+
     /// The pools of a load balancer, in API order.
     pub fn pools_of<'a>(&'a self, lb: &'a LoadBalancer) -> impl Iterator<Item = &'a Pool> + 'a {
         self.pools
@@ -155,6 +171,16 @@ impl Snapshot {
     }
 }
 
+/// A load balancer a deletion would remove: its VIP addresses go with it; the floating
+/// IPs that point at it (their networks) stay in the account, unassigned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Doomed {
+    pub uuid: Uuid,
+    pub name: String,
+    pub addresses: Vec<IpAddr>,
+    pub floating_ips: Vec<String>,
+}
+
 /// Who is looking, for [`fetch_in`].
 #[derive(Debug, Clone)]
 pub struct Lookup<'a> {
@@ -169,11 +195,8 @@ pub struct Lookup<'a> {
 pub enum Found {
     /// None yet.
     Absent,
-    /// Its own, or an untagged one it may adopt (the plan tags it).
-    Mine {
-        lb: Box<LoadBalancer>,
-        actual: Box<ActualLb>,
-    },
+    /// Its own, or an untagged one it may adopt (the plan tags it), as the planner sees it.
+    Mine(Box<ActualLb>),
     /// Not usable: another Service's, contested or ambiguous; why, in words.
     Refused(String),
 }
@@ -203,11 +226,7 @@ pub async fn fetch_in(
         )
     })?;
     let members = fetch_members(client, snapshot.pools_of(lb)).await?;
-    let actual = actual_from(snapshot, lb, &members)?;
-    Ok(Found::Mine {
-        lb: Box::new(lb.clone()),
-        actual: Box::new(actual),
-    })
+    Ok(Found::Mine(Box::new(actual_from(snapshot, lb, &members)?)))
 }
 
 /// What ownership decides by, of each of `lbs`.

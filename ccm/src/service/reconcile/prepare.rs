@@ -8,7 +8,7 @@
 use super::claims::{self, Claim};
 use super::context::{ServiceContext, service_key};
 use super::error::{ServiceError, UnknownSubnets};
-use crate::cloudscale::{Client as Cloud, Filter, LoadBalancer};
+use crate::cloudscale::{Client as Cloud, Filter};
 use crate::service::cloud::fetch::{self, Found, Lookup, Snapshot, node_view, server_view};
 use crate::service::pure::annotations;
 use crate::service::pure::annotations::ServiceConfig;
@@ -231,14 +231,14 @@ pub fn plan_for(
     desired: &DesiredLb,
     owner: &Ownership,
     fips: &FipContext,
-) -> Result<(Option<LoadBalancer>, Option<ActualLb>, Plan), ServiceError> {
-    let (lb, actual) = match found {
-        Found::Absent => (None, None),
-        Found::Mine { lb, actual } => (Some((**lb).clone()), Some((**actual).clone())),
+) -> Result<(Option<ActualLb>, Plan), ServiceError> {
+    let actual = match found {
+        Found::Absent => None,
+        Found::Mine(actual) => Some((**actual).clone()),
         Found::Refused(why) => return Err(ServiceError::NotOwned(why.clone())),
     };
     let p = plan::plan(desired, actual.as_ref(), &fips.account(snapshot), owner);
-    Ok((lb, actual, p))
+    Ok((actual, p))
 }
 
 /// Everything the pipeline found out about one Service, up to its plan.
@@ -253,8 +253,7 @@ pub struct Prepared {
     pub others: Vec<Claimant>,
     /// Who else claims its floating IPs.
     pub fips: FipContext,
-    /// Its load balancer, if it has one, and the planner's view of it.
-    pub lb: Option<LoadBalancer>,
+    /// The planner's view of its load balancer, if it has one.
     pub actual: Option<ActualLb>,
     pub plan: Plan,
     /// When the members of a deleted Node, kept because the Service selects no other, are
@@ -330,13 +329,12 @@ pub async fn prepare(
     let others = claimants(&services, &cfg.uid);
     let fips = FipContext::new(cfg, cluster, &services);
     let (snapshot, found) = reads.fetch(&lookup(cfg, cluster, &others)).await?;
-    let (lb, actual, plan) = plan_for(&found, &snapshot, &mapped.desired, &owner, &fips)?;
+    let (actual, plan) = plan_for(&found, &snapshot, &mapped.desired, &owner, &fips)?;
     Ok(Prepared {
         mapped,
         owner,
         others,
         fips,
-        lb,
         actual,
         plan,
         kept_until,
