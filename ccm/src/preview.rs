@@ -146,7 +146,7 @@ pub fn named_otherwise(proposed: &Service, ns: &str, name: &str) -> Option<Strin
 pub fn deletion_text(
     ns: &str,
     name: &str,
-    doomed: &[(crate::cloudscale::LoadBalancer, Vec<String>)],
+    doomed: &[crate::service::cloud::fetch::Doomed],
 ) -> String {
     if doomed.is_empty() {
         return format!(
@@ -157,18 +157,18 @@ pub fn deletion_text(
         "Service {ns}/{name}: impact {} (it would no longer be handled by this CCM: not type LoadBalancer, or a loadBalancerClass)",
         crate::service::pure::plan::Impact::Outage
     );
-    for (lb, fips) in doomed {
+    for lb in doomed {
         let addresses = lb
-            .vip_addresses
+            .addresses
             .iter()
-            .map(|v| v.address.to_string())
+            .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(", ");
         out.push_str(&format!(
             "\n  delete load balancer {} ({}): its addresses {addresses} go, with the Service's ingress",
             lb.name, lb.uuid
         ));
-        for f in fips {
+        for f in &lb.floating_ips {
             out.push_str(&format!(
                 "\n  floating IP {f} is unassigned (it stays in the account)"
             ));
@@ -328,6 +328,26 @@ mod tests {
         let text = deletion_text("default", "web", &[]);
         assert!(text.contains("nothing is deleted"), "{text}");
         assert!(!text.contains("impact"), "{text}");
+    }
+
+    #[test]
+    fn leaving_names_each_load_balancer_its_addresses_and_floating_ips() {
+        let doomed = crate::service::cloud::fetch::Doomed {
+            uuid: uuid::Uuid::from_u128(1),
+            name: "lb".into(),
+            addresses: vec![
+                "192.0.2.1".parse().expect("ip"),
+                "2001:db8::1".parse().expect("ip"),
+            ],
+            floating_ips: vec!["198.51.100.7/32".into()],
+        };
+        let text = deletion_text("default", "web", &[doomed]);
+        assert!(
+            text.ends_with(
+                "\n  delete load balancer lb (00000000-0000-0000-0000-000000000001): its addresses 192.0.2.1, 2001:db8::1 go, with the Service's ingress\n  floating IP 198.51.100.7/32 is unassigned (it stays in the account)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

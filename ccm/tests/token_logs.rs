@@ -65,7 +65,7 @@ async fn the_token_never_appears_in_errors_debug_or_logs() {
             .await
             .expect("create");
         c.update_load_balancer(
-            &lb.uuid,
+            lb.uuid,
             &UpdateLoadBalancer {
                 name: Some("x".into()),
                 tags: None,
@@ -105,13 +105,13 @@ async fn the_token_never_appears_in_errors_debug_or_logs() {
             FaultRule::new(Some("POST"), "/v1/load-balancers/pools", FaultEffect::Drop),
         );
         errors.push(
-            c.create_pool(&new_pool(&lb.uuid, "p"), Idempotency::Never, &[])
+            c.create_pool(&new_pool(lb.uuid, "p"), Idempotency::Never, &[])
                 .await
                 .expect_err("drop"),
         );
         errors.push(
             c.update_pool(
-                &random_uuid(),
+                random_uuid(),
                 &UpdatePool {
                     name: Some("x".into()),
                     tags: None,
@@ -120,10 +120,8 @@ async fn the_token_never_appears_in_errors_debug_or_logs() {
             .await
             .expect_err("404"),
         );
-        c.delete_load_balancer(&lb.uuid).await.expect("delete");
-        c.delete_load_balancer(&lb.uuid)
-            .await
-            .expect("delete again");
+        c.delete_load_balancer(lb.uuid).await.expect("delete");
+        c.delete_load_balancer(lb.uuid).await.expect("delete again");
         // An unusable base URL.
         let mut cfg = config(&fc, SECRET);
         cfg.base_url = "http://127.0.0.1:1".into();

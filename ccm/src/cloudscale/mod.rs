@@ -450,10 +450,16 @@ impl Client {
     }
 
     fn decode<T: DeserializeOwned>(method: &Method, path: &str, bytes: &[u8]) -> Result<T> {
-        serde_json::from_slice(bytes).map_err(|e| ClientError::Decode {
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        // The message names where decoding stopped (`[0].uuid: ...`): a value of the wrong
+        // form (a UUID that is none) says only what it is, not whose it is.
+        let decoded = serde_path_to_error::deserialize(&mut de)
+            .map_err(|e| e.to_string())
+            .and_then(|v| de.end().map(|()| v).map_err(|e| e.to_string()));
+        decoded.map_err(|message| ClientError::Decode {
             method: method.to_string(),
             endpoint: path.split_once('?').map_or(path, |(p, _)| p).to_string(),
-            message: e.to_string(),
+            message,
         })
     }
 
@@ -586,6 +592,7 @@ fn shows_patch(body: &[u8], now: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use uuid::Uuid;
 
     /// Answers 429 with `Retry-After: 30` until `storm_until`, then an empty list; counts
     /// the requests it got during the storm.
@@ -648,6 +655,45 @@ mod tests {
         // The first eight went out together before the API said to wait; after that one
         // request per 30 s (at 30, 60 and 90 s) tried again.
         assert!(during <= 8 + 3, "{during} requests during the storm");
+    }
+
+    #[test]
+    fn a_malformed_uuid_fails_the_decode_naming_the_endpoint_and_the_field() {
+        let lb = |uuid: &str, pool: &str| {
+            serde_json::json!({
+                "href": "x", "uuid": uuid, "name": "p", "algorithm": "round_robin",
+                "protocol": "tcp", "load_balancer": {"uuid": pool},
+            })
+        };
+        let good = Uuid::from_u128(1).to_string();
+        let decode = |body: serde_json::Value| {
+            let bytes = serde_json::to_vec(&body).expect("JSON");
+            Client::decode::<Vec<Pool>>(&Method::GET, "/v1/load-balancers/pools?x=1", &bytes)
+        };
+        let pools = decode(serde_json::json!([lb(&good, &good)])).expect("decodes");
+        assert_eq!(pools[0].uuid, Uuid::from_u128(1));
+        assert_eq!(pools[0].load_balancer.uuid, Uuid::from_u128(1));
+
+        let e = decode(serde_json::json!([lb(&good, &good), lb("pool-2", &good)]))
+            .expect_err("not a UUID");
+        let text = e.to_string();
+        assert!(
+            text.starts_with(
+                "cloudscale API GET /v1/load-balancers/pools: cannot decode the response: [1].uuid: "
+            ),
+            "{text}"
+        );
+        let e = decode(serde_json::json!([lb(&good, "")])).expect_err("not a UUID");
+        assert!(
+            e.to_string()
+                .contains("cannot decode the response: [0].load_balancer.uuid: "),
+            "{e}"
+        );
+        // What decoding said before: a missing field, trailing garbage.
+        let e = decode(serde_json::json!([{"href": "x"}])).expect_err("no uuid");
+        assert!(e.to_string().contains("[0]: missing field `uuid`"), "{e}");
+        let e = Client::decode::<Vec<Pool>>(&Method::GET, "/v1/x", b"[] x").expect_err("trailing");
+        assert!(e.to_string().contains("trailing characters"), "{e}");
     }
 
     /// Applies every PATCH to one JSON resource, but loses the answer to the first

@@ -6,6 +6,7 @@ use super::{Client, ClientError, Result, endpoint_template, segment};
 use reqwest::Method;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use uuid::Uuid;
 
 /// Tag set by [`Idempotency::RequestId`]: a fresh UUID per create call.
 pub const REQUEST_ID_TAG: &str = "ccm/request-id";
@@ -30,16 +31,16 @@ pub enum Idempotency {
 
 /// What the client needs to know of every resource.
 pub(crate) trait ApiResource: DeserializeOwned + Send + 'static {
-    /// The identifier in paths (UUID; the bare IP for floating IPs).
-    fn id(&self) -> &str;
+    /// The identifier in paths (UUID; the bare IP for floating IPs), for the log.
+    fn id(&self) -> String;
     fn tags(&self) -> &Tags;
 }
 
 macro_rules! uuid_resource {
     ($($t:ty),+) => {$(
         impl ApiResource for $t {
-            fn id(&self) -> &str {
-                &self.uuid
+            fn id(&self) -> String {
+                self.uuid.to_string()
             }
             fn tags(&self) -> &Tags {
                 &self.tags
@@ -59,8 +60,8 @@ uuid_resource!(
 );
 
 impl ApiResource for FloatingIp {
-    fn id(&self) -> &str {
-        self.ip()
+    fn id(&self) -> String {
+        self.ip().to_string()
     }
     fn tags(&self) -> &Tags {
         &self.tags
@@ -131,8 +132,8 @@ const POOLS: &str = "/v1/load-balancers/pools";
 const LISTENERS: &str = "/v1/load-balancers/listeners";
 const HEALTH_MONITORS: &str = "/v1/load-balancers/health-monitors";
 
-fn members_path(pool: &str) -> Result<String> {
-    Ok(format!("{POOLS}/{}/members", segment(pool)?))
+fn members_path(pool: Uuid) -> String {
+    format!("{POOLS}/{pool}/members")
 }
 
 /// A floating IP's path identifier: the address without prefix length.
@@ -226,7 +227,7 @@ impl Client {
                 tracing::info!(
                     method = "POST",
                     resource,
-                    id = r.id(),
+                    id = %r.id(),
                     attempts = n,
                     outcome,
                     "cloudscale API write"
@@ -268,27 +269,24 @@ impl Client {
     }
 
     /// `None` when the server does not exist (404); any other failure is an error.
-    pub async fn get_server(&self, uuid: &str) -> Result<Option<Server>> {
-        self.get_optional(&format!("{SERVERS}/{}", segment(uuid)?))
-            .await
+    pub async fn get_server(&self, uuid: Uuid) -> Result<Option<Server>> {
+        self.get_optional(&format!("{SERVERS}/{uuid}")).await
     }
 
     pub async fn list_networks(&self, filter: &Filter) -> Result<Vec<Network>> {
         self.get_json(&list_path(NETWORKS, filter)).await
     }
 
-    pub async fn get_network(&self, uuid: &str) -> Result<Option<Network>> {
-        self.get_optional(&format!("{NETWORKS}/{}", segment(uuid)?))
-            .await
+    pub async fn get_network(&self, uuid: Uuid) -> Result<Option<Network>> {
+        self.get_optional(&format!("{NETWORKS}/{uuid}")).await
     }
 
     pub async fn list_subnets(&self, filter: &Filter) -> Result<Vec<Subnet>> {
         self.get_json(&list_path(SUBNETS, filter)).await
     }
 
-    pub async fn get_subnet(&self, uuid: &str) -> Result<Option<Subnet>> {
-        self.get_optional(&format!("{SUBNETS}/{}", segment(uuid)?))
-            .await
+    pub async fn get_subnet(&self, uuid: Uuid) -> Result<Option<Subnet>> {
+        self.get_optional(&format!("{SUBNETS}/{uuid}")).await
     }
 
     // -----------------------------------------------------------------------------------------
@@ -322,18 +320,18 @@ impl Client {
     }
 
     /// Moves the floating IP to a load balancer (`PATCH {"load_balancer": uuid}`).
-    pub async fn assign_floating_ip_to_load_balancer(&self, ip: &str, lb_uuid: &str) -> Result<()> {
+    pub async fn assign_floating_ip_to_load_balancer(&self, ip: &str, lb_uuid: Uuid) -> Result<()> {
         let body = UpdateFloatingIp {
-            load_balancer: Some(lb_uuid.to_string()),
+            load_balancer: Some(lb_uuid),
             ..UpdateFloatingIp::default()
         };
         self.update_floating_ip(ip, &body).await
     }
 
     /// Moves the floating IP to a server (`PATCH {"server": uuid}`).
-    pub async fn assign_floating_ip_to_server(&self, ip: &str, server_uuid: &str) -> Result<()> {
+    pub async fn assign_floating_ip_to_server(&self, ip: &str, server_uuid: Uuid) -> Result<()> {
         let body = UpdateFloatingIp {
-            server: Some(server_uuid.to_string()),
+            server: Some(server_uuid),
             ..UpdateFloatingIp::default()
         };
         self.update_floating_ip(ip, &body).await
@@ -352,9 +350,8 @@ impl Client {
         self.get_json(&list_path(LOAD_BALANCERS, filter)).await
     }
 
-    pub async fn get_load_balancer(&self, uuid: &str) -> Result<Option<LoadBalancer>> {
-        self.get_optional(&format!("{LOAD_BALANCERS}/{}", segment(uuid)?))
-            .await
+    pub async fn get_load_balancer(&self, uuid: Uuid) -> Result<Option<LoadBalancer>> {
+        self.get_optional(&format!("{LOAD_BALANCERS}/{uuid}")).await
     }
 
     pub async fn create_load_balancer(
@@ -373,14 +370,15 @@ impl Client {
             .await
     }
 
-    pub async fn update_load_balancer(&self, uuid: &str, body: &UpdateLoadBalancer) -> Result<()> {
-        let path = format!("{LOAD_BALANCERS}/{}", segment(uuid)?);
-        self.patch("load-balancer", uuid, &path, body).await
+    pub async fn update_load_balancer(&self, uuid: Uuid, body: &UpdateLoadBalancer) -> Result<()> {
+        let path = format!("{LOAD_BALANCERS}/{uuid}");
+        self.patch("load-balancer", &uuid.to_string(), &path, body)
+            .await
     }
 
     /// Deletes the load balancer and everything under it. 404 is success.
-    pub async fn delete_load_balancer(&self, uuid: &str) -> Result<()> {
-        let path = format!("{LOAD_BALANCERS}/{}", segment(uuid)?);
+    pub async fn delete_load_balancer(&self, uuid: Uuid) -> Result<()> {
+        let path = format!("{LOAD_BALANCERS}/{uuid}");
         self.delete_path("load-balancer", &path).await
     }
 
@@ -393,9 +391,8 @@ impl Client {
         self.get_json(&list_path(POOLS, filter)).await
     }
 
-    pub async fn get_pool(&self, uuid: &str) -> Result<Option<Pool>> {
-        self.get_optional(&format!("{POOLS}/{}", segment(uuid)?))
-            .await
+    pub async fn get_pool(&self, uuid: Uuid) -> Result<Option<Pool>> {
+        self.get_optional(&format!("{POOLS}/{uuid}")).await
     }
 
     /// Creates a pool. `besides`: pools of the load balancer that exist already and may
@@ -405,10 +402,10 @@ impl Client {
         &self,
         body: &CreatePool,
         idem: Idempotency,
-        besides: &[uuid::Uuid],
+        besides: &[Uuid],
     ) -> Result<Pool> {
         let mut body = body.clone();
-        let (name, lb) = (body.name.clone(), body.load_balancer.clone());
+        let (name, lb) = (body.name.clone(), body.load_balancer);
         let (algorithm, protocol) = (body.algorithm.clone(), body.protocol.clone());
         let besides = besides.to_vec();
         // Algorithm and protocol belong to the key: a replacement pool (make-before-break)
@@ -423,20 +420,20 @@ impl Client {
                     && p.load_balancer.uuid == lb
                     && p.algorithm == algorithm
                     && p.protocol == protocol
-                    && !uuid::Uuid::parse_str(&p.uuid).is_ok_and(|u| besides.contains(&u))
+                    && !besides.contains(&p.uuid)
             }),
         );
         let lookup = prepare(&idem, &mut body.tags, POOLS, Some(natural));
         self.create("pool", POOLS, &body, lookup).await
     }
 
-    pub async fn update_pool(&self, uuid: &str, body: &UpdatePool) -> Result<()> {
-        let path = format!("{POOLS}/{}", segment(uuid)?);
-        self.patch("pool", uuid, &path, body).await
+    pub async fn update_pool(&self, uuid: Uuid, body: &UpdatePool) -> Result<()> {
+        let path = format!("{POOLS}/{uuid}");
+        self.patch("pool", &uuid.to_string(), &path, body).await
     }
 
-    pub async fn delete_pool(&self, uuid: &str) -> Result<()> {
-        let path = format!("{POOLS}/{}", segment(uuid)?);
+    pub async fn delete_pool(&self, uuid: Uuid) -> Result<()> {
+        let path = format!("{POOLS}/{uuid}");
         self.delete_path("pool", &path).await
     }
 
@@ -444,23 +441,22 @@ impl Client {
     // Pool members (nested under their pool)
     // -----------------------------------------------------------------------------------------
 
-    pub async fn list_pool_members(&self, pool: &str, filter: &Filter) -> Result<Vec<PoolMember>> {
-        self.get_json(&list_path(&members_path(pool)?, filter))
-            .await
+    pub async fn list_pool_members(&self, pool: Uuid, filter: &Filter) -> Result<Vec<PoolMember>> {
+        self.get_json(&list_path(&members_path(pool), filter)).await
     }
 
-    pub async fn get_pool_member(&self, pool: &str, uuid: &str) -> Result<Option<PoolMember>> {
-        let path = format!("{}/{}", members_path(pool)?, segment(uuid)?);
+    pub async fn get_pool_member(&self, pool: Uuid, uuid: Uuid) -> Result<Option<PoolMember>> {
+        let path = format!("{}/{}", members_path(pool), uuid);
         self.get_optional(&path).await
     }
 
     pub async fn create_pool_member(
         &self,
-        pool: &str,
+        pool: Uuid,
         body: &CreatePoolMember,
         idem: Idempotency,
     ) -> Result<PoolMember> {
-        let collection = members_path(pool)?;
+        let collection = members_path(pool);
         let mut body = body.clone();
         let name = body.name.clone();
         let natural: (String, Predicate<PoolMember>) = (
@@ -473,16 +469,17 @@ impl Client {
 
     pub async fn update_pool_member(
         &self,
-        pool: &str,
-        uuid: &str,
+        pool: Uuid,
+        uuid: Uuid,
         body: &UpdatePoolMember,
     ) -> Result<()> {
-        let path = format!("{}/{}", members_path(pool)?, segment(uuid)?);
-        self.patch("pool-member", uuid, &path, body).await
+        let path = format!("{}/{}", members_path(pool), uuid);
+        self.patch("pool-member", &uuid.to_string(), &path, body)
+            .await
     }
 
-    pub async fn delete_pool_member(&self, pool: &str, uuid: &str) -> Result<()> {
-        let path = format!("{}/{}", members_path(pool)?, segment(uuid)?);
+    pub async fn delete_pool_member(&self, pool: Uuid, uuid: Uuid) -> Result<()> {
+        let path = format!("{}/{}", members_path(pool), uuid);
         self.delete_path("pool-member", &path).await
     }
 
@@ -494,9 +491,8 @@ impl Client {
         self.get_json(&list_path(LISTENERS, filter)).await
     }
 
-    pub async fn get_listener(&self, uuid: &str) -> Result<Option<Listener>> {
-        self.get_optional(&format!("{LISTENERS}/{}", segment(uuid)?))
-            .await
+    pub async fn get_listener(&self, uuid: Uuid) -> Result<Option<Listener>> {
+        self.get_optional(&format!("{LISTENERS}/{uuid}")).await
     }
 
     pub async fn create_listener(
@@ -505,7 +501,7 @@ impl Client {
         idem: Idempotency,
     ) -> Result<Listener> {
         let mut body = body.clone();
-        let (name, pool) = (body.name.clone(), body.pool.clone());
+        let (name, pool) = (body.name.clone(), body.pool);
         let natural: (String, Predicate<Listener>) = (
             format!("name {name:?} on pool {pool}"),
             Box::new(move |l: &Listener| {
@@ -516,13 +512,13 @@ impl Client {
         self.create("listener", LISTENERS, &body, lookup).await
     }
 
-    pub async fn update_listener(&self, uuid: &str, body: &UpdateListener) -> Result<()> {
-        let path = format!("{LISTENERS}/{}", segment(uuid)?);
-        self.patch("listener", uuid, &path, body).await
+    pub async fn update_listener(&self, uuid: Uuid, body: &UpdateListener) -> Result<()> {
+        let path = format!("{LISTENERS}/{uuid}");
+        self.patch("listener", &uuid.to_string(), &path, body).await
     }
 
-    pub async fn delete_listener(&self, uuid: &str) -> Result<()> {
-        let path = format!("{LISTENERS}/{}", segment(uuid)?);
+    pub async fn delete_listener(&self, uuid: Uuid) -> Result<()> {
+        let path = format!("{LISTENERS}/{uuid}");
         self.delete_path("listener", &path).await
     }
 
@@ -534,8 +530,8 @@ impl Client {
         self.get_json(&list_path(HEALTH_MONITORS, filter)).await
     }
 
-    pub async fn get_health_monitor(&self, uuid: &str) -> Result<Option<HealthMonitor>> {
-        self.get_optional(&format!("{HEALTH_MONITORS}/{}", segment(uuid)?))
+    pub async fn get_health_monitor(&self, uuid: Uuid) -> Result<Option<HealthMonitor>> {
+        self.get_optional(&format!("{HEALTH_MONITORS}/{uuid}"))
             .await
     }
 
@@ -545,7 +541,7 @@ impl Client {
         idem: Idempotency,
     ) -> Result<HealthMonitor> {
         let mut body = body.clone();
-        let pool = body.pool.clone();
+        let pool = body.pool;
         let natural: (String, Predicate<HealthMonitor>) = (
             format!("pool {pool}"),
             Box::new(move |m: &HealthMonitor| m.pool.uuid == pool),
@@ -557,15 +553,16 @@ impl Client {
 
     pub async fn update_health_monitor(
         &self,
-        uuid: &str,
+        uuid: Uuid,
         body: &UpdateHealthMonitor,
     ) -> Result<()> {
-        let path = format!("{HEALTH_MONITORS}/{}", segment(uuid)?);
-        self.patch("health-monitor", uuid, &path, body).await
+        let path = format!("{HEALTH_MONITORS}/{uuid}");
+        self.patch("health-monitor", &uuid.to_string(), &path, body)
+            .await
     }
 
-    pub async fn delete_health_monitor(&self, uuid: &str) -> Result<()> {
-        let path = format!("{HEALTH_MONITORS}/{}", segment(uuid)?);
+    pub async fn delete_health_monitor(&self, uuid: Uuid) -> Result<()> {
+        let path = format!("{HEALTH_MONITORS}/{uuid}");
         self.delete_path("health-monitor", &path).await
     }
 }

@@ -4,10 +4,14 @@
 //! Responses: unknown fields are ignored, nullable fields are `Option`, collections that may
 //! be absent default to empty. Requests: optional fields are omitted when `None`, and the
 //! fields the CCM must always send (as the reference CCM does) are not optional.
+//! UUIDs, of resources, of the stubs that refer to them and in request bodies, are
+//! [`Uuid`]s: text only on the wire, and a response with one that is none fails to decode
+//! (the error names the field).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use uuid::Uuid;
 
 /// Tags: an object of strings, `{}` when empty.
 pub type Tags = BTreeMap<String, String>;
@@ -142,35 +146,35 @@ pub struct LoadBalancerFlavorStub {
 // (a pool's member list repeats three stubs per member).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerStub {
-    pub uuid: String,
+    pub uuid: Uuid,
     #[serde(default)]
     pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NetworkStub {
-    pub uuid: String,
+    pub uuid: Uuid,
     #[serde(default)]
     pub name: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubnetStub {
-    pub uuid: String,
+    pub uuid: Uuid,
     #[serde(default)]
     pub cidr: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadBalancerStub {
-    pub uuid: String,
+    pub uuid: Uuid,
     #[serde(default)]
     pub name: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PoolStub {
-    pub uuid: String,
+    pub uuid: Uuid,
     #[serde(default)]
     pub name: String,
 }
@@ -182,7 +186,7 @@ pub struct PoolStub {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Server {
     pub href: String,
-    pub uuid: String,
+    pub uuid: Uuid,
     pub name: String,
     pub status: ServerStatus,
     pub zone: ZoneStub,
@@ -235,7 +239,7 @@ pub struct Address {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Network {
     pub href: String,
-    pub uuid: String,
+    pub uuid: Uuid,
     pub name: String,
     pub zone: ZoneStub,
     pub mtu: u32,
@@ -248,7 +252,7 @@ pub struct Network {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Subnet {
     pub href: String,
-    pub uuid: String,
+    pub uuid: Uuid,
     pub cidr: String,
     pub network: NetworkStub,
     #[serde(default)]
@@ -304,9 +308,9 @@ pub struct CreateFloatingIp {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
+    pub server: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub load_balancer: Option<String>,
+    pub load_balancer: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reverse_ptr: Option<String>,
     pub tags: Tags,
@@ -316,9 +320,9 @@ pub struct CreateFloatingIp {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct UpdateFloatingIp {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
+    pub server: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub load_balancer: Option<String>,
+    pub load_balancer: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reverse_ptr: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -332,7 +336,7 @@ pub struct UpdateFloatingIp {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LoadBalancer {
     pub href: String,
-    pub uuid: String,
+    pub uuid: Uuid,
     pub name: String,
     pub status: LoadBalancerStatus,
     pub flavor: LoadBalancerFlavorStub,
@@ -365,7 +369,7 @@ pub struct CreateLoadBalancer {
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct VipAddressRequest {
-    pub subnet: String,
+    pub subnet: Uuid,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
 }
@@ -385,7 +389,7 @@ pub struct UpdateLoadBalancer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Pool {
     pub href: String,
-    pub uuid: String,
+    pub uuid: Uuid,
     pub name: String,
     pub load_balancer: LoadBalancerStub,
     pub algorithm: PoolAlgorithm,
@@ -397,8 +401,7 @@ pub struct Pool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CreatePool {
     pub name: String,
-    /// UUID of the load balancer.
-    pub load_balancer: String,
+    pub load_balancer: Uuid,
     pub algorithm: PoolAlgorithm,
     pub protocol: PoolProtocol,
     pub tags: Tags,
@@ -419,7 +422,7 @@ pub struct UpdatePool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PoolMember {
     pub href: String,
-    pub uuid: String,
+    pub uuid: Uuid,
     pub name: String,
     #[serde(default = "yes")]
     pub enabled: bool,
@@ -449,8 +452,7 @@ pub struct CreatePoolMember {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub monitor_port: Option<u16>,
     pub address: IpAddr,
-    /// UUID of the subnet.
-    pub subnet: String,
+    pub subnet: Uuid,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
     pub tags: Tags,
@@ -473,7 +475,7 @@ pub struct UpdatePoolMember {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Listener {
     pub href: String,
-    pub uuid: String,
+    pub uuid: Uuid,
     pub name: String,
     #[serde(default)]
     pub pool: Option<PoolStub>,
@@ -493,8 +495,7 @@ pub struct Listener {
 /// allowed_cidrs always, the timeouts when set).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CreateListener {
-    /// UUID of the pool.
-    pub pool: String,
+    pub pool: Uuid,
     pub name: String,
     pub protocol: ListenerProtocol,
     pub protocol_port: u16,
@@ -537,7 +538,7 @@ pub struct UpdateListener {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HealthMonitor {
     pub href: String,
-    pub uuid: String,
+    pub uuid: Uuid,
     pub pool: PoolStub,
     pub load_balancer: LoadBalancerStub,
     #[serde(rename = "type")]
@@ -584,8 +585,7 @@ pub struct HealthMonitorHttpRequest {
 /// always an `http` object).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CreateHealthMonitor {
-    /// UUID of the pool.
-    pub pool: String,
+    pub pool: Uuid,
     #[serde(rename = "type")]
     pub kind: HealthMonitorType,
     #[serde(skip_serializing_if = "Option::is_none")]

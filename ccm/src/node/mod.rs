@@ -37,15 +37,9 @@ pub trait ServerDirectory: Send + Sync + 'static {
 }
 
 /// The server facts the node side needs, from an API server record.
-pub fn server_facts(s: &crate::cloudscale::Server) -> Result<ServerFacts, DirectoryError> {
-    let uuid = Uuid::parse_str(&s.uuid).map_err(|_| {
-        DirectoryError(format!(
-            "server \"{}\" has an invalid UUID \"{}\"",
-            s.name, s.uuid
-        ))
-    })?;
-    Ok(ServerFacts {
-        uuid,
+pub fn server_facts(s: &crate::cloudscale::Server) -> ServerFacts {
+    ServerFacts {
+        uuid: s.uuid,
         name: s.name.clone(),
         status: s.status.as_str().to_string(),
         flavor: s.flavor.slug.clone(),
@@ -60,14 +54,14 @@ pub fn server_facts(s: &crate::cloudscale::Server) -> Result<ServerFacts, Direct
                 )
             })
             .collect(),
-    })
+    }
 }
 
 /// The cloudscale API as the node side's server directory.
 impl ServerDirectory for crate::cloudscale::Client {
     async fn get(&self, uuid: Uuid) -> Result<Option<ServerFacts>, DirectoryError> {
-        match self.get_server(&uuid.to_string()).await {
-            Ok(Some(s)) => server_facts(&s).map(Some),
+        match self.get_server(uuid).await {
+            Ok(Some(s)) => Ok(Some(server_facts(&s))),
             Ok(None) => Ok(None),
             Err(e) => Err(DirectoryError(e.to_string())),
         }
@@ -78,6 +72,6 @@ impl ServerDirectory for crate::cloudscale::Client {
             .list_servers(&crate::cloudscale::Filter::all())
             .await
             .map_err(|e| DirectoryError(e.to_string()))?;
-        servers.iter().map(server_facts).collect()
+        Ok(servers.iter().map(server_facts).collect())
     }
 }

@@ -114,7 +114,7 @@ async fn subnet(c: &Client) -> Uuid {
         .iter()
         .find(|s| s.cidr == "10.100.0.0/24")
         .expect("seeded subnet");
-    Uuid::parse_str(&s.uuid).expect("uuid")
+    s.uuid
 }
 
 fn sample(subnet: Uuid) -> Sample {
@@ -157,10 +157,10 @@ async fn find(c: &Client, name: &str, uuid: Option<Uuid>) -> Result<Found, Apply
     fetch::fetch(c, &lookup(name, uuid)).await
 }
 
-/// The load balancer and its state; panics unless it is the Service's own.
-async fn mine(c: &Client, name: &str, uuid: Option<Uuid>) -> (LoadBalancer, ActualLb) {
+/// The load balancer's state; panics unless it is the Service's own.
+async fn mine(c: &Client, name: &str, uuid: Option<Uuid>) -> ActualLb {
     match find(c, name, uuid).await.expect("fetch") {
-        Found::Mine { lb, actual } => (*lb, *actual),
+        Found::Mine(actual) => *actual,
         other => panic!("not found as own: {other:?}"),
     }
 }
@@ -176,7 +176,7 @@ async fn actual_in(
         .await
         .expect("fetch")
     {
-        Found::Mine { actual, .. } => Some(*actual),
+        Found::Mine(actual) => Some(*actual),
         Found::Absent => None,
         Found::Refused(why) => panic!("refused: {why}"),
     }
@@ -343,9 +343,9 @@ async fn wait_all_members_up(c: &Client, lb: Uuid) {
 async fn all_members(c: &Client, lb: Uuid) -> Vec<PoolMember> {
     let mut out = Vec::new();
     for p in c.list_pools(&Filter::all()).await.expect("pools") {
-        if p.load_balancer.uuid == lb.to_string() {
+        if p.load_balancer.uuid == lb {
             out.extend(
-                c.list_pool_members(&p.uuid, &Filter::all())
+                c.list_pool_members(p.uuid, &Filter::all())
                     .await
                     .expect("members"),
             );
@@ -405,7 +405,7 @@ async fn creates_everything_from_nothing_tagged_with_a_floating_ip() {
     assert!(!actual.vips.is_empty(), "public VIPs: {:?}", actual.vips);
 
     // The fake's state, read back as lists.
-    let lb = lb_uuid.to_string();
+    let lb = lb_uuid;
     let lbs = c.list_load_balancers(&Filter::all()).await.expect("lbs");
     assert_eq!(lbs.len(), 1);
     assert_eq!(lbs[0].tags, tags());
@@ -420,12 +420,12 @@ async fn creates_everything_from_nothing_tagged_with_a_floating_ip() {
         assert_eq!(p.load_balancer.uuid, lb);
         assert_eq!(p.tags, tags(), "pool {}", p.name);
         for m in c
-            .list_pool_members(&p.uuid, &Filter::all())
+            .list_pool_members(p.uuid, &Filter::all())
             .await
             .expect("members")
         {
             assert_eq!(m.tags, tags(), "member {}", m.name);
-            assert_eq!(m.subnet.uuid, sub.to_string());
+            assert_eq!(m.subnet.uuid, sub);
             member_count += 1;
         }
     }
@@ -441,7 +441,7 @@ async fn creates_everything_from_nothing_tagged_with_a_floating_ip() {
         .await
         .expect("get fip")
         .expect("fip exists");
-    assert_eq!(fip_now.load_balancer.map(|l| l.uuid), Some(lb.clone()));
+    assert_eq!(fip_now.load_balancer.map(|l| l.uuid), Some(lb));
 
     // Once applied and healthy, both ports serve on the VIPs and on the floating IP.
     settle(&c, lb_uuid).await;
@@ -567,12 +567,7 @@ async fn algorithm_change(opts: &ApplyOptions) -> f64 {
         .expect("new pool");
     assert_eq!(new.algorithm, PoolAlgorithm::LeastConnections);
     assert_ne!(new.listeners[0].uuid, before.pools[0].listeners[0].uuid);
-    assert!(
-        c.get_pool(&old_pool.to_string())
-            .await
-            .expect("get")
-            .is_none()
-    );
+    assert!(c.get_pool(old_pool).await.expect("get").is_none());
 
     settle(&c, lb).await;
     let down = downtime(&fc, lb, &t0, 80).await;
@@ -649,12 +644,12 @@ async fn fetch_finds_the_own_load_balancer_and_never_takes_another() {
     );
     let lb = converged_lb(&c, &d).await;
 
-    let (by_name, actual) = mine(&c, &d.name, None).await;
-    assert_eq!(by_name.uuid, lb.to_string());
+    let by_name = mine(&c, &d.name, None).await;
+    assert_eq!(by_name.uuid, lb);
     // Renamed and without the uuid annotation: found by its tag.
-    let (by_tag, again) = mine(&c, "renamed-meanwhile", None).await;
-    assert_eq!(by_tag.uuid, lb.to_string());
-    assert_eq!(again, actual);
+    let by_tag = mine(&c, "renamed-meanwhile", None).await;
+    assert_eq!(by_tag.uuid, lb);
+    assert_eq!(by_tag, by_name);
 
     // A hand-made load balancer with the same name does not make it ambiguous: the tag
     // says which is this Service's.
@@ -670,8 +665,8 @@ async fn fetch_finds_the_own_load_balancer_and_never_takes_another() {
         )
         .await
         .expect("second lb");
-    let (still, _) = mine(&c, &d.name, None).await;
-    assert_eq!(still.uuid, lb.to_string());
+    let still = mine(&c, &d.name, None).await;
+    assert_eq!(still.uuid, lb);
 
     // Another Service's load balancer named or uuid-annotated: refused, naming the owner.
     let foreign = Seeker {
@@ -693,7 +688,7 @@ async fn fetch_finds_the_own_load_balancer_and_never_takes_another() {
         panic!("another Service's load balancer was taken: {found:?}")
     };
     assert!(why.contains(UID) && why.contains(&lb.to_string()), "{why}");
-    c.delete_load_balancer(&other.uuid).await.expect("delete");
+    c.delete_load_balancer(other.uuid).await.expect("delete");
 
     // An API failure is an error, never "absent".
     for (path, what) in [
@@ -802,7 +797,7 @@ async fn a_wait_that_cannot_hold_keeps_the_old_members_and_names_the_new_ones() 
     assert!(msg.contains("10.100.0.11:31443"), "{msg}");
     assert!(!msg.contains("10.100.0.12:31443"), "that one is up: {msg}");
     // Make-before-break: the old members were not deleted.
-    let (_, now) = mine(&c, &d.name, Some(lb)).await;
+    let now = mine(&c, &d.name, Some(lb)).await;
     assert_eq!(now.pools[1].members.len(), 4);
     fc.shutdown().await;
 }
@@ -828,7 +823,7 @@ async fn a_wait_does_not_require_members_whose_predecessors_are_down() {
     let sub = after.pools[1].members[0].subnet;
     after.pools[1] = pool(sub, "tcp/https", 443, 31443);
     let (_, lb) = apply_once(&c, &after, Some(lb)).await;
-    let (_, now) = mine(&c, &d.name, Some(lb)).await;
+    let now = mine(&c, &d.name, Some(lb)).await;
     assert_eq!(now.pools[1].members.len(), 2, "converged without worker-1");
     assert!(
         now.pools[1]
@@ -1006,13 +1001,9 @@ async fn the_shared_snapshot_takes_recorded_edits_without_reading_again_and_read
 
     // Another Service's plan creates a load balancer and records it.
     let (_, lb) = apply_once(&client(&fc), &desired(subnet), None).await;
-    let created = c
-        .get_load_balancer(&lb.to_string())
-        .await
-        .expect("get")
-        .expect("exists");
+    let created = c.get_load_balancer(lb).await.expect("get").expect("exists");
     let reads = reads + 1;
-    shared.record(&[Edit::LoadBalancer(created), Edit::Changing(lb.to_string())]);
+    shared.record(&[Edit::LoadBalancer(created), Edit::Changing(lb)]);
     let patched = shared.snapshot(&c).await.expect("snapshot");
     assert_eq!(
         c.counters().reads,

@@ -48,7 +48,3 @@ pub(super) fn invalid(action: impl Into<String>, message: impl Into<String>) -> 
         message: message.into(),
     }
 }
-
-pub(super) fn parse_uuid(what: &str, s: &str) -> Result<Uuid, ApplyError> {
-    Uuid::parse_str(s).map_err(|e| invalid(format!("decode {what}"), format!("{s:?}: {e}")))
-}

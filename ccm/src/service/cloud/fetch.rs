@@ -4,11 +4,11 @@
 //! member list per pool on top of the shared lists. Any API failure is an error, never
 //! "absent".
 
-use super::cloud_error::{ApplyError, api_err, invalid, parse_uuid};
+use super::cloud_error::{ApplyError, api_err, invalid};
 use crate::cloudscale::{self as api, Client, Filter, InterfaceType};
 use crate::service::pure::map::{NodeView, ServerView};
 use crate::service::pure::model::*;
-use crate::service::pure::ownership::{self, Claimant, Resolution, Seeker};
+use crate::service::pure::ownership::{self, Candidate, Claimant, Resolution, Seeker};
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use std::collections::HashMap;
@@ -33,19 +33,15 @@ pub fn node_view(n: &Node) -> NodeView {
 }
 
 pub fn server_view(s: &api::Server) -> Option<ServerView> {
-    let uuid = Uuid::parse_str(&s.uuid).ok()?;
     let private = s
         .interfaces
         .iter()
         .filter(|i| i.kind != InterfaceType::Public)
         .flat_map(|i| i.addresses.iter())
-        .filter_map(|a| {
-            let subnet = Uuid::parse_str(&a.subnet.as_ref()?.uuid).ok()?;
-            Some((a.address, subnet))
-        })
+        .filter_map(|a| Some((a.address, a.subnet.as_ref()?.uuid)))
         .collect();
     Some(ServerView {
-        uuid,
+        uuid: s.uuid,
         name: s.name.clone(),
         zone: s.zone.slug.clone(),
         private,
@@ -102,6 +98,27 @@ impl Snapshot {
         })
     }
 
+    /// The load balancer with `uuid`.
+    pub fn load_balancer(&self, uuid: Uuid) -> Option<&LoadBalancer> {
+        self.load_balancers.iter().find(|lb| lb.uuid == uuid)
+    }
+
+    /// What deleting the load balancer with `uuid` would remove, for a preview.
+    pub fn doomed(&self, uuid: Uuid) -> Option<Doomed> {
+        let lb = self.load_balancer(uuid)?;
+        Some(Doomed {
+            uuid,
+            name: lb.name.clone(),
+            addresses: lb.vip_addresses.iter().map(|v| v.address).collect(),
+            floating_ips: self
+                .floating_ips
+                .iter()
+                .filter(|f| f.load_balancer.as_ref().is_some_and(|l| l.uuid == uuid))
+                .map(|f| f.network.clone())
+                .collect(),
+        })
+    }
+
     /// The pools of a load balancer, in API order.
     pub fn pools_of<'a>(&'a self, lb: &'a LoadBalancer) -> impl Iterator<Item = &'a Pool> + 'a {
         self.pools
@@ -121,14 +138,14 @@ pub enum Edit {
     Pool(Pool),
     Listener(api::Listener),
     Monitor(HealthMonitor),
-    ListenerDeleted(String),
-    MonitorDeleted(String),
+    ListenerDeleted(Uuid),
+    MonitorDeleted(Uuid),
     /// The load balancer applies a write (members included): it shows `changing`.
-    Changing(String),
+    Changing(Uuid),
 }
 
 /// Replaces the item with `uuid` or appends `item`.
-fn upsert<T: Clone>(items: &mut Vec<T>, item: &T, uuid: impl Fn(&T) -> &str) {
+fn upsert<T: Clone>(items: &mut Vec<T>, item: &T, uuid: impl Fn(&T) -> Uuid) {
     match items.iter_mut().find(|i| uuid(i) == uuid(item)) {
         Some(slot) => *slot = item.clone(),
         None => items.push(item.clone()),
@@ -139,19 +156,29 @@ impl Snapshot {
     /// The snapshot as it is after `edit` (idempotent: applying it twice changes nothing).
     pub fn apply(&mut self, edit: &Edit) {
         match edit {
-            Edit::LoadBalancer(lb) => upsert(&mut self.load_balancers, lb, |l| &l.uuid),
-            Edit::Pool(p) => upsert(&mut self.pools, p, |p| &p.uuid),
-            Edit::Listener(l) => upsert(&mut self.listeners, l, |l| &l.uuid),
-            Edit::Monitor(m) => upsert(&mut self.monitors, m, |m| &m.uuid),
-            Edit::ListenerDeleted(u) => self.listeners.retain(|l| &l.uuid != u),
-            Edit::MonitorDeleted(u) => self.monitors.retain(|m| &m.uuid != u),
+            Edit::LoadBalancer(lb) => upsert(&mut self.load_balancers, lb, |l| l.uuid),
+            Edit::Pool(p) => upsert(&mut self.pools, p, |p| p.uuid),
+            Edit::Listener(l) => upsert(&mut self.listeners, l, |l| l.uuid),
+            Edit::Monitor(m) => upsert(&mut self.monitors, m, |m| m.uuid),
+            Edit::ListenerDeleted(u) => self.listeners.retain(|l| l.uuid != *u),
+            Edit::MonitorDeleted(u) => self.monitors.retain(|m| m.uuid != *u),
             Edit::Changing(u) => {
-                for lb in self.load_balancers.iter_mut().filter(|l| &l.uuid == u) {
+                for lb in self.load_balancers.iter_mut().filter(|l| l.uuid == *u) {
                     lb.status = api::LoadBalancerStatus::Changing;
                 }
             }
         }
     }
+}
+
+/// A load balancer a deletion would remove: its VIP addresses go with it; the floating
+/// IPs that point at it (their networks) stay in the account, unassigned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Doomed {
+    pub uuid: Uuid,
+    pub name: String,
+    pub addresses: Vec<IpAddr>,
+    pub floating_ips: Vec<String>,
 }
 
 /// Who is looking, for [`fetch_in`].
@@ -168,11 +195,8 @@ pub struct Lookup<'a> {
 pub enum Found {
     /// None yet.
     Absent,
-    /// Its own, or an untagged one it may adopt (the plan tags it).
-    Mine {
-        lb: Box<LoadBalancer>,
-        actual: Box<ActualLb>,
-    },
+    /// Its own, or an untagged one it may adopt (the plan tags it), as the planner sees it.
+    Mine(Box<ActualLb>),
     /// Not usable: another Service's, contested or ambiguous; why, in words.
     Refused(String),
 }
@@ -184,27 +208,36 @@ pub async fn fetch_in(
     snapshot: &Snapshot,
     lookup: &Lookup<'_>,
 ) -> Result<Found, ApplyError> {
-    let r = ownership::resolve(
-        &lookup.seeker,
-        &snapshot.load_balancers,
-        lookup.cluster,
-        lookup.others,
-    );
-    let lb = match &r {
+    let candidates = candidates(&snapshot.load_balancers);
+    let r = ownership::resolve(&lookup.seeker, &candidates, lookup.cluster, lookup.others);
+    let uuid = match &r {
         Resolution::None => return Ok(Found::Absent),
-        Resolution::Owned(lb) | Resolution::Adopt(lb) => *lb,
+        Resolution::Owned(c) | Resolution::Adopt(c) => c.uuid,
         _ => {
             return Ok(Found::Refused(
                 ownership::refusal(&r, lookup.seeker.uid).unwrap_or_default(),
             ));
         }
     };
+    let lb = snapshot.load_balancer(uuid).ok_or_else(|| {
+        invalid(
+            "find the load balancer",
+            format!("load balancer {uuid} is not in the list it was chosen from"),
+        )
+    })?;
     let members = fetch_members(client, snapshot.pools_of(lb)).await?;
-    let actual = actual_from(snapshot, lb, &members)?;
-    Ok(Found::Mine {
-        lb: Box::new(lb.clone()),
-        actual: Box::new(actual),
-    })
+    Ok(Found::Mine(Box::new(actual_from(snapshot, lb, &members)?)))
+}
+
+/// What ownership decides by, of each of `lbs`.
+pub fn candidates(lbs: &[LoadBalancer]) -> Vec<Candidate> {
+    lbs.iter()
+        .map(|lb| Candidate {
+            uuid: lb.uuid,
+            name: lb.name.clone(),
+            tags: lb.tags.clone(),
+        })
+        .collect()
 }
 
 /// [`fetch_in`] on a fresh snapshot.
@@ -217,16 +250,16 @@ pub async fn fetch(client: &Client, lookup: &Lookup<'_>) -> Result<Found, ApplyE
 pub async fn fetch_members<'a>(
     client: &Client,
     pools: impl IntoIterator<Item = &'a Pool>,
-) -> Result<HashMap<String, Vec<PoolMember>>, ApplyError> {
+) -> Result<HashMap<Uuid, Vec<PoolMember>>, ApplyError> {
     let lists = futures::future::try_join_all(pools.into_iter().map(|p| async move {
         let members = client
-            .list_pool_members(&p.uuid, &Filter::all())
+            .list_pool_members(p.uuid, &Filter::all())
             .await
             .map_err(api_err(format!(
                 "list members of pool {} ({})",
                 p.name, p.uuid
             )))?;
-        Ok::<_, ApplyError>((p.uuid.clone(), members))
+        Ok::<_, ApplyError>((p.uuid, members))
     }))
     .await?;
     Ok(lists.into_iter().collect())
@@ -237,14 +270,11 @@ pub async fn fetch_members<'a>(
 pub fn actual_from(
     snapshot: &Snapshot,
     lb: &LoadBalancer,
-    members_by_pool: &HashMap<String, Vec<PoolMember>>,
+    members_by_pool: &HashMap<Uuid, Vec<PoolMember>>,
 ) -> Result<ActualLb, ApplyError> {
     let mut vips = Vec::new();
     for v in &lb.vip_addresses {
-        let subnet = match &v.subnet {
-            Some(s) => parse_uuid("VIP subnet", &s.uuid)?,
-            None => uuid::Uuid::nil(),
-        };
+        let subnet = v.subnet.as_ref().map_or(Uuid::nil(), |s| s.uuid);
         vips.push((subnet, v.address));
     }
     let mut pools = Vec::new();
@@ -258,24 +288,21 @@ pub fn actual_from(
                 ),
             )
         })?;
-        let members = members
-            .iter()
-            .map(actual_member)
-            .collect::<Result<Vec<_>, _>>()?;
+        let members = members.iter().map(actual_member).collect();
         let listeners = snapshot
             .listeners
             .iter()
             .filter(|l| l.pool.as_ref().is_some_and(|s| s.uuid == p.uuid))
             .map(actual_listener)
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect();
         let monitors = snapshot
             .monitors
             .iter()
             .filter(|m| m.pool.uuid == p.uuid)
             .map(actual_monitor)
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect();
         pools.push(ActualPool {
-            uuid: parse_uuid("pool", &p.uuid)?,
+            uuid: p.uuid,
             name: p.name.clone(),
             algorithm: p.algorithm.clone(),
             protocol: p.protocol.clone(),
@@ -289,7 +316,7 @@ pub fn actual_from(
         .iter()
         .filter(|l| l.pool.is_none() && l.load_balancer.uuid == lb.uuid)
         .map(actual_listener)
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect();
     let floating_ips = snapshot
         .floating_ips
         .iter()
@@ -297,7 +324,7 @@ pub fn actual_from(
         .filter_map(|f| network(&f.network))
         .collect();
     Ok(ActualLb {
-        uuid: parse_uuid("load balancer", &lb.uuid)?,
+        uuid: lb.uuid,
         name: lb.name.clone(),
         flavor: lb.flavor.slug.clone(),
         zone: lb.zone.slug.clone(),
@@ -317,20 +344,20 @@ pub fn network(s: &str) -> Option<ipnet::IpNet> {
         .or_else(|| s.parse::<IpAddr>().ok().map(ipnet::IpNet::from))
 }
 
-fn actual_member(m: &PoolMember) -> Result<ActualMember, ApplyError> {
-    Ok(ActualMember {
-        uuid: parse_uuid("pool member", &m.uuid)?,
+fn actual_member(m: &PoolMember) -> ActualMember {
+    ActualMember {
+        uuid: m.uuid,
         member: Member {
             name: m.name.clone(),
             address: m.address,
-            subnet: parse_uuid("member subnet", &m.subnet.uuid)?,
+            subnet: m.subnet.uuid,
             protocol_port: m.protocol_port,
             // No monitor port: the monitor checks the protocol port.
             monitor_port: m.monitor_port.unwrap_or(m.protocol_port),
         },
         enabled: m.enabled,
         health: m.monitor_status.clone().unwrap_or(MonitorStatus::Unknown),
-    })
+    }
 }
 
 /// `10.0.0.0/8` as the map step writes it (`IpNet` display); anything unparsable verbatim.
@@ -338,9 +365,9 @@ fn network_string(cidr: &str) -> String {
     network(cidr).map_or_else(|| cidr.to_string(), |n| n.to_string())
 }
 
-fn actual_listener(l: &api::Listener) -> Result<ActualListener, ApplyError> {
-    Ok(ActualListener {
-        uuid: parse_uuid("listener", &l.uuid)?,
+fn actual_listener(l: &api::Listener) -> ActualListener {
+    ActualListener {
+        uuid: l.uuid,
         listener: Listener {
             name: l.name.clone(),
             protocol: l.protocol.clone(),
@@ -350,12 +377,12 @@ fn actual_listener(l: &api::Listener) -> Result<ActualListener, ApplyError> {
             timeout_member_connect_ms: i64::from(l.timeout_member_connect_ms),
             timeout_member_data_ms: i64::from(l.timeout_member_data_ms),
         },
-    })
+    }
 }
 
-fn actual_monitor(m: &HealthMonitor) -> Result<ActualMonitor, ApplyError> {
-    Ok(ActualMonitor {
-        uuid: parse_uuid("health monitor", &m.uuid)?,
+fn actual_monitor(m: &HealthMonitor) -> ActualMonitor {
+    ActualMonitor {
+        uuid: m.uuid,
         monitor: Monitor {
             kind: m.kind.clone(),
             delay_s: i64::from(m.delay_s),
@@ -370,5 +397,5 @@ fn actual_monitor(m: &HealthMonitor) -> Result<ActualMonitor, ApplyError> {
                 expected_codes: h.expected_codes.clone(),
             }),
         },
-    })
+    }
 }

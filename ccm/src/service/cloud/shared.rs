@@ -197,7 +197,7 @@ impl SharedReads {
                 .await
                 .map_err(api_err("list subnets"))?
                 .iter()
-                .filter_map(|s| Uuid::parse_str(&s.uuid).ok())
+                .map(|s| s.uuid)
                 .collect())
         })
         .await

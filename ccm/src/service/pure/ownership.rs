@@ -16,7 +16,6 @@
 //!   claim by name is stronger than a claim by the UUID annotation alone.
 
 use super::model::Tags;
-use crate::cloudscale::LoadBalancer;
 use uuid::Uuid;
 
 pub const TAG_CLUSTER: &str = "k8s.cloudscale.ch/cluster";
@@ -25,6 +24,15 @@ pub const TAG_SERVICE_UID: &str = "k8s.cloudscale.ch/service-uid";
 /// panel, fakecloud's console): set on what the CCM creates, never a reason to write, and
 /// never read to decide ownership (the UID says whose it is).
 pub const TAG_SERVICE: &str = "k8s.cloudscale.ch/service";
+
+/// A load balancer of the account, as far as ownership goes: what names it and whose it
+/// says it is. The cloud edge makes one of each load balancer it lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub uuid: Uuid,
+    pub name: String,
+    pub tags: Tags,
+}
 
 /// The Service looking for its load balancer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,18 +71,18 @@ pub enum Resolution<'a> {
     /// No load balancer yet: create one.
     None,
     /// Its own (tagged with its UID).
-    Owned(&'a LoadBalancer),
+    Owned(&'a Candidate),
     /// Untagged and not claimed as strongly by another Service: adopt (tag) it.
-    Adopt(&'a LoadBalancer),
+    Adopt(&'a Candidate),
     /// Another Service's: refuse.
-    Foreign { lb: &'a LoadBalancer, owner: Owner },
+    Foreign { lb: &'a Candidate, owner: Owner },
     /// Untagged, and another Service claims it as strongly: refuse until one lets go.
     Contested {
-        lb: &'a LoadBalancer,
+        lb: &'a Candidate,
         others: Vec<String>,
     },
     /// Several load balancers are its own, or several untagged ones match.
-    Ambiguous(Vec<&'a LoadBalancer>),
+    Ambiguous(Vec<&'a Candidate>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -84,10 +92,10 @@ enum Strength {
     ByName,
 }
 
-fn strength(lb: &LoadBalancer, name: &str, uuid: Option<Uuid>) -> Strength {
+fn strength(lb: &Candidate, name: &str, uuid: Option<Uuid>) -> Strength {
     if !name.is_empty() && lb.name == name {
         Strength::ByName
-    } else if uuid.is_some_and(|u| u.to_string() == lb.uuid) {
+    } else if uuid == Some(lb.uuid) {
         Strength::ByUuid
     } else {
         Strength::None
@@ -97,12 +105,12 @@ fn strength(lb: &LoadBalancer, name: &str, uuid: Option<Uuid>) -> Strength {
 /// Finds the seeker's load balancer among `lbs` (every load balancer of the account).
 pub fn resolve<'a>(
     seeker: &Seeker,
-    lbs: &'a [LoadBalancer],
+    lbs: &'a [Candidate],
     cluster: &str,
     others: &[Claimant],
 ) -> Resolution<'a> {
-    let tag_uid = |lb: &LoadBalancer| lb.tags.get(TAG_SERVICE_UID).cloned();
-    let mine: Vec<&LoadBalancer> = lbs
+    let tag_uid = |lb: &Candidate| lb.tags.get(TAG_SERVICE_UID).cloned();
+    let mine: Vec<&Candidate> = lbs
         .iter()
         .filter(|lb| tag_uid(lb).as_deref() == Some(seeker.uid))
         .collect();
@@ -111,13 +119,13 @@ pub fn resolve<'a>(
         [] => {}
         _ => return Resolution::Ambiguous(mine),
     }
-    let candidates: Vec<&LoadBalancer> = lbs
+    let candidates: Vec<&Candidate> = lbs
         .iter()
         .filter(|lb| strength(lb, seeker.name, seeker.uuid) > Strength::None)
         .collect();
     // The load balancer named in the UUID annotation comes first: it is the one the user
     // most likely copied.
-    let mut foreign: Vec<&LoadBalancer> = candidates
+    let mut foreign: Vec<&Candidate> = candidates
         .iter()
         .copied()
         .filter(|lb| tag_uid(lb).is_some())
@@ -208,7 +216,7 @@ pub fn refusal(r: &Resolution, own_uid: &str) -> Option<String> {
 
 /// What a Service being removed may delete: every load balancer that is its own. `Err`
 /// says why one it found is left alone (another Service's, or not provably its own).
-pub fn doomed<'a>(r: &Resolution<'a>, own_uid: &str) -> Result<Vec<&'a LoadBalancer>, String> {
+pub fn doomed<'a>(r: &Resolution<'a>, own_uid: &str) -> Result<Vec<&'a Candidate>, String> {
     match r {
         Resolution::Owned(lb) | Resolution::Adopt(lb) => Ok(vec![*lb]),
         // Several tagged with this Service's UID: all of them are its own.
@@ -229,7 +237,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    use crate::service::testkit::fixtures::load_balancer as lb;
+    /// A load balancer with UUID `uuid`, named `name`, tagged `tags` (a JSON object).
+    fn lb(uuid: u128, name: &str, tags: serde_json::Value) -> Candidate {
+        Candidate {
+            uuid: Uuid::from_u128(uuid),
+            name: name.into(),
+            tags: serde_json::from_value(tags).expect("tags"),
+        }
+    }
 
     fn claimant(service: &str, uid: &str, lb_name: &str, lb_uuid: Option<u128>) -> Claimant {
         Claimant {

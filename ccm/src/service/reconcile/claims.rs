@@ -27,7 +27,6 @@ use kube::ResourceExt;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::sync::Arc;
-use uuid::Uuid;
 
 /// One Service's claim on floating IPs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,7 +142,7 @@ fn holder(
 ) -> Option<Holder> {
     if let Some(s) = &fip.server {
         return Some(Holder::Server {
-            name: s.name.clone().unwrap_or_else(|| s.uuid.clone()),
+            name: s.name.clone().unwrap_or_else(|| s.uuid.to_string()),
         });
     }
     let stub = fip.load_balancer.as_ref()?;
@@ -160,7 +159,7 @@ fn holder(
     };
     Some(Holder::LoadBalancer {
         name: lb.map_or_else(|| stub.name.clone(), |l| l.name.clone()),
-        uuid: Uuid::parse_str(&stub.uuid).unwrap_or_default(),
+        uuid: stub.uuid,
         owner,
     })
 }
@@ -328,6 +327,7 @@ mod tests {
     }
 
     use crate::service::testkit::fixtures::load_balancer as lb;
+    use uuid::Uuid;
 
     fn fip(on_lb: Option<u128>, on_server: Option<&str>) -> FloatingIp {
         let mut v = json!({"href": "x", "network": format!("{IP}/32"), "ip_version": 4,

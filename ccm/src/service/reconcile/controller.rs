@@ -208,7 +208,7 @@ async fn reconcile_inner(svc: &Service, ctx: &ServiceContext) -> Result<Progress
             Ok(Progress::Done(None))
         }
         Ok(Some(cfg)) => ensure::ensure(svc, &cfg, ctx).await,
-        Err(errors) => Err(ServiceError::Config(errors.to_string())),
+        Err(errors) => Err(ServiceError::Config(errors)),
     }
 }
 

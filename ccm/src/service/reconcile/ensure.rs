@@ -9,20 +9,21 @@ use super::prepare::{
 };
 use super::progress::{FINALIZER, Progress};
 use super::wait::{continues, note_waiting, recheck_waiting};
-use crate::cloudscale::{Client as Cloud, LoadBalancer};
+use crate::cloudscale::Client as Cloud;
 use crate::runner::Key;
 use crate::service::cloud::apply::{self, Pending, Recheck};
-use crate::service::cloud::fetch::{Edit, Snapshot};
+use crate::service::cloud::fetch::{self, Doomed, Edit, Snapshot};
 use crate::service::pure::annotations::{self, IpMode, ServiceConfig};
 use crate::service::pure::map::{self, Mapped};
 use crate::service::pure::model::{ActualLb, DesiredLb};
-use crate::service::pure::ownership::{self, Resolution, Seeker};
+use crate::service::pure::ownership::{self, Candidate, Resolution, Seeker};
 use crate::service::pure::plan::{Action, Impact, Ownership, Plan, RefusalKind};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 /// Passes of plan-and-apply per reconcile before giving up for now (a plan normally
 /// converges in one; a second covers races with concurrent writers).
@@ -72,7 +73,8 @@ pub async fn cleanup(
     let nodes = reads.nodes().await?;
     account_servers(&reads, &nodes).await?;
     let snapshot = Snapshot::fetch(&ctx.cloud).await?;
-    let resolution = own_load_balancer(svc, &services, &snapshot.load_balancers, &ctx.cluster_name);
+    let candidates = fetch::candidates(&snapshot.load_balancers);
+    let resolution = own_load_balancer(svc, &services, &candidates, &ctx.cluster_name);
     let reference = svc.object_ref(&());
     let doomed = match ownership::doomed(&resolution, &uid) {
         Ok(doomed) => doomed,
@@ -91,7 +93,7 @@ pub async fn cleanup(
     };
     let deleting = !doomed.is_empty();
     for lb in doomed {
-        let deleted = ctx.cloud.delete_load_balancer(&lb.uuid).await;
+        let deleted = ctx.cloud.delete_load_balancer(lb.uuid).await;
         ctx.shared.invalidate();
         deleted?;
         ctx.events
@@ -173,12 +175,8 @@ async fn announce_ensuring(svc: &Service, ctx: &ServiceContext, p: &Plan) {
 
 /// The addresses clients reach the load balancer at, for Events: its VIPs, or the hostname
 /// the Service's status reports instead.
-fn addresses(cfg: &ServiceConfig, lb: &LoadBalancer) -> String {
-    let vips: Vec<String> = lb
-        .vip_addresses
-        .iter()
-        .map(|v| v.address.to_string())
-        .collect();
+fn addresses(cfg: &ServiceConfig, lb: &ActualLb) -> String {
+    let vips: Vec<String> = lb.vips.iter().map(|(_, a)| a.to_string()).collect();
     match &cfg.force_hostname {
         Some(h) => format!("{} (status: hostname {h})", vips.join(", ")),
         None => vips.join(", "),
@@ -189,7 +187,7 @@ fn addresses(cfg: &ServiceConfig, lb: &LoadBalancer) -> String {
 /// Service lists the IPv6 VIPs alone, as clouds that honour `spec.ipFamilies` do (the IPv4 VIP
 /// still exists: cloudscale.ch gives a public load balancer both). When the load balancer has
 /// no IPv6 VIP (private VIPs in an IPv4 subnet) every VIP is listed, and the note says why.
-fn ingress(cfg: &ServiceConfig, lb: &LoadBalancer) -> (serde_json::Value, Option<String>) {
+fn ingress(cfg: &ServiceConfig, lb: &ActualLb) -> (serde_json::Value, Option<String>) {
     if let Some(h) = &cfg.force_hostname {
         return (json!([{"hostname": h}]), None);
     }
@@ -197,26 +195,23 @@ fn ingress(cfg: &ServiceConfig, lb: &LoadBalancer) -> (serde_json::Value, Option
         IpMode::Proxy => "Proxy",
         IpMode::Vip => "VIP",
     };
-    let v6: Vec<_> = lb
-        .vip_addresses
-        .iter()
-        .filter(|v| v.address.is_ipv6())
-        .collect();
+    let all: Vec<IpAddr> = lb.vips.iter().map(|(_, a)| *a).collect();
+    let v6: Vec<IpAddr> = all.iter().copied().filter(IpAddr::is_ipv6).collect();
     let (listed, note) = if !cfg.ipv6_only {
-        (lb.vip_addresses.iter().collect(), None)
+        (all, None)
     } else if v6.is_empty() {
         let note = format!(
             "spec.ipFamilies is [IPv6] but load balancer {} has no IPv6 address (its VIPs: {}): the status lists its IPv4 addresses",
             lb.name,
             addresses(cfg, lb)
         );
-        (lb.vip_addresses.iter().collect(), Some(note))
+        (all, Some(note))
     } else {
         (v6, None)
     };
     let entries: Vec<_> = listed
         .iter()
-        .map(|v| json!({"ip": v.address.to_string(), "ipMode": mode}))
+        .map(|a| json!({"ip": a.to_string(), "ipMode": mode}))
         .collect();
     (json!(entries), note)
 }
@@ -274,7 +269,7 @@ async fn report_plan(
 ) {
     let p = &prepared.plan;
     let reference = svc.object_ref(&());
-    if prepared.lb.is_none()
+    if prepared.actual.is_none()
         && let Some(uuid) = cfg.lb_uuid
     {
         ctx.events
@@ -357,21 +352,19 @@ pub async fn ensure(
         owner,
         others,
         fips,
-        lb,
         actual,
         plan,
         kept_until,
     } = prepared;
     let desired = mapped.desired;
     let lookup = lookup(cfg, &ctx.cluster_name, &others);
-    let mut current = (lb, actual, plan);
+    let mut current = (actual, plan);
     for pass in 0..MAX_PASSES {
         if pass > 0 {
             let (snapshot, found) = Reads::Cached(ctx).fetch(&lookup).await?;
             current = plan_for(&found, &snapshot, &desired, &owner, &fips)?;
         }
-        let (lb, actual, p) = current;
-        current = match one_pass((svc, cfg), ctx, &desired, &owner, (lb, actual, p), pass).await? {
+        current = match one_pass((svc, cfg), ctx, &desired, &owner, current, pass).await? {
             Pass::Done(lb) => {
                 finish(svc, cfg, ctx, &api, &lb).await?;
                 return Ok(Progress::Done(kept_until));
@@ -379,12 +372,12 @@ pub async fn ensure(
             Pass::Pending => return Ok(Progress::Pending),
             Pass::Superseded => return Ok(Progress::Superseded),
             Pass::Yielded => return Ok(Progress::Yielded),
-            Pass::Applied(p) => (None, None, p),
+            Pass::Applied(p) => (None, p),
         };
     }
     Err(ServiceError::NotConverged {
         passes: MAX_PASSES,
-        remaining: current.2.describe_inline(),
+        remaining: current.1.describe_inline(),
     })
 }
 
@@ -410,7 +403,7 @@ fn changed_since(svc: &Service, cfg: &ServiceConfig, ctx: &ServiceContext) -> bo
 /// How one pass of plan and apply ended.
 enum Pass {
     /// Nothing left to do, and the load balancer has applied it all.
-    Done(Box<LoadBalancer>),
+    Done(Box<ActualLb>),
     /// Waiting: for the load balancer, or for new members.
     Pending,
     /// This plan was carried out: plan again.
@@ -427,14 +420,14 @@ async fn one_pass(
     ctx: &ServiceContext,
     desired: &DesiredLb,
     owner: &Ownership,
-    (lb, actual, p): (Option<LoadBalancer>, Option<ActualLb>, Plan),
+    (actual, p): (Option<ActualLb>, Plan),
     pass: usize,
 ) -> Result<Pass, ServiceError> {
     // At debug level: the simulation reads it to tell the writes of a pass planned before
     // something happened from those planned after (scenarios' `downtime.rs`).
     tracing::debug!(service = %service_key(svc), pass, "service planned");
     if p.is_converged() {
-        return settled_pass((svc, cfg), ctx, desired, (lb, actual.as_ref()), pass).await;
+        return settled_pass((svc, cfg), ctx, desired, actual, pass).await;
     }
     let members_only = p.steps.iter().all(|s| s.action.writes_members_only());
     let serving = !ingress_of(svc).is_empty() || published(ctx, svc);
@@ -442,10 +435,10 @@ async fn one_pass(
     // up) is published before it takes its other members, and those come after the
     // Services queued meanwhile (the controller no longer prefers it).
     if !serving
-        && let (Some(lb), Some(a)) = (&lb, &actual)
+        && let Some(a) = &actual
         && serves_every_port(desired, a)
     {
-        publish((svc, cfg), ctx, desired, lb).await?;
+        publish((svc, cfg), ctx, desired, a).await?;
         if let Some(w) = ctx.states.lock().waiting_mut(&Key::of(svc)) {
             w.yielded = Some(tokio::time::Instant::now());
         }
@@ -491,10 +484,10 @@ async fn one_pass(
     // the old members serve, and the next resync looks again. Planning once more would
     // cost every Service another read for what a node change does to a thousand of them.
     if members_only
-        && let Some(lb) = lb
+        && let Some(a) = actual
         && serving
     {
-        return Ok(Pass::Done(Box::new(lb)));
+        return Ok(Pass::Done(Box::new(a)));
     }
     Ok(Pass::Applied(p))
 }
@@ -505,23 +498,23 @@ async fn settled_pass(
     (svc, cfg): (&Service, &ServiceConfig),
     ctx: &ServiceContext,
     desired: &DesiredLb,
-    (lb, actual): (Option<LoadBalancer>, Option<&ActualLb>),
+    actual: Option<ActualLb>,
     pass: usize,
 ) -> Result<Pass, ServiceError> {
-    let Some(lb) = lb else {
+    let Some(a) = actual else {
         return Err(ServiceError::NotConverged {
             passes: pass + 1,
             remaining: "no load balancer".into(),
         });
     };
-    if let Some(a) = actual.filter(|a| a.changing()) {
+    if a.changing() {
         // A load balancer that serves every port before it settled (a new one takes
         // its other members after its first) is published at once: the users of a
         // Service need not wait for members that only add capacity.
         let unpublished = ingress_of(svc).is_empty() && !published(ctx, svc);
-        let first_serving = unpublished && serves_every_port(desired, a);
+        let first_serving = unpublished && serves_every_port(desired, &a);
         if first_serving {
-            publish((svc, cfg), ctx, desired, &lb).await?;
+            publish((svc, cfg), ctx, desired, &a).await?;
         }
         let recheck = if unpublished && !first_serving {
             Recheck::Serves {
@@ -536,7 +529,7 @@ async fn settled_pass(
         note_waiting(svc, ctx, desired, &[applying], true).await;
         return Ok(Pass::Pending);
     }
-    Ok(Pass::Done(Box::new(lb)))
+    Ok(Pass::Done(Box::new(a)))
 }
 
 /// Announces a change at its first pass: `EnsuringLoadBalancer`, and `PlannedChange` when
@@ -585,7 +578,7 @@ fn follow_writes(
             }),
             _,
         ) => ctx.shared.record(edits),
-        (_, Some(a)) if members_only => ctx.shared.record(&[Edit::Changing(a.uuid.to_string())]),
+        (_, Some(a)) if members_only => ctx.shared.record(&[Edit::Changing(a.uuid)]),
         _ => ctx.shared.invalidate(),
     }
 }
@@ -601,7 +594,7 @@ fn first_members(actual: Option<&ActualLb>, outcome: &apply::Outcome) -> Pending
         .map(|p| p.uuid)
         .collect();
     let created = outcome.edits.iter().flatten().filter_map(|e| match e {
-        Edit::Pool(p) => p.uuid.parse::<uuid::Uuid>().ok(),
+        Edit::Pool(p) => Some(p.uuid),
         _ => None,
     });
     pools.extend(created);
@@ -618,7 +611,7 @@ async fn publish(
     (svc, cfg): (&Service, &ServiceConfig),
     ctx: &ServiceContext,
     desired: &DesiredLb,
-    lb: &LoadBalancer,
+    lb: &ActualLb,
 ) -> Result<(), ServiceError> {
     let api: Api<Service> = Api::namespaced(ctx.kube.clone(), &svc.namespace().unwrap_or_default());
     finish(svc, cfg, ctx, &api, lb).await?;
@@ -655,10 +648,10 @@ async fn finish(
     cfg: &ServiceConfig,
     ctx: &ServiceContext,
     api: &Api<Service>,
-    lb: &LoadBalancer,
+    lb: &ActualLb,
 ) -> Result<(), ServiceError> {
     let mut wanted: BTreeMap<&str, String> = [
-        (annotations::LOADBALANCER_UUID, lb.uuid.clone()),
+        (annotations::LOADBALANCER_UUID, lb.uuid.to_string()),
         (
             annotations::LOADBALANCER_CONFIG_VERSION,
             annotations::CONFIG_VERSION.to_string(),
@@ -668,7 +661,7 @@ async fn finish(
     // The zone is recorded when the user left it open; a zone the user set stays as
     // written, even when it was refused (a GitOps tool would fight a rewrite).
     if cfg.zone.is_none() {
-        wanted.insert(annotations::LOADBALANCER_ZONE, lb.zone.slug.clone());
+        wanted.insert(annotations::LOADBALANCER_ZONE, lb.zone.clone());
     }
     let differs = wanted
         .iter()
@@ -740,7 +733,7 @@ async fn finish(
 fn own_load_balancer<'a>(
     svc: &Service,
     services: &[std::sync::Arc<Service>],
-    lbs: &'a [LoadBalancer],
+    lbs: &'a [Candidate],
     cluster_name: &str,
 ) -> Resolution<'a> {
     let uid = svc.metadata.uid.clone().unwrap_or_default();
@@ -761,23 +754,16 @@ pub async fn preview_deletion(
     cloud: &Cloud,
     cluster_name: &str,
     live: &Service,
-) -> Result<Vec<(LoadBalancer, Vec<String>)>, ServiceError> {
+) -> Result<Vec<Doomed>, ServiceError> {
     let uid = live.metadata.uid.clone().unwrap_or_default();
     let services = Reads::Direct { kube, cloud }.services().await?;
     let snapshot = Snapshot::fetch(cloud).await?;
-    let resolution = own_load_balancer(live, &services, &snapshot.load_balancers, cluster_name);
+    let candidates = fetch::candidates(&snapshot.load_balancers);
+    let resolution = own_load_balancer(live, &services, &candidates, cluster_name);
     let doomed = ownership::doomed(&resolution, &uid).unwrap_or_default();
     Ok(doomed
         .into_iter()
-        .map(|lb| {
-            let fips = snapshot
-                .floating_ips
-                .iter()
-                .filter(|f| f.load_balancer.as_ref().is_some_and(|l| l.uuid == lb.uuid))
-                .map(|f| f.network.clone())
-                .collect();
-            (lb.clone(), fips)
-        })
+        .filter_map(|c| snapshot.doomed(c.uuid))
         .collect())
 }
 
@@ -792,7 +778,7 @@ pub async fn preview(
     let cfg = match annotations::parse_service(svc) {
         Ok(Some(cfg)) => cfg,
         Ok(None) => return Ok(None),
-        Err(errors) => return Err(ServiceError::Config(errors.to_string())),
+        Err(errors) => return Err(ServiceError::Config(errors)),
     };
     let prepared = prepare(&cfg, cluster_name, &Reads::Direct { kube, cloud }).await?;
     let mut p = prepared.plan;
@@ -817,15 +803,23 @@ mod tests {
             .expect("a LoadBalancer Service")
     }
 
-    fn lb(vips: serde_json::Value) -> LoadBalancer {
-        let mut lb = serde_json::to_value(crate::service::testkit::fixtures::load_balancer(
-            1,
-            "lb",
-            json!({}),
-        ))
-        .expect("JSON");
-        lb["vip_addresses"] = vips;
-        serde_json::from_value(lb).expect("a load balancer")
+    /// A running load balancer with VIPs at `addresses` (in a nil subnet: public).
+    fn lb(addresses: &[&str]) -> ActualLb {
+        ActualLb {
+            uuid: uuid::Uuid::from_u128(1),
+            name: "lb".into(),
+            flavor: "lb-standard".into(),
+            zone: "rma1".into(),
+            status: crate::service::pure::model::LoadBalancerStatus::Running,
+            vips: addresses
+                .iter()
+                .map(|a| (uuid::Uuid::nil(), a.parse().expect("an address")))
+                .collect(),
+            pools: Vec::new(),
+            orphan_listeners: Vec::new(),
+            floating_ips: Vec::new(),
+            tags: Default::default(),
+        }
     }
 
     fn ips(v: &serde_json::Value) -> Vec<&str> {
@@ -845,10 +839,7 @@ mod tests {
 
     #[test]
     fn an_ipv6_only_service_lists_the_ipv6_vips_alone() {
-        let public = lb(json!([
-            {"version": 4, "address": "5.102.148.14"},
-            {"version": 6, "address": "2a06:c01:1:2::e"},
-        ]));
+        let public = lb(&["5.102.148.14", "2a06:c01:1:2::e"]);
         let (v6, note) = ingress(&config(spec(&["IPv6"])), &public);
         assert_eq!(ips(&v6), ["2a06:c01:1:2::e"]);
         assert!(note.is_none());
@@ -862,7 +853,7 @@ mod tests {
 
     #[test]
     fn an_ipv6_only_service_without_an_ipv6_vip_is_told_why() {
-        let private = lb(json!([{"version": 4, "address": "10.0.0.5"}]));
+        let private = lb(&["10.0.0.5"]);
         let (entries, note) = ingress(&config(spec(&["IPv6"])), &private);
         assert_eq!(ips(&entries), ["10.0.0.5"]);
         let note = note.expect("a note");

@@ -7,8 +7,8 @@
 
 use super::claims::{self, Claim};
 use super::context::{ServiceContext, service_key};
-use super::error::ServiceError;
-use crate::cloudscale::{Client as Cloud, Filter, LoadBalancer};
+use super::error::{ServiceError, UnknownSubnets};
+use crate::cloudscale::{Client as Cloud, Filter};
 use crate::service::cloud::fetch::{self, Found, Lookup, Snapshot, node_view, server_view};
 use crate::service::pure::annotations;
 use crate::service::pure::annotations::ServiceConfig;
@@ -99,7 +99,7 @@ impl Reads<'_> {
                     .list_subnets(&Filter::all())
                     .await?
                     .iter()
-                    .filter_map(|s| Uuid::parse_str(&s.uuid).ok())
+                    .map(|s| s.uuid)
                     .collect(),
             )),
         }
@@ -209,24 +209,18 @@ pub fn claimants(others: &[Arc<Service>], uid: &str) -> Vec<Claimant> {
 /// that does not exist is refused like any invalid setting (it would leave the load
 /// balancer without members).
 pub fn check_subnets(cfg: &ServiceConfig, known: &[Uuid]) -> Result<(), ServiceError> {
-    let unknown: Vec<String> = cfg
+    let unknown: Vec<Uuid> = cfg
         .allowed_subnets
         .iter()
         .filter(|s| !known.contains(s))
-        .map(ToString::to_string)
+        .copied()
         .collect();
     if unknown.is_empty() {
         return Ok(());
     }
-    let e = annotations::ConfigError {
-        field: annotations::LOADBALANCER_LISTENER_ALLOWED_SUBNETS.to_string(),
-        value: Some(format!("{:?}", unknown.join(", "))),
-        problem: format!("no such subnet in this account: {}", unknown.join(", ")),
-        hint: "name the UUIDs of subnets the nodes are attached to".to_string(),
-    };
-    Err(ServiceError::Config(format!(
-        "Service {}/{} has 1 invalid setting: {e}",
-        cfg.namespace, cfg.name
+    Err(ServiceError::UnknownSubnets(UnknownSubnets::allowed(
+        format!("{}/{}", cfg.namespace, cfg.name),
+        unknown,
     )))
 }
 
@@ -237,14 +231,14 @@ pub fn plan_for(
     desired: &DesiredLb,
     owner: &Ownership,
     fips: &FipContext,
-) -> Result<(Option<LoadBalancer>, Option<ActualLb>, Plan), ServiceError> {
-    let (lb, actual) = match found {
-        Found::Absent => (None, None),
-        Found::Mine { lb, actual } => (Some((**lb).clone()), Some((**actual).clone())),
+) -> Result<(Option<ActualLb>, Plan), ServiceError> {
+    let actual = match found {
+        Found::Absent => None,
+        Found::Mine(actual) => Some((**actual).clone()),
         Found::Refused(why) => return Err(ServiceError::NotOwned(why.clone())),
     };
     let p = plan::plan(desired, actual.as_ref(), &fips.account(snapshot), owner);
-    Ok((lb, actual, p))
+    Ok((actual, p))
 }
 
 /// Everything the pipeline found out about one Service, up to its plan.
@@ -259,8 +253,7 @@ pub struct Prepared {
     pub others: Vec<Claimant>,
     /// Who else claims its floating IPs.
     pub fips: FipContext,
-    /// Its load balancer, if it has one, and the planner's view of it.
-    pub lb: Option<LoadBalancer>,
+    /// The planner's view of its load balancer, if it has one.
     pub actual: Option<ActualLb>,
     pub plan: Plan,
     /// When the members of a deleted Node, kept because the Service selects no other, are
@@ -336,13 +329,12 @@ pub async fn prepare(
     let others = claimants(&services, &cfg.uid);
     let fips = FipContext::new(cfg, cluster, &services);
     let (snapshot, found) = reads.fetch(&lookup(cfg, cluster, &others)).await?;
-    let (lb, actual, plan) = plan_for(&found, &snapshot, &mapped.desired, &owner, &fips)?;
+    let (actual, plan) = plan_for(&found, &snapshot, &mapped.desired, &owner, &fips)?;
     Ok(Prepared {
         mapped,
         owner,
         others,
         fips,
-        lb,
         actual,
         plan,
         kept_until,

@@ -48,16 +48,16 @@ pub fn new_lb(name: &str) -> CreateLoadBalancer {
     }
 }
 
-pub fn new_pool(lb: &str, name: &str) -> CreatePool {
+pub fn new_pool(lb: uuid::Uuid, name: &str) -> CreatePool {
     CreatePool {
         name: name.to_string(),
-        load_balancer: lb.to_string(),
+        load_balancer: lb,
         algorithm: PoolAlgorithm::RoundRobin,
         protocol: PoolProtocol::Tcp,
         tags: Tags::from([("ccm/port".to_string(), "80".to_string())]),
     }
 }
 
-pub fn random_uuid() -> String {
-    uuid::Uuid::new_v4().to_string()
+pub fn random_uuid() -> uuid::Uuid {
+    uuid::Uuid::new_v4()
 }

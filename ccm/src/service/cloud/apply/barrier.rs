@@ -87,7 +87,7 @@ impl Recheck {
             Recheck::Serves { lb, pools } => {
                 for p in pools {
                     let members = client
-                        .list_pool_members(&p.to_string(), &Filter::all())
+                        .list_pool_members(*p, &Filter::all())
                         .await
                         .map_err(api_err(format!("check serving: list members of pool {p}")))?;
                     if !members.iter().any(serving) {
@@ -147,7 +147,7 @@ pub async fn wait_not_changing(
 
 async fn get_lb(client: &Client, uuid: Uuid) -> Result<api::LoadBalancer, ApplyError> {
     client
-        .get_load_balancer(&uuid.to_string())
+        .get_load_balancer(uuid)
         .await
         .map_err(api_err(format!("get load balancer {uuid}")))?
         .ok_or(ApplyError::Vanished { uuid })
@@ -185,7 +185,7 @@ async fn members_ready(
     }
     let list = |p: Uuid| async move {
         client
-            .list_pool_members(&p.to_string(), &Filter::all())
+            .list_pool_members(p, &Filter::all())
             .await
             .map_err(api_err(format!(
                 "check new members: list members of pool {p}"
@@ -247,7 +247,7 @@ impl Replacing {
     /// Notes the replaced members `of` one pool as its member list `old` shows them.
     fn note<'a>(&mut self, old: &[api::PoolMember], of: impl Iterator<Item = &'a Replaced>) {
         for r in of {
-            let Some(m) = old.iter().find(|m| m.uuid == r.member.to_string()) else {
+            let Some(m) = old.iter().find(|m| m.uuid == r.member) else {
                 continue;
             };
             if serving(m) {
@@ -300,7 +300,7 @@ impl Replacing {
         replacing: &[Replaced],
         members: &[api::PoolMember],
     ) -> bool {
-        let replaced: HashSet<String> = replacing.iter().map(|r| r.member.to_string()).collect();
+        let replaced: HashSet<Uuid> = replacing.iter().map(|r| r.member).collect();
         let carrying = members
             .iter()
             .any(|m| !replaced.contains(&m.uuid) && serving(m));

@@ -30,7 +30,7 @@ pub(super) fn create_lb(
             .iter()
             .flatten()
             .map(|v| api::VipAddressRequest {
-                subnet: v.subnet.to_string(),
+                subnet: v.subnet,
                 address: v.address.map(|a| a.to_string()),
             })
             .collect(),
@@ -60,7 +60,7 @@ pub(super) fn create_pool(
 ) -> api::CreatePool {
     api::CreatePool {
         name: name.to_string(),
-        load_balancer: lb.to_string(),
+        load_balancer: lb,
         algorithm: algorithm.clone(),
         protocol: protocol.clone(),
         tags: tags.clone(),
@@ -80,7 +80,7 @@ pub(super) fn create_member(member: &Member, tags: &Tags) -> api::CreatePoolMemb
         protocol_port: member.protocol_port,
         monitor_port: Some(member.monitor_port),
         address: member.address,
-        subnet: member.subnet.to_string(),
+        subnet: member.subnet,
         enabled: None,
         tags: tags.clone(),
     }
@@ -108,7 +108,7 @@ pub(super) fn create_listener(
 ) -> Result<api::CreateListener, ApplyError> {
     let t = |field: &str, v: i64| u32_of(action, field, v).map(Some);
     Ok(api::CreateListener {
-        pool: pool.to_string(),
+        pool,
         name: listener.name.clone(),
         protocol: listener.protocol.clone(),
         protocol_port: listener.port,
@@ -158,7 +158,7 @@ pub(super) fn create_monitor(
 ) -> Result<api::CreateHealthMonitor, ApplyError> {
     let n = |field: &str, v: i64| u32_of(action, field, v).map(Some);
     Ok(api::CreateHealthMonitor {
-        pool: pool.to_string(),
+        pool,
         kind: monitor.kind.clone(),
         delay_s: n("delay_s", monitor.delay_s)?,
         timeout_s: n("timeout_s", monitor.timeout_s)?,
@@ -231,7 +231,7 @@ mod tests {
         assert_eq!(body.zone.as_deref(), Some("lpg1"));
         assert_eq!(body.tags, tags());
         assert_eq!(body.vip_addresses.len(), 1);
-        assert_eq!(body.vip_addresses[0].subnet, Uuid::from_u128(9).to_string());
+        assert_eq!(body.vip_addresses[0].subnet, Uuid::from_u128(9));
         assert_eq!(
             body.vip_addresses[0].address, None,
             "the API picks the address"

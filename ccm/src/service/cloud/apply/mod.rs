@@ -93,7 +93,7 @@ impl Run<'_> {
     /// Notes what a successful write did: `edit` on the lists (`None`: something no edit
     /// describes), and the load balancer applying it.
     fn wrote(&mut self, edit: Option<Edit>) {
-        let changing = self.lb.map(|u| Edit::Changing(u.to_string()));
+        let changing = self.lb.map(Edit::Changing);
         match (&mut self.edits, edit) {
             (Some(edits), Some(edit)) => edits.extend([Some(edit), changing].into_iter().flatten()),
             _ => self.edits = None,
@@ -103,7 +103,7 @@ impl Run<'_> {
     /// Members change nothing the lists hold but their load balancer's status.
     fn wrote_members(&mut self) {
         if let (Some(edits), Some(lb)) = (&mut self.edits, self.lb) {
-            edits.push(Edit::Changing(lb.to_string()));
+            edits.push(Edit::Changing(lb));
         }
     }
 

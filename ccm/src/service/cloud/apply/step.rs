@@ -5,7 +5,7 @@
 use super::Run;
 use super::bodies;
 use crate::cloudscale::Idempotency::NaturalKey;
-use crate::service::cloud::cloud_error::{ApplyError, api_err, invalid, parse_uuid};
+use crate::service::cloud::cloud_error::{ApplyError, api_err, invalid};
 use crate::service::cloud::fetch::Edit;
 use crate::service::pure::model::{Listener, Member, Monitor};
 use crate::service::pure::plan::{Action, PoolRef};
@@ -80,9 +80,7 @@ impl Run<'_> {
         self.settle(what).await?;
         let body = bodies::rename_pool(to);
         let c = &self.client;
-        c.update_pool(&uuid.to_string(), &body)
-            .await
-            .map_err(api_err(what))?;
+        c.update_pool(uuid, &body).await.map_err(api_err(what))?;
         self.wrote(None);
         Ok(())
     }
@@ -90,9 +88,7 @@ impl Run<'_> {
     async fn delete_pool(&mut self, uuid: Uuid, what: &str) -> Result<(), ApplyError> {
         self.settle(what).await?;
         let c = &self.client;
-        c.delete_pool(&uuid.to_string())
-            .await
-            .map_err(api_err(what))?;
+        c.delete_pool(uuid).await.map_err(api_err(what))?;
         self.wrote(None);
         Ok(())
     }
@@ -104,7 +100,7 @@ impl Run<'_> {
     ) -> Result<(), ApplyError> {
         self.settle(what).await?;
         let c = &self.client;
-        c.delete_pool_member(&pool.to_string(), &uuid.to_string())
+        c.delete_pool_member(pool, uuid)
             .await
             .map_err(api_err(what))?;
         self.wrote_members();
@@ -119,9 +115,7 @@ impl Run<'_> {
     ) -> Result<(), ApplyError> {
         self.settle(what).await?;
         let c = &self.client;
-        c.update_listener(&uuid.to_string(), body)
-            .await
-            .map_err(api_err(what))?;
+        c.update_listener(uuid, body).await.map_err(api_err(what))?;
         self.wrote(None);
         Ok(())
     }
@@ -129,10 +123,8 @@ impl Run<'_> {
     async fn delete_listener(&mut self, uuid: Uuid, what: &str) -> Result<(), ApplyError> {
         self.settle(what).await?;
         let c = &self.client;
-        c.delete_listener(&uuid.to_string())
-            .await
-            .map_err(api_err(what))?;
-        self.wrote(Some(Edit::ListenerDeleted(uuid.to_string())));
+        c.delete_listener(uuid).await.map_err(api_err(what))?;
+        self.wrote(Some(Edit::ListenerDeleted(uuid)));
         Ok(())
     }
 
@@ -144,7 +136,7 @@ impl Run<'_> {
     ) -> Result<(), ApplyError> {
         self.settle(what).await?;
         let c = &self.client;
-        c.update_health_monitor(&uuid.to_string(), body)
+        c.update_health_monitor(uuid, body)
             .await
             .map_err(api_err(what))?;
         self.wrote(None);
@@ -154,10 +146,8 @@ impl Run<'_> {
     async fn delete_monitor(&mut self, uuid: Uuid, what: &str) -> Result<(), ApplyError> {
         self.settle(what).await?;
         let c = &self.client;
-        c.delete_health_monitor(&uuid.to_string())
-            .await
-            .map_err(api_err(what))?;
-        self.wrote(Some(Edit::MonitorDeleted(uuid.to_string())));
+        c.delete_health_monitor(uuid).await.map_err(api_err(what))?;
+        self.wrote(Some(Edit::MonitorDeleted(uuid)));
         Ok(())
     }
 
@@ -169,7 +159,7 @@ impl Run<'_> {
     ) -> Result<(), ApplyError> {
         let lb = self.lb(what)?;
         let c = &self.client;
-        c.assign_floating_ip_to_load_balancer(&address.to_string(), &lb.to_string())
+        c.assign_floating_ip_to_load_balancer(&address.to_string(), lb)
             .await
             .map_err(api_err(what))?;
         self.wrote(None);
@@ -187,7 +177,7 @@ impl Run<'_> {
             .create_load_balancer(&body, NaturalKey)
             .await
             .map_err(api_err(what))?;
-        self.lb = Some(parse_uuid("load balancer", &lb.uuid)?);
+        self.lb = Some(lb.uuid);
         self.wrote(Some(Edit::LoadBalancer(lb)));
         Ok(())
     }
@@ -199,7 +189,7 @@ impl Run<'_> {
         what: &str,
     ) -> Result<(), ApplyError> {
         let c = &self.client;
-        c.update_load_balancer(&uuid.to_string(), body)
+        c.update_load_balancer(uuid, body)
             .await
             .map_err(api_err(what))?;
         self.wrote(None);
@@ -228,7 +218,7 @@ impl Run<'_> {
             .create_pool(&body, NaturalKey, besides)
             .await
             .map_err(api_err(what))?;
-        self.new_pools[new] = Some(parse_uuid("pool", &pool.uuid)?);
+        self.new_pools[new] = Some(pool.uuid);
         self.wrote(Some(Edit::Pool(pool)));
         Ok(())
     }
@@ -243,7 +233,7 @@ impl Run<'_> {
         self.settle(what).await?;
         let body = bodies::create_member(member, self.tags);
         let c = &self.client;
-        c.create_pool_member(&pool.to_string(), &body, NaturalKey)
+        c.create_pool_member(pool, &body, NaturalKey)
             .await
             .map_err(api_err(what))?;
         self.wrote_members();
@@ -260,7 +250,7 @@ impl Run<'_> {
         self.settle(what).await?;
         let body = bodies::update_member(to);
         let c = &self.client;
-        c.update_pool_member(&pool.to_string(), &uuid.to_string(), &body)
+        c.update_pool_member(pool, uuid, &body)
             .await
             .map_err(api_err(what))?;
         self.wrote_members();
