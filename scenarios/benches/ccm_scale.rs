@@ -125,7 +125,7 @@ fn with_ingress(world: &World, prefix: &str) -> usize {
                 .as_deref()
                 .is_some_and(|n| n.starts_with(prefix))
         })
-        .filter(|s| scenarios::testbed::ccm_bed::has_ingress(s))
+        .filter(|s| scenarios::testbed::has_ingress(s))
         .count()
 }
 

@@ -9,9 +9,9 @@
 
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
+use scenarios::testbed::KubeletConfig;
 use scenarios::testbed::TestbedConfig;
-use scenarios::testbed::ccm_bed::{CcmBed as Bed, CcmBedConfig};
-use scenarios::testbed::kubelet::KubeletConfig;
+use scenarios::testbed::{CcmBed as Bed, CcmBedConfig};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -92,7 +92,7 @@ async fn wait_ingress_each(
         let list = api.list(&Default::default()).await.expect("list");
         for s in &list.items {
             let name = s.metadata.name.clone().unwrap_or_default();
-            if names.contains(&name) && scenarios::testbed::ccm_bed::has_ingress(s) {
+            if names.contains(&name) && scenarios::testbed::has_ingress(s) {
                 seen.entry(name)
                     .or_insert_with(|| since.elapsed().as_secs_f64());
             }

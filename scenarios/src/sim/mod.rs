@@ -102,7 +102,7 @@ pub fn scale(services: usize, nodes: usize, minutes: u64) -> Result<String, Stri
             .api
             .objects::<Service>("services")
             .iter()
-            .filter(|s| crate::testbed::ccm_bed::has_ingress(s))
+            .filter(|s| crate::testbed::has_ingress(s))
             .count();
         let lines = world.trace.lines();
         let count = |api: &str| {

@@ -500,7 +500,7 @@ async fn kubectl(client: &Path, dir: &Path, args: &[&str]) -> Output {
 
 /// The installed clients, or `None` (with the reason printed) when there are none.
 fn clients_or_skip() -> Option<Vec<(u32, PathBuf)>> {
-    let clients = scenarios::testbed::kubectl::installed_clients();
+    let clients = scenarios::testbed::installed_clients();
     if clients.is_empty() {
         println!("skipped: no kubectl.1.27 … kubectl.1.33 found next to kubectl on PATH");
         return None;

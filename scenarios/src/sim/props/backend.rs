@@ -5,7 +5,7 @@
 
 use crate::sim::trace::Trace;
 use crate::sim::world::World;
-use crate::testbed::ccm_bed::{CcmBed, CcmBedConfig};
+use crate::testbed::{CcmBed, CcmBedConfig};
 use fakecloud::clock::Time;
 use serde_json::Value;
 use std::future::Future;
