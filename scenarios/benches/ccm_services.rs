@@ -198,8 +198,7 @@ async fn main() {
             took.as_secs_f64(),
             started.elapsed().as_secs_f64()
         );
-        let [first, median, p90, last] =
-            scenarios::sim::burst::quantiles(&each).unwrap_or_default();
+        let [first, median, p90, last] = scenarios::sim::quantiles(&each).unwrap_or_default();
         println!(
             "  ingress since the first create: first {first:.1} s, median {median:.1} s, p90 {p90:.1} s, last {last:.1} s"
         );

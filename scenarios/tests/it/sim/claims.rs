@@ -84,7 +84,7 @@ pub fn lb_of(world: &World, ns: &str, name: &str) -> Option<uuid::Uuid> {
         })?
         .metadata
         .uid?;
-    scenarios::sim::world::load_balancers_of(&world.cloud, &uid)
+    scenarios::sim::load_balancers_of(&world.cloud, &uid)
         .into_iter()
         .next()
 }
