@@ -227,7 +227,7 @@ async fn a_job_completes_and_a_failing_one_stops_at_its_backoff_limit() {
         job_object(
             "bad",
             json!({"backoffLimit": 1}),
-            json!({scenarios::workloads::pods::EXIT_CODE: "1"}),
+            json!({scenarios::workloads::EXIT_CODE: "1"}),
         ),
     )
     .await;
