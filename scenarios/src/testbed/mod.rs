@@ -29,7 +29,9 @@ pub use ccm_bed::{
 pub use ccm_identity::{IdentityError, manifest_documents, service_account, user_name};
 pub use cluster::{Backend, Cluster, ClusterError, client_for};
 pub use kubectl::installed_clients;
-pub use kubelet::{Kubelet, KubeletConfig, KubeletError, Machine, UNINITIALIZED_TAINT, machine};
+pub use kubelet::{
+    Flaps, Kubelet, KubeletConfig, KubeletError, Machine, UNINITIALIZED_TAINT, machine,
+};
 pub use reference_lbs::{Call, Reference, UUID_ANNOTATION};
 pub use wait::eventually;
 

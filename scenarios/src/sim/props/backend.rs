@@ -107,7 +107,7 @@ pub struct Socket {
 impl Socket {
     /// A socket testbed of `nodes` nodes (fakecloud at 100×); the CCM's "service
     /// converged" lines go to the returned backend's trace through the process-wide
-    /// subscriber [`crate::sim::run::global_converged`] installs.
+    /// subscriber the simulation installs (`global_converged` in `src/sim/run.rs`).
     pub async fn start(nodes: usize) -> Socket {
         let trace = Trace::new();
         crate::sim::run::global_converged().to(&trace);
