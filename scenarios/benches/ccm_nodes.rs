@@ -9,8 +9,8 @@
 use ccm::node::metadata::is_initialized;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
-use scenarios::testbed::cluster::Cluster;
-use scenarios::testbed::kubelet::KubeletConfig;
+use scenarios::testbed::Cluster;
+use scenarios::testbed::KubeletConfig;
 use scenarios::testbed::{Testbed, TestbedConfig};
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
@@ -66,7 +66,7 @@ async fn burst(tb: &Testbed, n: usize) -> Duration {
         let ready = list
             .items
             .iter()
-            .filter(|s| scenarios::testbed::ccm_bed::has_ingress(s))
+            .filter(|s| scenarios::testbed::has_ingress(s))
             .count();
         if ready == n {
             return started.elapsed();

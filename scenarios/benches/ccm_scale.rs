@@ -22,8 +22,8 @@
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
-use scenarios::sim::burst::{self, Burst};
-use scenarios::sim::schedule::{self, Shape};
+use scenarios::sim::Shape;
+use scenarios::sim::{self, Burst};
 use scenarios::sim::{World, runtime};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -125,7 +125,7 @@ fn with_ingress(world: &World, prefix: &str) -> usize {
                 .as_deref()
                 .is_some_and(|n| n.starts_with(prefix))
         })
-        .filter(|s| scenarios::testbed::ccm_bed::has_ingress(s))
+        .filter(|s| scenarios::testbed::has_ingress(s))
         .count()
 }
 
@@ -146,7 +146,7 @@ async fn create(world: &World, prefix: &str, count: u64) {
     let api: Api<Service> = Api::namespaced(world.kube.clone(), "default");
     for i in 0..count {
         let svc: Service =
-            serde_json::from_value(schedule::service(&format!("{prefix}{i}"), &Shape::http()))
+            serde_json::from_value(sim::service(&format!("{prefix}{i}"), &Shape::http()))
                 .expect("service");
         api.create(&PostParams::default(), &svc)
             .await
@@ -242,7 +242,7 @@ async fn burst(world: &mut World, services: u64, nodes: usize) {
     print_requests(&r, services as f64, " per Service");
     let members = services as usize * (nodes + 1);
     let complete = until(world, Duration::from_secs(6 * 3600), |w| {
-        burst::complete(w, members)
+        sim::complete(w, members)
     })
     .await
     .map(|_| b.started.elapsed());
@@ -252,12 +252,12 @@ async fn burst(world: &mut World, services: u64, nodes: usize) {
     );
     println!(
         "burst: ingress set after {}",
-        burst::spread(&b.ingress_times())
+        sim::spread(&b.ingress_times())
     );
     let served: Vec<f64> = b.first_served(world).into_values().collect();
     println!(
         "burst: first serving after {} ({} of {} Services served)",
-        burst::spread(&served),
+        sim::spread(&served),
         served.len(),
         services
     );
@@ -362,7 +362,7 @@ fn main() {
     let rt = runtime().expect("runtime");
     let wall = std::time::Instant::now();
     rt.block_on(async {
-        let mut world = burst::production_world(1, nodes, &[]).await.expect("world");
+        let mut world = sim::production_world(1, nodes, &[]).await.expect("world");
         println!("{services} Services (1 port) on {nodes} nodes");
 
         // `--storm-only`: the 429 storm in a first burst, without the phases before it (at

@@ -9,9 +9,9 @@
 
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, PostParams};
+use scenarios::testbed::KubeletConfig;
 use scenarios::testbed::TestbedConfig;
-use scenarios::testbed::ccm_bed::{CcmBed as Bed, CcmBedConfig};
-use scenarios::testbed::kubelet::KubeletConfig;
+use scenarios::testbed::{CcmBed as Bed, CcmBedConfig};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -92,7 +92,7 @@ async fn wait_ingress_each(
         let list = api.list(&Default::default()).await.expect("list");
         for s in &list.items {
             let name = s.metadata.name.clone().unwrap_or_default();
-            if names.contains(&name) && scenarios::testbed::ccm_bed::has_ingress(s) {
+            if names.contains(&name) && scenarios::testbed::has_ingress(s) {
                 seen.entry(name)
                     .or_insert_with(|| since.elapsed().as_secs_f64());
             }
@@ -198,8 +198,7 @@ async fn main() {
             took.as_secs_f64(),
             started.elapsed().as_secs_f64()
         );
-        let [first, median, p90, last] =
-            scenarios::sim::burst::quantiles(&each).unwrap_or_default();
+        let [first, median, p90, last] = scenarios::sim::quantiles(&each).unwrap_or_default();
         println!(
             "  ingress since the first create: first {first:.1} s, median {median:.1} s, p90 {p90:.1} s, last {last:.1} s"
         );

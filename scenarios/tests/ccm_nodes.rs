@@ -14,8 +14,8 @@ use ccm::secret::{Token, TokenSource};
 use fakecloud::{FaultEffect, FaultRule};
 use k8s_openapi::api::core::v1::{Event, Node};
 use kube::api::{Api, ListParams};
-use scenarios::testbed::cluster::Cluster;
-use scenarios::testbed::kubelet::KubeletConfig;
+use scenarios::testbed::Cluster;
+use scenarios::testbed::KubeletConfig;
 use scenarios::testbed::{Testbed, TestbedConfig};
 use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -27,7 +27,7 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
 {
-    scenarios::testbed::wait::eventually(what, Duration::from_secs(20), check).await
+    scenarios::testbed::eventually(what, Duration::from_secs(20), check).await
 }
 
 /// Everything any test logged, to prove tokens never appear in logs.
@@ -746,10 +746,10 @@ async fn a_rotated_token_file_is_used_for_the_next_request_and_never_logged() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ready_nodes_cost_the_lifecycle_controller_no_server_reads() {
-    use scenarios::testbed::ccm_bed::CcmBed;
+    use scenarios::testbed::CcmBed;
     let bed = CcmBed::start_default().await;
     for name in ["node-1", "node-2", "node-3"] {
-        scenarios::testbed::wait::eventually(name, Duration::from_secs(30), || async {
+        scenarios::testbed::eventually(name, Duration::from_secs(30), || async {
             let nodes: Api<Node> = Api::all(bed.tb.cluster.client());
             nodes.get(name).await.ok().filter(is_initialized)
         })
@@ -759,11 +759,9 @@ async fn ready_nodes_cost_the_lifecycle_controller_no_server_reads() {
     bed.clear_request_log().await;
     let before = ccm.reconciles("node-lifecycle");
     // Ten looks at every Node.
-    scenarios::testbed::wait::eventually(
-        "30 lifecycle checks",
-        Duration::from_secs(30),
-        || async { (ccm.reconciles("node-lifecycle") >= before + 30).then_some(()) },
-    )
+    scenarios::testbed::eventually("30 lifecycle checks", Duration::from_secs(30), || async {
+        (ccm.reconciles("node-lifecycle") >= before + 30).then_some(())
+    })
     .await;
     let lookups = || async {
         bed.request_log()
@@ -782,7 +780,7 @@ async fn ready_nodes_cost_the_lifecycle_controller_no_server_reads() {
         None,
     )
     .await;
-    scenarios::testbed::wait::eventually(
+    scenarios::testbed::eventually(
         "node-3's server looked up",
         Duration::from_secs(30),
         || async {

@@ -263,7 +263,12 @@ fn graph_of(src: &Path, split: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
         let children = strip(&text)
             .lines()
             .filter_map(|l| {
-                let l = l.trim().trim_start_matches("pub ");
+                // Any visibility: a folder's face keeps its parts private or `pub(crate)`.
+                let l = l.trim();
+                let l = ["pub(crate) ", "pub(super) ", "pub "]
+                    .iter()
+                    .find_map(|v| l.strip_prefix(v))
+                    .unwrap_or(l);
                 let name = l.strip_prefix("mod ")?.strip_suffix(';')?;
                 let mut p = here.clone();
                 p.push(name.trim().to_string());

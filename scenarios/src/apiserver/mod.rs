@@ -1,34 +1,48 @@
 //! An embedded Kubernetes API server: real HTTP, real wire formats, for the resources the CCM
 //! and its testbed use. kube-rs controllers and kubectl talk to it as to a real cluster.
+//!
+//! What it offers, all from here: the [`ApiServer`] with its [`ApiServerConfig`], its state
+//! ([`Shared`]) and request log ([`RequestRecord`], [`verb_counts`]); the discovery and
+//! OpenAPI documents it serves ([`group_list`], [`v2_json`], [`v3_document`], …), for the
+//! tests that serve them elsewhere; and its protobuf body decoder ([`decode_body`]).
 
-pub mod apiservices;
-pub mod apps;
-pub mod batch;
+mod apiservices;
+// The workload controllers (`src/workloads/`) share the label selectors of `apps` and the
+// cron schedules of `cron`.
+pub(crate) mod apps;
+mod batch;
 mod body;
 mod cluster_ips;
-pub mod cron;
-pub mod discovery;
-pub mod events;
+pub(crate) mod cron;
+mod discovery;
+mod events;
 mod http;
 mod objects;
-pub mod openapi;
-pub mod patch;
-pub mod propagation;
-pub mod protobuf;
-pub mod rbac;
-pub mod registry;
-pub mod replication;
-pub mod selectors;
-pub mod serve;
-pub mod server;
-pub mod services;
-pub mod status;
-pub mod store;
-pub mod tables;
-pub mod tls;
+mod openapi;
+mod patch;
+mod propagation;
+mod protobuf;
+// The testbed installs the CCM's identity (`src/testbed/ccm_identity.rs`) and the
+// simulation serves the router on its own transport, as the administrator.
+pub(crate) mod rbac;
+pub(crate) mod registry;
+mod replication;
+mod selectors;
+pub(crate) mod serve;
+mod server;
+mod services;
+mod status;
+mod store;
+mod tables;
+mod tls;
 mod tokens;
 mod watch;
 
+pub use discovery::{core_versions, group, group_list, resource_list, version};
+pub use openapi::{
+    V2_PROTOBUF_CONTENT_TYPE, encode_v2, v2_json, v2_protobuf, v3_discovery, v3_document,
+};
+pub use protobuf::{ProtobufError, decode_body};
 pub use serve::ApiServer;
 pub use server::{ApiServerConfig, RequestRecord, Shared, verb_counts};
 

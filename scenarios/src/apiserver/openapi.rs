@@ -30,12 +30,10 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-/// The media type kubectl asks for in `Accept` when it wants the protobuf v2 document.
-pub const V2_PROTOBUF_ACCEPT: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
-
 /// The `Content-Type` of the protobuf v2 answer, as the real API server sends it: Go's
-/// `mime.ParseMediaType` rejects the `@` of the `Accept` form, and kubectl 1.27 and 1.28 fail
-/// with "mime: unexpected content after media subtype" when it is echoed back.
+/// `mime.ParseMediaType` rejects the `@` of the form kubectl asks for in `Accept`
+/// (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`), and kubectl 1.27 and 1.28
+/// fail with "mime: unexpected content after media subtype" when it is echoed back.
 pub const V2_PROTOBUF_CONTENT_TYPE: &str =
     "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 

@@ -72,21 +72,6 @@ pub const MAGIC: [u8; 4] = *b"k8s\0";
 /// The media type of Kubernetes protobuf bodies.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";
 
-/// The `(apiVersion, kind)` pairs [`decode_body`] can decode.
-pub const SUPPORTED_KINDS: &[(&str, &str)] = &[
-    ("v1", "Namespace"),
-    ("v1", "Service"),
-    ("v1", "ConfigMap"),
-    ("v1", "Secret"),
-    ("v1", "ServiceAccount"),
-    ("apps/v1", "Deployment"),
-    ("batch/v1", "Job"),
-    ("batch/v1", "CronJob"),
-    ("v1", "DeleteOptions"),
-    ("meta.k8s.io/v1", "DeleteOptions"),
-    ("authentication.k8s.io/v1", "TokenRequest"),
-];
-
 /// Why a protobuf body could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProtobufError {

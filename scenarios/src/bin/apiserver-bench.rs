@@ -9,7 +9,7 @@ use clap::Parser;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
-use scenarios::testbed::cluster::Cluster;
+use scenarios::testbed::Cluster;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Parser)]

@@ -9,9 +9,9 @@
 //! with `N passed, M failed`. The same arguments print the same digest.
 
 use clap::Parser;
-use scenarios::sim::run::{self, Outcome};
-use scenarios::sim::schedule::Schedule;
-use scenarios::sim::trace::Fnv;
+use scenarios::sim::Fnv;
+use scenarios::sim::Schedule;
+use scenarios::sim::{self, Outcome};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -67,9 +67,9 @@ enum Command {
     /// class and figure, this CCM's announced class, the downtime observed), ending with
     /// `N passed, M failed`.
     Report {
-        #[arg(long, default_value_t = scenarios::sim::props::report::CASES)]
+        #[arg(long, default_value_t = scenarios::sim::props::CASES)]
         cases: usize,
-        #[arg(long, default_value_t = scenarios::sim::props::report::SEED)]
+        #[arg(long, default_value_t = scenarios::sim::props::SEED)]
         seed: u64,
         /// Write the report here instead of standard output.
         #[arg(long)]
@@ -312,7 +312,7 @@ fn report(o: &Outcome, shrink: bool) {
     };
     let schedule = Schedule::generate(o.seed);
     if shrink {
-        let (prefix, failing, passing) = run::shrink(&schedule, first.invariant);
+        let (prefix, failing, passing) = sim::shrink(&schedule, first.invariant);
         println!(
             "  shortest failing prefix: {} of {} steps:",
             prefix.steps.len(),
@@ -335,7 +335,7 @@ fn report(o: &Outcome, shrink: bool) {
             failing.trace.unwrap_or_default(),
             passing.and_then(|p| p.trace).unwrap_or_default(),
         );
-        if let Some((i, _, _)) = scenarios::sim::trace::first_difference(&a, &b) {
+        if let Some((i, _, _)) = scenarios::sim::first_difference(&a, &b) {
             println!("  the trace diverges from the passing prefix's at line {i}:");
             for line in a.iter().skip(i).take(8) {
                 println!("    {line}");
@@ -363,11 +363,11 @@ fn props_report(
     shrink: bool,
     threads: Option<usize>,
 ) -> ExitCode {
-    use scenarios::sim::props::{report, strategy};
+    use scenarios::sim::props;
     let started = Instant::now();
-    let drawn = strategy::cases(seed, cases);
-    let outcomes = report::run_all(&drawn, cores(threads));
-    let summary = report::summarize(&outcomes);
+    let drawn = props::cases(seed, cases);
+    let outcomes = props::run_all(&drawn, cores(threads));
+    let summary = props::summarize(&outcomes);
     let text = summary.markdown(seed, started.elapsed().as_secs_f64());
     for (i, v) in &summary.violations {
         eprintln!(
@@ -383,7 +383,7 @@ fn props_report(
             if !seen.insert(v.property) {
                 continue;
             }
-            if let Some((minimal, out)) = report::shrink(seed, *i, v.property, 200) {
+            if let Some((minimal, out)) = props::shrink(seed, *i, v.property, 200) {
                 eprintln!(
                     "minimal case for {} (from case {i}):\n  {}\n  violations: {:?}\n  replay: {}",
                     v.property,
@@ -474,7 +474,7 @@ fn soak(
     out: Option<PathBuf>,
     trace: Option<PathBuf>,
 ) -> ExitCode {
-    use scenarios::sim::soak::{self, SoakConfig};
+    use scenarios::sim::{self, SoakConfig};
     use std::time::Duration;
     let (Ok(duration), Ok(sample_every)) = (
         Duration::try_from_secs_f64(days * 86_400.0),
@@ -492,7 +492,7 @@ fn soak(
         whole_trace: trace.is_some(),
         ..SoakConfig::new(seed, duration)
     };
-    let report = match soak::soak(&config) {
+    let report = match sim::soak(&config) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("sim soak: {e}");
@@ -501,7 +501,7 @@ fn soak(
     };
     print!("{}", report.text());
     if let Some(path) = out
-        && let Err(e) = std::fs::write(&path, soak::csv(&report.samples))
+        && let Err(e) = std::fs::write(&path, sim::csv(&report.samples))
     {
         eprintln!("sim soak: cannot write {}: {e}", path.display());
         return ExitCode::FAILURE;
@@ -527,7 +527,7 @@ fn case(json: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let out = scenarios::sim::props::play::run(&case, true);
+    let out = scenarios::sim::props::run(&case, true);
     for line in out.trace.iter().flatten() {
         println!("{line}");
     }

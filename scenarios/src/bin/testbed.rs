@@ -5,8 +5,8 @@
 use anyhow::Context;
 use clap::Parser;
 use scenarios::apiserver::ApiServerConfig;
-use scenarios::testbed::ccm_bed::InProcessCcm;
-use scenarios::testbed::cluster::Cluster;
+use scenarios::testbed::Cluster;
+use scenarios::testbed::InProcessCcm;
 use scenarios::testbed::{Testbed, TestbedConfig};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -146,7 +146,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let ccm_kubeconfig = args.kubeconfig.with_extension("ccm");
     std::fs::write(&ccm_kubeconfig, testbed.cluster.ccm_kubeconfig_yaml())
         .with_context(|| format!("cannot write {}", ccm_kubeconfig.display()))?;
-    let (sa_namespace, sa_name) = scenarios::testbed::ccm_identity::service_account()?;
+    let (sa_namespace, sa_name) = scenarios::testbed::service_account()?;
     println!(
         "CCM kubeconfig (ServiceAccount {sa_namespace}/{sa_name}, RBAC of deploy/config.yml): {}; or a token: kubectl -n {sa_namespace} create token {sa_name}",
         ccm_kubeconfig.display()

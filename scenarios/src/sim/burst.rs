@@ -70,7 +70,7 @@ impl Burst {
     /// Notes the Services that have an ingress now; whether all have.
     pub fn watch(&mut self, world: &World) -> bool {
         for svc in self.services(world) {
-            if crate::testbed::ccm_bed::has_ingress(&svc)
+            if crate::testbed::has_ingress(&svc)
                 && let Some(name) = svc.metadata.name.clone()
             {
                 self.ingress

@@ -377,7 +377,7 @@ fn check_converged(seen: &Seen, out: &mut Vec<Violation>) {
                 format!("Service {name} wants listeners {want:?}, its load balancer has {have:?}"),
             ));
         }
-        let ingress = crate::testbed::ccm_bed::has_ingress(svc);
+        let ingress = crate::testbed::has_ingress(svc);
         if !ingress {
             out.push(violation(
                 "not-converged",
@@ -505,7 +505,7 @@ fn has_taint(node: &Node, key: &str) -> bool {
 
 /// Every Node (one deleted by hand and registered again too) is initialized.
 fn check_node_initialized(node: &Node, name: &str, uuid: Uuid, out: &mut Vec<Violation>) {
-    let uninitialized = has_taint(node, crate::testbed::kubelet::UNINITIALIZED_TAINT);
+    let uninitialized = has_taint(node, crate::testbed::UNINITIALIZED_TAINT);
     let provider_id = node.spec.as_ref().and_then(|s| s.provider_id.as_ref());
     if uninitialized || provider_id.is_none() {
         out.push(violation(

@@ -4,22 +4,32 @@
 //! every run. Same seed, same run: the trace and its digest repeat exactly.
 //!
 //! See `scenarios/README.md` ("Simulation") for how to run it and what it checks.
+//!
+//! What it offers, all from here: the [`World`] and its [`runtime`]; [`Schedule`]s of
+//! [`Step`]s and their [`run`] (many at once: [`run_many`]), its [`Outcome`] and [`shrink`];
+//! the invariants ([`check`]); bursts of Services ([`Burst`]); the soak ([`soak`]); the
+//! trace ([`Trace`], [`Fnv`]). The property-based suite is a face of its own, [`props`].
 
-pub mod burst;
-pub mod check;
-pub mod downtime;
-pub mod invariants;
+mod burst;
+mod check;
+mod downtime;
+mod invariants;
 pub mod props;
-pub mod rng;
-pub mod run;
-pub mod schedule;
-pub mod soak;
-pub mod trace;
-pub mod transport;
-pub mod world;
+mod rng;
+mod run;
+mod schedule;
+mod soak;
+mod trace;
+mod transport;
+mod world;
 
-pub use trace::Trace;
-pub use world::{World, WorldConfig, runtime};
+pub use burst::{Burst, complete, production_world, quantiles, spread};
+pub use check::{Context, Violation, after_create, check};
+pub use run::{Outcome, keep_callsites_asking, run, shrink};
+pub use schedule::{Action, Misconfig, Port, Schedule, Shape, Step, service};
+pub use soak::{SoakConfig, csv, soak, verdict, verdict_text, window_for};
+pub use trace::{Fnv, Request, Trace, first_difference};
+pub use world::{World, WorldConfig, load_balancers_of, runtime};
 
 /// `f` of every index in `0..count` on `threads` threads; the results in index order (each
 /// run is alone on its own runtime, so threads change nothing but the wall time).
@@ -102,7 +112,7 @@ pub fn scale(services: usize, nodes: usize, minutes: u64) -> Result<String, Stri
             .api
             .objects::<Service>("services")
             .iter()
-            .filter(|s| crate::testbed::ccm_bed::has_ingress(s))
+            .filter(|s| crate::testbed::has_ingress(s))
             .count();
         let lines = world.trace.lines();
         let count = |api: &str| {

@@ -930,7 +930,7 @@ fn nodes_now(world: &World) -> BTreeMap<String, bool> {
         .node_names()
         .into_iter()
         .filter_map(|name| {
-            let machine = crate::testbed::kubelet::machine(&world.cloud, world.server_of(&name)?)?;
+            let machine = crate::testbed::machine(&world.cloud, world.server_of(&name)?)?;
             Some((name, machine.status != "running"))
         })
         .collect()

@@ -3,7 +3,7 @@
 //! ServiceAccount's token. Every suite runs the CCM with it, so a rule missing from the
 //! shipped manifest fails them (the server answers 403, as a real one does).
 
-use crate::apiserver::server::Shared;
+use crate::apiserver::Shared;
 use crate::apiserver::{rbac, registry};
 use serde::Deserialize;
 

@@ -3,18 +3,38 @@
 //! the real Nodes elsewhere), optionally a kubelet for every server created later through
 //! fakecloud, the workload controllers on the embedded server (`src/workloads/`), and the
 //! kube-proxy view.
+//!
+//! What it offers, all from here: [`Testbed`] and its [`TestbedConfig`]; the [`Cluster`]
+//! backends; the simulated kubelets' settings and machines ([`KubeletConfig`],
+//! [`machine`]); [`CcmBed`], a testbed running the CCM in-process ([`InProcessCcm`]), with
+//! the helpers the CCM's end-to-end tests share (Services, ingress, downtime); the
+//! reference load balancer model ([`Reference`]); [`eventually`]; and the CCM's RBAC
+//! identity ([`service_account`]).
 
-pub mod ccm_bed;
-pub mod ccm_identity;
-pub mod cluster;
-pub mod kubectl;
-pub mod kubelet;
-pub mod proxy;
-pub mod reference_lbs;
-pub mod wait;
+mod ccm_bed;
+// The simulation (`src/sim/`) installs the CCM's identity, runs kubelets and the
+// kube-proxy view itself.
+pub(crate) mod ccm_identity;
+mod cluster;
+mod kubectl;
+pub(crate) mod kubelet;
+pub(crate) mod proxy;
+mod reference_lbs;
+mod wait;
 
-use crate::testbed::cluster::{Cluster, ClusterError};
-use crate::testbed::kubelet::{Kubelet, KubeletConfig, KubeletError};
+pub use ccm_bed::{
+    CcmBed, CcmBedConfig, FAST_FLAGS, InProcessCcm, LIMIT, Route, Snap, down_intervals, downtime,
+    downtime_at, has_ingress, ingress, lb_service, unreachable_on_both, web_service,
+};
+pub use ccm_identity::{IdentityError, manifest_documents, service_account, user_name};
+pub use cluster::{Backend, Cluster, ClusterError, client_for};
+pub use kubectl::installed_clients;
+pub use kubelet::{
+    Flaps, Kubelet, KubeletConfig, KubeletError, Machine, UNINITIALIZED_TAINT, machine,
+};
+pub use reference_lbs::{Call, Reference, UUID_ANNOTATION};
+pub use wait::eventually;
+
 use crate::testbed::proxy::KubeProxy;
 use crate::workloads::{Workloads, WorkloadsConfig};
 use fakecloud::FakeCloud;

@@ -2,43 +2,49 @@
 //! kube-scheduler and the kubelets do on a real cluster (which has its own: these start only
 //! for the embedded backend):
 //!
-//! - [`deployment`]: Deployment → ReplicaSets (rolling update or recreate), their status and
+//! - `deployment`: Deployment → ReplicaSets (rolling update or recreate), their status and
 //!   conditions, the revision history;
-//! - [`replicaset`]: ReplicaSet → Pods (created and deleted to match `replicas`), status;
-//! - [`daemonset`]: DaemonSet → one Pod pinned to each eligible Node, rolling updates,
+//! - `replicaset`: ReplicaSet → Pods (created and deleted to match `replicas`), status;
+//! - `daemonset`: DaemonSet → one Pod pinned to each eligible Node, rolling updates,
 //!   status;
-//! - [`cronjob`]: CronJob → a Job at each time of its schedule ([`cron`]),
+//! - `cronjob`: CronJob → a Job at each time of its schedule (`cron`),
 //!   `concurrencyPolicy`, history limits, status;
-//! - [`replicationcontroller`]: the same for core/v1 ReplicationControllers;
-//! - [`job`]: Job → Pods run to completion (`parallelism`, `completions`, `backoffLimit`,
+//! - `replicationcontroller`: the same for core/v1 ReplicationControllers;
+//! - `job`: Job → Pods run to completion (`parallelism`, `completions`, `backoffLimit`,
 //!   `suspend`, `activeDeadlineSeconds`), status and conditions, `ttlSecondsAfterFinished`;
-//! - [`pods`]: the scheduler (a Ready, schedulable Node whose taints the Pod tolerates, the
+//! - `pods`: the scheduler (a Ready, schedulable Node whose taints the Pod tolerates, the
 //!   one with the fewest Pods of the same owner), the kubelets' part (pod IP from the Node's
 //!   pod CIDR, `Running` and Ready once `pod_start` has passed) and the node lifecycle's
 //!   (Pods of a NotReady Node turn unready, and are deleted after `eviction_grace`; Pods of
 //!   a deleted Node at once);
-//! - [`endpointslices`]: `discovery.k8s.io/v1` EndpointSlices of every Service with a
+//! - `endpointslices`: `discovery.k8s.io/v1` EndpointSlices of every Service with a
 //!   selector, following the ready Pods (what the kube-proxy view, `src/testbed/proxy.rs`, reads).
 //!
 //! One task runs them in turn over one read of the cluster, whenever a relevant object
 //! changed in the embedded store (its change feed, the same seam the simulation's
 //! kube-proxy view uses), when a Pod's start or eviction is due, and every `resync`. Every
 //! read and write goes through the API server as the cluster administrator, as the
-//! simulated kubelets do. Owner references are set as Kubernetes sets them, and [`gc`], the
+//! simulated kubelets do. Owner references are set as Kubernetes sets them, and `gc`, the
 //! garbage collector, follows them: dependents of a deleted owner go (`Background`), or go
 //! first (`Foreground`), or stay without it (`Orphan`), as the delete asked.
 //! Timings come from tokio's clock and timestamps from `WorkloadsConfig::ambient`.
+//!
+//! What it offers, all from here: [`Workloads`], started with a [`WorkloadsConfig`], and
+//! the annotation that gives a Pod run to completion its exit code ([`EXIT_CODE`]); the
+//! controllers themselves are private.
 
-pub mod cron;
-pub mod cronjob;
-pub mod daemonset;
-pub mod deployment;
-pub mod endpointslices;
-pub mod gc;
-pub mod job;
-pub mod pods;
-pub mod replicaset;
-pub mod replicationcontroller;
+mod cron;
+mod cronjob;
+mod daemonset;
+mod deployment;
+mod endpointslices;
+mod gc;
+mod job;
+mod pods;
+mod replicaset;
+mod replicationcontroller;
+
+pub use pods::EXIT_CODE;
 
 use crate::apiserver::Shared;
 use ccm::ambient::Ambient;

@@ -16,11 +16,9 @@
 use ccm::service::reconcile::controller::{TAG_CLUSTER, TAG_SERVICE_UID};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::Api;
-use scenarios::testbed::ccm_bed::{
-    CcmBed as Bed, CcmBedConfig, FAST_FLAGS, InProcessCcm, lb_service,
-};
-use scenarios::testbed::reference_lbs::{Call, Reference, UUID_ANNOTATION};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{Call, Reference, UUID_ANNOTATION};
+use scenarios::testbed::{CcmBed as Bed, CcmBedConfig, FAST_FLAGS, InProcessCcm, lb_service};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -356,11 +354,7 @@ async fn the_go_references_load_balancers_are_adopted_as_they_are_without_downti
             Some("1")
         );
         assert_eq!(ann.get(&key("zone")).map(String::as_str), Some("rma1"));
-        assert_eq!(
-            scenarios::testbed::ccm_bed::ingress(&s).len(),
-            2,
-            "{name}: two VIPs"
-        );
+        assert_eq!(scenarios::testbed::ingress(&s).len(), 2, "{name}: two VIPs");
         uids.insert(name.clone(), s.metadata.uid.clone().unwrap_or_default());
     }
     let built = State::read(&bed).await;

@@ -6,7 +6,7 @@ use ccm::events::Events;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
-use scenarios::testbed::cluster::Cluster;
+use scenarios::testbed::Cluster;
 
 fn reference() -> ObjectReference {
     ObjectReference {

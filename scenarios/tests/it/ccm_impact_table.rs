@@ -5,10 +5,10 @@
 //! by search on the simulation's virtual clock (and give `ccm/README.md` its table); this
 //! walk shows they hold over real sockets and a scaled wall clock too.
 
-use scenarios::testbed::ccm_bed::{
+use scenarios::testbed::eventually;
+use scenarios::testbed::{
     CcmBed as Bed, LIMIT, Snap, downtime, downtime_at, unreachable_on_both, web_service as web,
 };
-use scenarios::testbed::wait::eventually;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -493,7 +493,7 @@ async fn every_change_stays_within_its_class_over_real_sockets() {
             let hostname = c.what.starts_with("force-hostname");
             eventually("the status to follow", LIMIT, || async {
                 let svc = bed.services().get("web").await.ok()?;
-                let ingress = scenarios::testbed::ccm_bed::ingress(&svc);
+                let ingress = scenarios::testbed::ingress(&svc);
                 let ok = if hostname {
                     ingress == [json!({"hostname": "web.example.com"})]
                 } else {

@@ -11,7 +11,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
-use scenarios::testbed::cluster::Cluster;
+use scenarios::testbed::Cluster;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -385,7 +385,7 @@ async fn leader_cut_off_from_the_api_server_steps_down_before_the_lease_expires(
     let proxy = Proxy::start(upstream).await;
     let yaml = cluster.kubeconfig_yaml().replace(&url, &proxy.url);
     assert_ne!(yaml, cluster.kubeconfig_yaml());
-    let cut_client = scenarios::testbed::cluster::client_for(&yaml)
+    let cut_client = scenarios::testbed::client_for(&yaml)
         .await
         .expect("proxied client");
 

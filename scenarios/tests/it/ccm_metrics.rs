@@ -2,7 +2,7 @@
 //! it and deletes it, its cloudscale.ch API counters match fakecloud's request log request
 //! for request, and the per-controller counters add up to them.
 
-use scenarios::testbed::ccm_bed::{CcmBed as Bed, web_service as web};
+use scenarios::testbed::{CcmBed as Bed, web_service as web};
 use serde_json::json;
 use std::collections::BTreeMap;
 

@@ -6,10 +6,10 @@
 use ccm::node::metadata::is_initialized;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::Api;
+use scenarios::testbed::KubeletConfig;
 use scenarios::testbed::TestbedConfig;
-use scenarios::testbed::ccm_bed::{CcmBed as Bed, CcmBedConfig, InProcessCcm};
-use scenarios::testbed::kubelet::KubeletConfig;
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed as Bed, CcmBedConfig, InProcessCcm};
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;

@@ -4,8 +4,8 @@
 use ccm::service::reconcile::controller::{FINALIZER, TAG_CLUSTER, TAG_SERVICE_UID};
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
-use scenarios::testbed::ccm_bed::{CcmBed as Bed, LIMIT, ingress, web_service as web};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed as Bed, LIMIT, ingress, web_service as web};
 use serde_json::{Value, json};
 
 fn ingress_ips(svc: &Service) -> Vec<(String, Option<String>)> {
@@ -209,7 +209,7 @@ async fn an_invalid_annotation_is_reported_and_nothing_is_created() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_floating_ip_claimed_by_two_new_services_goes_to_exactly_one() {
     // Both claims exist before the CCM starts: which one it sees first must not matter.
-    let mut bed = Bed::start(scenarios::testbed::ccm_bed::CcmBedConfig {
+    let mut bed = Bed::start(scenarios::testbed::CcmBedConfig {
         ccm_flags: None,
         ..Default::default()
     })
@@ -224,11 +224,11 @@ async fn one_floating_ip_claimed_by_two_new_services_goes_to_exactly_one() {
             .await
             .expect("create");
     }
-    bed.ccm = Some(scenarios::testbed::ccm_bed::InProcessCcm::start(
+    bed.ccm = Some(scenarios::testbed::InProcessCcm::start(
         &bed.kubeconfig,
         &bed.tb.cloud,
         5,
-        scenarios::testbed::ccm_bed::FAST_FLAGS,
+        scenarios::testbed::FAST_FLAGS,
     ));
     // Created in the same second: "default/a" comes first by name.
     let a = bed.lb_uuid_of("a").await;

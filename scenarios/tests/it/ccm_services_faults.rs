@@ -16,10 +16,8 @@
 use ccm::service::reconcile::controller::FINALIZER;
 use fakecloud::faults::{FaultEffect, FaultRule};
 use kube::api::DeleteParams;
-use scenarios::testbed::ccm_bed::{
-    CcmBed as Bed, CcmBedConfig, LIMIT, Snap, downtime, web_service as web,
-};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed as Bed, CcmBedConfig, LIMIT, Snap, downtime, web_service as web};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::Duration;

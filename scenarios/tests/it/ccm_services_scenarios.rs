@@ -8,8 +8,8 @@ use fakecloud::faults::{FaultEffect, FaultRule};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use scenarios::testbed::ccm_bed::{CcmBed as Bed, LIMIT, downtime, ingress, web_service as web};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed as Bed, LIMIT, downtime, ingress, web_service as web};
 use serde_json::{Value, json};
 
 fn all(values: &[Value], f: impl Fn(&Value) -> bool) -> bool {

@@ -771,7 +771,7 @@ fn the_chart_render_applies_with_kubectl() {
         .collect();
     let runtime = tokio::runtime::Runtime::new().expect("runtime");
     let cluster = runtime
-        .block_on(scenarios::testbed::cluster::Cluster::embedded())
+        .block_on(scenarios::testbed::Cluster::embedded())
         .expect("cluster");
     let dir = std::env::temp_dir().join(format!("chart-apply-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).expect("dir");

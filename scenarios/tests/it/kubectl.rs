@@ -356,7 +356,7 @@ lastTimestamp: "2026-01-01T00:00:00Z"
 /// Runs `f` for every installed client in parallel, each in a fresh namespace of one
 /// server; reports every client's failure together.
 pub(crate) fn for_each_client(test: &str, f: impl Fn(&Kubectl) + Sync) {
-    let clients = scenarios::testbed::kubectl::installed_clients();
+    let clients = scenarios::testbed::installed_clients();
     if clients.is_empty() {
         eprintln!("skipping {test}: no kubectl.1.NN client found next to `kubectl` on PATH");
         return;

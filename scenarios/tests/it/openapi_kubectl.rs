@@ -1,4 +1,4 @@
-//! The OpenAPI documents of `scenarios::apiserver::openapi` against the real kubectl clients
+//! The OpenAPI documents of `scenarios::apiserver` against the real kubectl clients
 //! (1.27 … 1.33, installed next to `kubectl` as `kubectl.1.NN`): a small axum stub serves
 //! `/version`, legacy discovery, `/openapi/v2` (protobuf or JSON) and `/openapi/v3`, answers
 //! GET of an object with 404 and echoes POST bodies. Each kubectl run has a bounded timeout.
@@ -7,7 +7,10 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use scenarios::apiserver::{discovery, openapi};
+use scenarios::apiserver::{
+    V2_PROTOBUF_CONTENT_TYPE, core_versions, encode_v2, group, group_list, resource_list, v2_json,
+    v2_protobuf, v3_discovery, v3_document, version,
+};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,15 +40,15 @@ impl Docs {
         let v3 = v3_paths()
             .into_iter()
             .map(|p| {
-                let doc = openapi::v3_document(&p).expect("v3 document").clone();
+                let doc = v3_document(&p).expect("v3 document").clone();
                 (p, doc)
             })
             .collect();
         Docs {
             minor: minor.to_string(),
-            v2_json: openapi::v2_json().clone(),
-            v2_protobuf: openapi::v2_protobuf().to_vec(),
-            v3_discovery: openapi::v3_discovery(),
+            v2_json: v2_json().clone(),
+            v2_protobuf: v2_protobuf().to_vec(),
+            v3_discovery: v3_discovery(),
             v3,
             log: Mutex::new(Vec::new()),
             objects: Mutex::new(Vec::new()),
@@ -60,7 +63,7 @@ impl Docs {
     fn without_field_validation(minor: &str) -> Docs {
         let mut docs = Docs::served(minor);
         strip_field_validation(&mut docs.v2_json);
-        docs.v2_protobuf = openapi::encode_v2(&docs.v2_json);
+        docs.v2_protobuf = encode_v2(&docs.v2_json);
         for (_, doc) in &mut docs.v3 {
             strip_field_validation(doc);
         }
@@ -69,7 +72,7 @@ impl Docs {
 }
 
 fn v3_paths() -> Vec<String> {
-    openapi::v3_discovery()["paths"]
+    v3_discovery()["paths"]
         .as_object()
         .expect("v3 discovery paths")
         .keys()
@@ -166,21 +169,21 @@ async fn handle(
     let ok = |v: Value| json_response(StatusCode::OK, &v);
     match segments.as_slice() {
         ["version"] => {
-            let mut v = discovery::version();
+            let mut v = version();
             v["minor"] = json!(docs.minor);
             v["gitVersion"] = json!(format!("v1.{}.0", docs.minor));
             ok(v)
         }
-        ["api"] => ok(discovery::core_versions(&address)),
-        ["apis"] => ok(discovery::group_list()),
-        ["api", v] => discovery::resource_list("", v).map_or_else(|| not_found(&path), ok),
-        ["apis", g] => discovery::group(g).map_or_else(|| not_found(&path), ok),
-        ["apis", g, v] => discovery::resource_list(g, v).map_or_else(|| not_found(&path), ok),
+        ["api"] => ok(core_versions(&address)),
+        ["apis"] => ok(group_list()),
+        ["api", v] => resource_list("", v).map_or_else(|| not_found(&path), ok),
+        ["apis", g] => group(g).map_or_else(|| not_found(&path), ok),
+        ["apis", g, v] => resource_list(g, v).map_or_else(|| not_found(&path), ok),
         ["openapi", "v2"] => {
             if accept.contains("protobuf") {
                 (
                     StatusCode::OK,
-                    [(header::CONTENT_TYPE, openapi::V2_PROTOBUF_CONTENT_TYPE)],
+                    [(header::CONTENT_TYPE, V2_PROTOBUF_CONTENT_TYPE)],
                     docs.v2_protobuf.clone(),
                 )
                     .into_response()
@@ -500,7 +503,7 @@ async fn kubectl(client: &Path, dir: &Path, args: &[&str]) -> Output {
 
 /// The installed clients, or `None` (with the reason printed) when there are none.
 fn clients_or_skip() -> Option<Vec<(u32, PathBuf)>> {
-    let clients = scenarios::testbed::kubectl::installed_clients();
+    let clients = scenarios::testbed::installed_clients();
     if clients.is_empty() {
         println!("skipped: no kubectl.1.27 … kubectl.1.33 found next to kubectl on PATH");
         return None;

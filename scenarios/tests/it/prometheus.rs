@@ -13,8 +13,8 @@
 //!   dashboard query answered, the rules' metrics live, and no alert pending or firing.
 
 use ccm::metrics::{FAMILIES, Family, Kind};
-use scenarios::testbed::ccm_bed::{CcmBed, web_service};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed, web_service};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};

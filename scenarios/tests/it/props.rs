@@ -10,8 +10,8 @@
 //! - With the default seed and count, `ccm/README.md`'s "Impact of Service changes" table
 //!   must be the one this run's report gives; `UPDATE_IMPACT_TABLE=1` rewrites it.
 
-use scenarios::sim::props::model::{self, Kind, ROWS};
-use scenarios::sim::props::{Case, Place, play, report, strategy};
+use scenarios::sim::props::{self, Kind, ROWS};
+use scenarios::sim::props::{Case, Place};
 
 const REGRESSIONS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -49,7 +49,7 @@ fn every_committed_regression_still_passes() {
         !cases.is_empty(),
         "{REGRESSIONS} holds the cases the search found"
     );
-    for out in report::run_all(&cases, threads()) {
+    for out in props::run_all(&cases, threads()) {
         assert!(
             out.violations.is_empty(),
             "{:#?}\nreplay: {}",
@@ -61,10 +61,10 @@ fn every_committed_regression_still_passes() {
 
 #[test]
 fn the_generator_draws_every_change_type_and_both_ends() {
-    let cases = strategy::cases(report::SEED, 300);
+    let cases = props::cases(props::SEED, 300);
     let mut kinds: Vec<Kind> = cases
         .iter()
-        .flat_map(|c| c.changes.iter().map(|ch| model::classify(ch).0))
+        .flat_map(|c| c.changes.iter().map(|ch| props::classify(ch).0))
         .collect();
     kinds.sort();
     kinds.dedup();
@@ -127,7 +127,7 @@ const ACROSS: &str = r#"{"seed":5,
 #[test]
 fn claims_across_services_and_clusters_keep_every_property() {
     let case: Case = serde_json::from_str(ACROSS).expect("a case");
-    let out = play::run(&case, false);
+    let out = props::run(&case, false);
     assert!(
         out.violations.is_empty(),
         "{:#?}\nreplay: {}",
@@ -149,17 +149,17 @@ fn claims_across_services_and_clusters_keep_every_property() {
 
 #[test]
 fn every_service_change_stays_within_its_documented_class() {
-    let count = env_number("PROPTEST_CASES", report::CASES);
-    let seed = env_number("PROPS_SEED", report::SEED);
+    let count = env_number("PROPTEST_CASES", props::CASES);
+    let seed = env_number("PROPS_SEED", props::SEED);
     let started = std::time::Instant::now();
-    let cases = strategy::cases(seed, count);
-    let outcomes = report::run_all(&cases, threads());
-    let summary = report::summarize(&outcomes);
+    let cases = props::cases(seed, count);
+    let outcomes = props::run_all(&cases, threads());
+    let summary = props::summarize(&outcomes);
     let wall = started.elapsed().as_secs_f64();
     let markdown = summary.markdown(seed, wall);
     eprintln!("{markdown}");
     // The artifact CI keeps (ci/test): the report of the default run.
-    if count == report::CASES && seed == report::SEED {
+    if count == props::CASES && seed == props::SEED {
         let target = std::env::var("CARGO_TARGET_DIR")
             .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target").to_string());
         let path = std::path::Path::new(&target).join("impact-report.md");
@@ -168,7 +168,7 @@ fn every_service_change_stays_within_its_documented_class() {
         }
     }
     if let Some((i, v)) = summary.violations.first() {
-        let (minimal, out) = report::shrink(seed, *i, v.property, 200)
+        let (minimal, out) = props::shrink(seed, *i, v.property, 200)
             .unwrap_or_else(|| (cases[*i].clone(), outcomes[*i].clone()));
         let json = serde_json::to_string(&minimal).unwrap_or_default();
         let saved = std::fs::OpenOptions::new()
@@ -191,7 +191,7 @@ fn every_service_change_stays_within_its_documented_class() {
             minimal.replay_command()
         );
     }
-    if count == report::CASES && seed == report::SEED {
+    if count == props::CASES && seed == props::SEED {
         check_readme(&summary.table());
     }
 }
@@ -213,18 +213,18 @@ fn check_readme(table: &str) {
         table.trim(),
         "the impact table in ccm/README.md is not what the report of seed {} and {} cases \
          gives; rerun with UPDATE_IMPACT_TABLE=1 to rewrite it",
-        report::SEED,
-        report::CASES
+        props::SEED,
+        props::CASES
     );
 }
 
 #[test]
 fn a_case_replays_from_its_json_with_the_same_trace() {
-    let case = strategy::cases(7, 1).remove(0);
+    let case = props::cases(7, 1).remove(0);
     let json = serde_json::to_string(&case).expect("a case is JSON");
     let again: Case = serde_json::from_str(&json).expect("and back");
     assert_eq!(again, case);
-    let (a, b) = (play::run(&case, true), play::run(&again, true));
+    let (a, b) = (props::run(&case, true), props::run(&again, true));
     assert_eq!(a.trace, b.trace, "the same case plays the same way");
     assert!(a.trace.is_some_and(|t| !t.is_empty()));
 }

@@ -5,9 +5,9 @@
 //! carry the scaled clock's jitter: the judgement forgives 2 virtual s (20 ms of real
 //! scheduling) where the simulation forgives 0.5.
 
-use scenarios::sim::props::backend::Socket;
-use scenarios::sim::props::play::{Outcome, play_on};
-use scenarios::sim::props::strategy;
+use scenarios::sim::props;
+use scenarios::sim::props::Socket;
+use scenarios::sim::props::{Outcome, play_on};
 
 fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name)
@@ -20,7 +20,7 @@ fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
 async fn generated_cases_hold_on_the_socket_testbed() {
     let count = env_number("PROPS_SOCKET_CASES", 3);
     let seed = env_number("PROPS_SOCKET_SEED", 11);
-    for (i, case) in strategy::cases(seed, count).into_iter().enumerate() {
+    for (i, case) in props::cases(seed, count).into_iter().enumerate() {
         let mut bed = Socket::start(case.nodes.len()).await;
         let mut out = Outcome::new(&case);
         play_on(&mut bed, &case, false, &mut out).await;

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use scenarios::apiserver::protobuf::{ProtobufError, decode_body};
+use scenarios::apiserver::{ProtobufError, decode_body};
 use serde_json::{Value, json};
 
 const COMMANDS: &[&str] = &[

@@ -10,12 +10,10 @@
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kube::api::{Api, ListParams};
 use scenarios::apiserver::RequestRecord;
-use scenarios::testbed::ccm_bed::{
-    CcmBed, CcmBedConfig, FAST_FLAGS, InProcessCcm, LIMIT, web_service,
-};
-use scenarios::testbed::ccm_identity;
-use scenarios::testbed::cluster::Cluster;
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::Cluster;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed, CcmBedConfig, FAST_FLAGS, InProcessCcm, LIMIT, web_service};
+use scenarios::testbed::{manifest_documents, service_account, user_name};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
@@ -26,7 +24,7 @@ type Access = (String, String, String);
 /// Every (verb, group, resource) the manifest's ClusterRoles and Roles grant the CCM.
 fn granted() -> BTreeSet<Access> {
     let mut out = BTreeSet::new();
-    for doc in ccm_identity::manifest_documents().expect("manifest") {
+    for doc in manifest_documents().expect("manifest") {
         if !matches!(doc["kind"].as_str(), Some("ClusterRole" | "Role")) {
             continue;
         }
@@ -184,7 +182,7 @@ async fn the_ccm_uses_exactly_the_rules_its_service_account_is_granted() {
         .expect("delete web");
     bed.wait_service_gone("web").await;
 
-    let user = ccm_identity::user_name().expect("user");
+    let user = user_name().expect("user");
     let records: Vec<RequestRecord> = api
         .requests()
         .into_iter()
@@ -223,7 +221,7 @@ async fn denials_are_403_statuses_naming_user_verb_and_resource() {
         .list(&ListParams::default())
         .await
         .expect_err("the CCM may not read Secrets");
-    let user = ccm_identity::user_name().expect("user");
+    let user = user_name().expect("user");
     match err {
         kube::Error::Api(status) => {
             assert_eq!(status.code, 403);
@@ -356,7 +354,7 @@ async fn kubectl_applies_the_manifest_and_reports_a_denial_as_forbidden() {
         tokio::task::block_in_place(|| kubectl(&ccm, &["-n", "kube-system", "get", "secrets"]));
     assert!(!denied.status.success());
     let stderr = String::from_utf8_lossy(&denied.stderr);
-    let user = ccm_identity::user_name().expect("user");
+    let user = user_name().expect("user");
     assert!(
         stderr.contains(&format!(
             "Error from server (Forbidden): secrets is forbidden: User \"{user}\" cannot list resource \"secrets\" in API group \"\" in the namespace \"kube-system\""
@@ -375,7 +373,7 @@ async fn kubectl_create_token_acts_as_the_service_account() {
     std::fs::create_dir_all(&dir).expect("dir");
     let admin = dir.join("admin");
     std::fs::write(&admin, cluster.kubeconfig_yaml()).expect("admin kubeconfig");
-    let (ns, name) = ccm_identity::service_account().expect("service account");
+    let (ns, name) = service_account().expect("service account");
     let run = |args: &[&str]| tokio::task::block_in_place(|| kubectl(&admin, args));
 
     let out = run(&["-n", &ns, "create", "token", &name, "--duration", "2h"]);
@@ -399,7 +397,7 @@ async fn kubectl_create_token_acts_as_the_service_account() {
     );
     let denied = run(&["--token", &token, "-n", &ns, "get", "secrets"]);
     assert!(!denied.status.success());
-    let user = ccm_identity::user_name().expect("user");
+    let user = user_name().expect("user");
     let stderr = String::from_utf8_lossy(&denied.stderr);
     assert!(
         stderr.contains(&format!("User \"{user}\" cannot list")),

@@ -8,8 +8,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use scenarios::testbed::cluster::{Backend, Cluster, ClusterError};
-use scenarios::testbed::kubelet::{KubeletConfig, UNINITIALIZED_TAINT};
+use scenarios::testbed::{Backend, Cluster, ClusterError};
+use scenarios::testbed::{KubeletConfig, UNINITIALIZED_TAINT};
 use scenarios::testbed::{Testbed, TestbedConfig};
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ where
 {
     // An upper bound, not a pause: alone these take well under a second, but CI runs eight
     // tests at once on two cores.
-    scenarios::testbed::wait::eventually(what, Duration::from_secs(30), check).await
+    scenarios::testbed::eventually(what, Duration::from_secs(30), check).await
 }
 
 fn fast_config(nodes: usize) -> TestbedConfig {
@@ -95,8 +95,7 @@ async fn kubelets_register_nodes_as_external_cloud_kubelets_do() {
             .expect("InternalIP");
         let name = node.metadata.name.clone().unwrap_or_default();
         let server = tb.server_of(&name).expect("server");
-        let machine =
-            scenarios::testbed::kubelet::machine(tb.cloud.app(), server).expect("machine");
+        let machine = scenarios::testbed::machine(tb.cloud.app(), server).expect("machine");
         assert_eq!(machine.private_ip.as_deref(), Some(internal.as_str()));
         assert_eq!(machine.name, name);
     }
@@ -221,7 +220,7 @@ async fn kube_proxy_view_declares_health_check_answers_for_local_services() {
         .expect("slice");
     let ip = |node: &str| {
         let server = tb.server_of(node).expect("server");
-        scenarios::testbed::kubelet::machine(tb.cloud.app(), server)
+        scenarios::testbed::machine(tb.cloud.app(), server)
             .and_then(|m| m.private_ip)
             .and_then(|ip| ip.parse::<std::net::IpAddr>().ok())
             .expect("private ip")
@@ -246,7 +245,7 @@ async fn kube_proxy_view_declares_health_check_answers_for_local_services() {
 /// The private (InternalIP) address of a testbed node.
 fn node_ip(tb: &Testbed, node: &str) -> std::net::IpAddr {
     let server = tb.server_of(node).expect("server");
-    scenarios::testbed::kubelet::machine(tb.cloud.app(), server)
+    scenarios::testbed::machine(tb.cloud.app(), server)
         .and_then(|m| m.private_ip)
         .and_then(|ip| ip.parse().ok())
         .expect("private ip")
@@ -394,7 +393,7 @@ async fn a_server_created_through_fakecloud_gets_a_kubelet_and_its_node_register
         .and_then(|s| s.addresses.as_ref())
         .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
         .map(|a| a.address.clone());
-    let machine = scenarios::testbed::kubelet::machine(tb.cloud.app(), server).expect("machine");
+    let machine = scenarios::testbed::machine(tb.cloud.app(), server).expect("machine");
     assert_eq!(internal, machine.private_ip);
 }
 
@@ -418,7 +417,7 @@ async fn new_server_kubelets_and_add_node_never_double_up() {
     let added = tb.add_node("node-3").await.expect("add_node");
     wait_ready(&nodes, "node-3").await;
     assert_eq!(tb.server_of("node-3"), Some(added));
-    let machine = scenarios::testbed::kubelet::machine(tb.cloud.app(), added).expect("machine");
+    let machine = scenarios::testbed::machine(tb.cloud.app(), added).expect("machine");
     assert_eq!(machine.private_ip.as_deref(), Some("10.0.0.13"));
     // Once a server created after node-3 has its Node, the watcher has looked at node-3's
     // server at least once: it must have left it alone.

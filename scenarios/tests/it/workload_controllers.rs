@@ -9,8 +9,8 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Node, Pod, ReplicationController};
 use kube::api::{Api, DeleteParams, PostParams, WatchEvent, WatchParams};
 use kube::core::Resource;
-use scenarios::testbed::ccm_bed::{CcmBed, LIMIT};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed, LIMIT};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Command;
@@ -227,7 +227,7 @@ async fn a_job_completes_and_a_failing_one_stops_at_its_backoff_limit() {
         job_object(
             "bad",
             json!({"backoffLimit": 1}),
-            json!({scenarios::workloads::pods::EXIT_CODE: "1"}),
+            json!({scenarios::workloads::EXIT_CODE: "1"}),
         ),
     )
     .await;

@@ -10,8 +10,8 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use scenarios::testbed::ccm_bed::{CcmBed, LIMIT, down_intervals};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed, LIMIT, down_intervals};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -319,7 +319,7 @@ fn roll_out_a_new_image(k: &Kubectl, store: &Store) {
 
 #[test]
 fn every_kubectl_creates_scales_exposes_and_lists_a_deployment() {
-    let clients = scenarios::testbed::kubectl::installed_clients();
+    let clients = scenarios::testbed::installed_clients();
     if clients.is_empty() {
         eprintln!("skipping: no kubectl.1.NN client found next to `kubectl` on PATH");
         return;

@@ -5,7 +5,7 @@
 
 use crate::sim::trace::Trace;
 use crate::sim::world::World;
-use crate::testbed::ccm_bed::{CcmBed, CcmBedConfig};
+use crate::testbed::{CcmBed, CcmBedConfig};
 use fakecloud::clock::Time;
 use serde_json::Value;
 use std::future::Future;
@@ -107,7 +107,7 @@ pub struct Socket {
 impl Socket {
     /// A socket testbed of `nodes` nodes (fakecloud at 100×); the CCM's "service
     /// converged" lines go to the returned backend's trace through the process-wide
-    /// subscriber [`crate::sim::run::global_converged`] installs.
+    /// subscriber the simulation installs (`global_converged` in `src/sim/run.rs`).
     pub async fn start(nodes: usize) -> Socket {
         let trace = Trace::new();
         crate::sim::run::global_converged().to(&trace);

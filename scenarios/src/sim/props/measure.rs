@@ -170,10 +170,7 @@ pub async fn gone_checks(b: &impl Backend, uid: &str, fips: &[String], end: End)
         let api: kube::Api<k8s_openapi::api::core::v1::Service> =
             kube::Api::namespaced(b.kube(), "default");
         let svc = api.get_opt("web").await.ok().flatten();
-        if svc
-            .as_ref()
-            .is_some_and(crate::testbed::ccm_bed::has_ingress)
-        {
+        if svc.as_ref().is_some_and(crate::testbed::has_ingress) {
             out.push(Violation {
                 property: "deletion",
                 detail: "a Service turned into ClusterIP keeps its ingress".into(),

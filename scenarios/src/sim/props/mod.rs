@@ -1,9 +1,9 @@
 //! Property-based proof of the downtime class of every Service change: proptest draws a
 //! valid LoadBalancer Service, the nodes it runs on and a sequence of changes
-//! ([`strategy::case`]); [`play::play`] runs the real CCM against fakecloud and the embedded
+//! (`strategy::case`); `play::play` runs the real CCM against fakecloud and the embedded
 //! API server on the simulation's virtual clock and checks, after every change, what
 //! fakecloud's data-plane oracle saw against the CCM's own prediction and the documented
-//! class ([`model`]); [`report`] sums many cases up per change type.
+//! class (`model`); `report` sums many cases up per change type.
 //!
 //! The properties (each violation names one):
 //! 1. `class-bound`: the downtime on each port stays within the bound of the class the CCM
@@ -28,25 +28,36 @@
 //! another namespace sharing the nodes, or in a second cluster on the same account. Claims
 //! across them are drawn (a floating IP claimed twice or handed over in either order, a
 //! load balancer name taken, a copy carrying another's UUID annotation, a claimant
-//! deleted), and [`neighbours`] checks after every change:
+//! deleted), and `neighbours` checks after every change:
 //! 6. `neighbour-untouched`: a neighbour the change does not concern sees 0 s and its load
 //!    balancer's configuration stays as it was (a refusal touches only what it refuses; no
 //!    Service loses service through another's edit; clusters never change each other's
 //!    resources);
 //! 7. `conflict-resolved`: a floating IP given up by its holder reaches the Service that
-//!    claims it within [`neighbours::HAND_OVER_S`]; a copy gets no load balancer and a
+//!    claims it within `neighbours::HAND_OVER_S`; a copy gets no load balancer and a
 //!    Warning; a held floating IP stays with its holder.
+//!
+//! What it offers, all from here: the [`Case`] and what it is drawn from, the drawing
+//! ([`cases`]), playing one ([`run`], or [`play_on`] another backend such as [`Socket`]),
+//! the documented classes ([`classify`], [`ROWS`]) and the report ([`run_all`],
+//! [`summarize`], [`shrink`]).
 
-pub mod backend;
-pub mod measure;
-pub mod model;
-pub mod neighbours;
-pub mod play;
-pub mod report;
-pub mod scratch;
-pub mod state;
-pub mod strategy;
-pub mod verdict;
+mod backend;
+mod measure;
+mod model;
+mod neighbours;
+mod play;
+mod report;
+mod scratch;
+mod state;
+mod strategy;
+mod verdict;
+
+pub use backend::Socket;
+pub use model::{Kind, ROWS, classify};
+pub use play::{Outcome, play_on, run};
+pub use report::{CASES, SEED, Summary, run_all, shrink, summarize};
+pub use strategy::cases;
 
 use serde::{Deserialize, Serialize};
 

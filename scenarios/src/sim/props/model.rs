@@ -192,12 +192,6 @@ pub const ROWS: &[Row] = &[
     },
 ];
 
-pub fn row(kind: Kind) -> &'static Row {
-    ROWS.iter()
-        .find(|r| r.kind == kind)
-        .unwrap_or(&ROWS[ROWS.len() - 1])
-}
-
 /// The type and documented class of one annotation change (its suffix after [`A`]).
 pub fn annotation(suffix: &str) -> (Kind, Impact) {
     match suffix {

@@ -94,15 +94,6 @@ fn node_names(state: &State) -> Vec<String> {
 }
 
 impl<'w> Neighbours<'w> {
-    /// None at all.
-    pub fn none() -> Neighbours<'w> {
-        Neighbours {
-            list: Vec::new(),
-            copies: Vec::new(),
-            second: None,
-        }
-    }
-
     /// Creates the drawn neighbours (those of another cluster only where `second` is one)
     /// and waits until each has its load balancer.
     pub async fn start(

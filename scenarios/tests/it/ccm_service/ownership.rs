@@ -3,8 +3,8 @@
 //! adopts, changes or deletes it; a rename together with removing the uuid annotation keeps
 //! the one load balancer (found by its `k8s.cloudscale.ch/service-uid` tag).
 
-use scenarios::testbed::ccm_bed::{CcmBed as Bed, LIMIT, downtime, lb_service};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed as Bed, LIMIT, downtime, lb_service};
 use serde_json::{Value, json};
 
 const UUID: &str = "k8s.cloudscale.ch/loadbalancer-uuid";

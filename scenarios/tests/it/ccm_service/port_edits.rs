@@ -5,8 +5,8 @@
 //! a TCP port added to a UDP Service leaves the UDP port's check alone.
 
 use fakecloud::{ApiRules, Strictness};
-use scenarios::testbed::ccm_bed::{CcmBed as Bed, LIMIT, Route, downtime, lb_service};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed as Bed, LIMIT, Route, downtime, lb_service};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -7,10 +7,8 @@
 
 use fakecloud::faults::{FaultEffect, FaultRule};
 use fakecloud::{ApiRules, Strictness};
-use scenarios::testbed::ccm_bed::{
-    CcmBed as Bed, LIMIT, downtime, ingress, lb_service, web_service as web,
-};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed as Bed, LIMIT, downtime, ingress, lb_service, web_service as web};
 use serde_json::{Value, json};
 
 const A: &str = "k8s.cloudscale.ch/loadbalancer-";

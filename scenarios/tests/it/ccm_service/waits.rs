@@ -4,8 +4,8 @@
 //! replacement pool on every pass, and is reported as held after
 //! `--load-balancer-members-timeout`.
 
-use scenarios::testbed::ccm_bed::{CcmBed as Bed, CcmBedConfig, FAST_FLAGS, LIMIT, lb_service};
-use scenarios::testbed::wait::eventually;
+use scenarios::testbed::eventually;
+use scenarios::testbed::{CcmBed as Bed, CcmBedConfig, FAST_FLAGS, LIMIT, lb_service};
 use serde_json::{Value, json};
 use std::time::Instant;
 
@@ -47,13 +47,13 @@ async fn local_policy_changes_complete_although_nodes_without_endpoints_never_co
     bed.endpoint_on("loc", "node-1").await;
     let lb = bed.lb_uuid_of("loc").await;
     let node1 = bed.node_ip("node-1").await;
-    let node1_only = |s: &scenarios::testbed::ccm_bed::Snap| {
+    let node1_only = |s: &scenarios::testbed::Snap| {
         s.members
             .values()
             .flatten()
             .all(|m| (m["monitor_status"] == "up") == (m["address"] == node1.as_str()))
     };
-    let settled = |s: &scenarios::testbed::ccm_bed::Snap| {
+    let settled = |s: &scenarios::testbed::Snap| {
         s.lbs.len() == 1
             && s.lbs[0]["status"] == "running"
             && s.pools.len() == 1

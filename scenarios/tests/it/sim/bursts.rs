@@ -7,8 +7,8 @@
 //! balancer serves.
 
 use super::claims::events_of;
-use scenarios::sim::burst::{self, Burst};
 use scenarios::sim::runtime;
+use scenarios::sim::{self, Burst};
 use std::time::Duration;
 
 const SERVICES: usize = 40;
@@ -18,9 +18,7 @@ const NODES: usize = 30;
 fn a_burst_serves_the_first_services_first_and_publishes_each_when_it_serves() {
     let rt = runtime().expect("runtime");
     rt.block_on(async {
-        let world = burst::production_world(26, NODES, &[])
-            .await
-            .expect("world");
+        let world = sim::production_world(26, NODES, &[]).await.expect("world");
 
         let mut b = Burst::create(&world, "burst-", SERVICES).await;
         assert!(
@@ -30,19 +28,19 @@ fn a_burst_serves_the_first_services_first_and_publishes_each_when_it_serves() {
             b.ingress.len()
         );
         let mut waited = Duration::ZERO;
-        while !burst::complete(&world, SERVICES * NODES) && waited < Duration::from_secs(3600) {
+        while !sim::complete(&world, SERVICES * NODES) && waited < Duration::from_secs(3600) {
             world.run_for(Duration::from_secs(1)).await;
             waited += Duration::from_secs(1);
         }
         let complete = b.started.elapsed().as_secs_f64();
         assert!(
-            burst::complete(&world, SERVICES * NODES),
+            sim::complete(&world, SERVICES * NODES),
             "every member is in place within an hour"
         );
-        let [first, median, _, last] = burst::quantiles(&b.ingress_times()).expect("times");
+        let [first, median, _, last] = sim::quantiles(&b.ingress_times()).expect("times");
         let report = format!(
             "ingress {}; every member in place after {complete:.0} s",
-            burst::spread(&b.ingress_times())
+            sim::spread(&b.ingress_times())
         );
         // Provisioning (60 s), then the pool, monitor, listener and first member applied one
         // after another (10 s each) and the member's first checks: the first Service is
@@ -102,9 +100,7 @@ fn a_change_held_by_this_ccms_budget_says_so() {
             "--load-balancer-members-timeout",
             "60s",
         ];
-        let world = burst::production_world(27, 10, &flags)
-            .await
-            .expect("world");
+        let world = sim::production_world(27, 10, &flags).await.expect("world");
         let mut b = Burst::create(&world, "slow-", 20).await;
         assert!(
             b.run_until_published(&world, Duration::from_secs(3600))
@@ -113,7 +109,7 @@ fn a_change_held_by_this_ccms_budget_says_so() {
             b.ingress.len()
         );
         let mut waited = Duration::ZERO;
-        while !burst::complete(&world, 20 * 10) && waited < Duration::from_secs(3600) {
+        while !sim::complete(&world, 20 * 10) && waited < Duration::from_secs(3600) {
             world.run_for(Duration::from_secs(5)).await;
             waited += Duration::from_secs(5);
         }

@@ -84,7 +84,7 @@ pub fn lb_of(world: &World, ns: &str, name: &str) -> Option<uuid::Uuid> {
         })?
         .metadata
         .uid?;
-    scenarios::sim::world::load_balancers_of(&world.cloud, &uid)
+    scenarios::sim::load_balancers_of(&world.cloud, &uid)
         .into_iter()
         .next()
 }
@@ -150,7 +150,7 @@ fn has_ingress(world: &World, ns: &str, name: &str) -> bool {
         .find(|s| {
             s.metadata.namespace.as_deref() == Some(ns) && s.metadata.name.as_deref() == Some(name)
         })
-        .is_some_and(scenarios::testbed::ccm_bed::has_ingress)
+        .is_some_and(scenarios::testbed::has_ingress)
 }
 
 /// The private addresses of the running nodes' servers.

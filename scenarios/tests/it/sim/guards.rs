@@ -6,8 +6,8 @@ use super::claims::{create, lb_of};
 use super::scripted;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
-use scenarios::sim::run;
-use scenarios::sim::schedule::{Action, Misconfig, Shape};
+use scenarios::sim;
+use scenarios::sim::{Action, Misconfig, Shape};
 use scenarios::sim::{World, WorldConfig, runtime};
 use serde_json::json;
 use std::time::Duration;
@@ -27,7 +27,7 @@ fn wrong_cloud_settings_never_delete_a_node() {
             (200, Action::ClearCloudFaults),
             (230, Action::StartServer("node-2".into())),
         ];
-        let out = run::run(&scripted(2400 + i as u64, steps), true);
+        let out = sim::run(&scripted(2400 + i as u64, steps), true);
         assert!(out.violations.is_empty(), "{m:?}: {:#?}", out.violations);
         let trace = out.trace.unwrap_or_default();
         let deletions: Vec<&String> = trace
@@ -49,7 +49,7 @@ fn a_node_whose_server_is_gone_is_deleted_once_the_settings_are_right_again() {
             (65, Action::DeleteServer("node-3".into())),
             (200, Action::ClearCloudFaults),
         ];
-        let out = run::run(&scripted(2500 + i as u64, steps), true);
+        let out = sim::run(&scripted(2500 + i as u64, steps), true);
         assert!(out.violations.is_empty(), "{m:?}: {:#?}", out.violations);
         let trace = out.trace.unwrap_or_default();
         let deleted_at = trace
@@ -86,7 +86,7 @@ fn a_service_removed_under_another_projects_token_keeps_its_finalizer_until_its_
             (120, end.clone()),
             (200, Action::ClearCloudFaults),
         ];
-        let out = run::run(&scripted(1742, steps), false);
+        let out = sim::run(&scripted(1742, steps), false);
         assert!(out.violations.is_empty(), "{end:?}: {:#?}", out.violations);
     }
     // Found by seed 77016685: the Service turned ClusterIP just before the switch; its
@@ -105,7 +105,7 @@ fn a_service_removed_under_another_projects_token_keeps_its_finalizer_until_its_
         (121, Action::Misconfigure(Misconfig::OtherAccount)),
         (200, Action::ClearCloudFaults),
     ];
-    let out = run::run(&scripted(1742, steps), false);
+    let out = sim::run(&scripted(1742, steps), false);
     assert!(out.violations.is_empty(), "{:#?}", out.violations);
     // Found by seed 91018035: every answer took 9.5 s, the cleanup's snapshot (read with the
     // cluster's token) showed the load balancer, the token switched before the DELETE, whose
@@ -127,7 +127,7 @@ fn a_service_removed_under_another_projects_token_keeps_its_finalizer_until_its_
             (switch, Action::Misconfigure(Misconfig::OtherAccount)),
             (400, Action::ClearCloudFaults),
         ];
-        let out = run::run(&scripted(1742, steps), false);
+        let out = sim::run(&scripted(1742, steps), false);
         assert!(
             out.violations.is_empty(),
             "switch at {switch} s: {:#?}",
@@ -194,7 +194,7 @@ fn nodes_cluster_autoscaler_deletes_leave_the_pools_and_come_back() {
 /// failed as soon as the API answers again. (Seed 22996's schedule, scripted.)
 #[test]
 fn a_listener_deleted_right_after_a_long_api_outage_is_repaired_promptly() {
-    use scenarios::sim::schedule::Port;
+    use scenarios::sim::Port;
     let port = |name: &str, port, udp| Port {
         name: name.into(),
         port,
@@ -279,6 +279,6 @@ fn a_listener_deleted_right_after_a_long_api_outage_is_repaired_promptly() {
         (278, Action::ClearCloudFaults),
         (294, Action::OutsideDelete("svc-0".into(), "listener")),
     ];
-    let out = run::run(&scripted(22996, steps), false);
+    let out = sim::run(&scripted(22996, steps), false);
     assert!(out.violations.is_empty(), "{:#?}", out.violations);
 }

@@ -8,10 +8,9 @@ mod guards;
 mod soak;
 mod waits;
 
-use scenarios::sim::check::{self, Context};
-use scenarios::sim::run;
-use scenarios::sim::schedule::Schedule;
-use scenarios::sim::trace::first_difference;
+use scenarios::sim::Schedule;
+use scenarios::sim::first_difference;
+use scenarios::sim::{self, Context};
 use scenarios::sim::{World, WorldConfig, runtime};
 use serde_json::json;
 
@@ -26,8 +25,8 @@ fn env_u64(name: &str, default: u64) -> u64 {
 fn one_seed_run_twice_gives_the_same_trace_and_digest() {
     // A schedule with steps of many kinds (it was chosen for that, not for passing).
     let schedule = Schedule::generate(env_u64("SIM_SEED", 7));
-    let a = run::run(&schedule, true);
-    let b = run::run(&schedule, true);
+    let a = sim::run(&schedule, true);
+    let b = sim::run(&schedule, true);
     let (ta, tb) = (a.trace.unwrap_or_default(), b.trace.unwrap_or_default());
     assert!(
         ta.len() > 100,
@@ -46,8 +45,8 @@ fn one_seed_run_twice_gives_the_same_trace_and_digest() {
 
 #[test]
 fn two_seeds_give_different_traces() {
-    let a = run::run(&Schedule::generate(1), false);
-    let b = run::run(&Schedule::generate(2), false);
+    let a = sim::run(&Schedule::generate(1), false);
+    let b = sim::run(&Schedule::generate(2), false);
     assert_ne!(a.digest, b.digest);
     assert_ne!(Schedule::generate(1), Schedule::generate(2));
 }
@@ -97,7 +96,7 @@ fn the_seeds_that_once_failed_keep_every_invariant() {
     assert!(seeds.len() >= 10, "{seeds:?}");
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let outcomes = scenarios::sim::parallel(seeds.len(), threads, |i| {
-        run::run(&Schedule::generate(seeds[i]), false)
+        sim::run(&Schedule::generate(seeds[i]), false)
     });
     let failed: Vec<String> = outcomes
         .iter()
@@ -158,12 +157,12 @@ fn the_checks_report_orphans_duplicates_and_foreign_changes() {
                 .expect("member");
         }
         // The check run after each create looks where that create could have broken it.
-        let after = check::after_create(&world.cloud, &format!("{path}?x=1"));
+        let after = sim::after_create(&world.cloud, &format!("{path}?x=1"));
         assert_eq!(
             after.iter().map(|v| v.invariant).collect::<Vec<_>>(),
             ["duplicate"]
         );
-        assert!(check::after_create(&world.cloud, "/v1/load-balancers").is_empty());
+        assert!(sim::after_create(&world.cloud, "/v1/load-balancers").is_empty());
         let cx = Context {
             // A foreign load balancer that has vanished since its snapshot.
             foreign: (uuid::Uuid::nil(), json!({"name": "vanished"})),
@@ -171,7 +170,7 @@ fn the_checks_report_orphans_duplicates_and_foreign_changes() {
             quiet_writes: vec!["0 cloud ccm-1 PATCH /v1/x 200".into()],
             quiet: None,
         };
-        check::check(&world, &cx)
+        sim::check(&world, &cx)
     });
     let names: Vec<&str> = violations.iter().map(|v| v.invariant).collect();
     for expected in [
@@ -186,13 +185,13 @@ fn the_checks_report_orphans_duplicates_and_foreign_changes() {
 
 /// Scripted schedules for what the seeded ones once found (the generator has changed since,
 /// so their seeds no longer replay them): each must now keep every invariant.
-fn scripted(seed: u64, steps: Vec<(u64, scenarios::sim::schedule::Action)>) -> Schedule {
+fn scripted(seed: u64, steps: Vec<(u64, scenarios::sim::Action)>) -> Schedule {
     Schedule {
         seed,
         replicas: 1,
         steps: steps
             .into_iter()
-            .map(|(at, action)| scenarios::sim::schedule::Step {
+            .map(|(at, action)| scenarios::sim::Step {
                 at: std::time::Duration::from_secs(at),
                 action,
             })
@@ -206,7 +205,7 @@ fn scripted(seed: u64, steps: Vec<(u64, scenarios::sim::schedule::Action)>) -> S
 /// its replacement pool stayed next to the old one.
 #[test]
 fn a_change_after_a_monitor_deleted_by_hand_and_a_stopped_node_is_not_held_for_good() {
-    use scenarios::sim::schedule::{Action, Shape};
+    use scenarios::sim::{Action, Shape};
     let create = || (5, Action::Create("svc-0".into(), Shape::http()));
     let algorithm = |v: &str| {
         Action::Annotate(
@@ -246,7 +245,7 @@ fn a_change_after_a_monitor_deleted_by_hand_and_a_stopped_node_is_not_held_for_g
         ],
     ];
     for (i, steps) in orders.into_iter().enumerate() {
-        let out = run::run(&scripted(1153, steps), false);
+        let out = sim::run(&scripted(1153, steps), false);
         assert!(
             out.violations.is_empty(),
             "order {i}: {:#?}",
@@ -261,7 +260,7 @@ fn a_change_after_a_monitor_deleted_by_hand_and_a_stopped_node_is_not_held_for_g
 /// by name and deleted once no server has its name.
 #[test]
 fn a_node_whose_server_is_deleted_before_it_was_initialized_is_deleted() {
-    use scenarios::sim::schedule::{Action, Shape};
+    use scenarios::sim::{Action, Shape};
     let steps = vec![
         (5, Action::Create("svc-0".into(), Shape::http())),
         (
@@ -277,7 +276,7 @@ fn a_node_whose_server_is_deleted_before_it_was_initialized_is_deleted() {
         (120, Action::DeleteServer("node-4".into())),
         (150, Action::ClearCloudFaults),
     ];
-    let out = run::run(&scripted(1186, steps), false);
+    let out = sim::run(&scripted(1186, steps), false);
     assert!(out.violations.is_empty(), "{:#?}", out.violations);
 }
 
@@ -289,7 +288,7 @@ fn a_node_whose_server_is_deleted_before_it_was_initialized_is_deleted() {
 /// (`ccm/src/service/pure/map.rs`, `with_returning`).
 #[test]
 fn a_node_registered_again_keeps_the_members_of_a_service_it_alone_serves() {
-    use scenarios::sim::schedule::{Action, Port, Shape};
+    use scenarios::sim::{Action, Port, Shape};
     let port = |name: &str, port: u16, udp: bool| Port {
         name: name.into(),
         port,
@@ -326,7 +325,7 @@ fn a_node_registered_again_keeps_the_members_of_a_service_it_alone_serves() {
         (400, Action::Annotate("svc-0".into(), monitor)),
         (402, Action::ReregisterNode("node-3".into())),
     ];
-    let out = run::run(&scripted(9009150, steps), false);
+    let out = sim::run(&scripted(9009150, steps), false);
     assert!(out.violations.is_empty(), "{:#?}", out.violations);
 }
 
@@ -336,7 +335,7 @@ fn a_node_registered_again_keeps_the_members_of_a_service_it_alone_serves() {
 /// deleted and re-created behind those updates: 40 s without a member up on two ports).
 #[test]
 fn a_node_registered_again_keeps_its_members_beside_another_node() {
-    use scenarios::sim::schedule::{Action, Port, Shape};
+    use scenarios::sim::{Action, Port, Shape};
     let port = |name: &str, port: u16| Port {
         name: name.into(),
         port,
@@ -383,7 +382,7 @@ fn a_node_registered_again_keeps_its_members_beside_another_node() {
         (212, Action::ReregisterNode("node-2".into())),
         (255, Action::StopServer("node-3".into())),
     ];
-    let out = run::run(&scripted(13009538, steps), false);
+    let out = sim::run(&scripted(13009538, steps), false);
     assert!(out.violations.is_empty(), "{:#?}", out.violations);
 }
 
@@ -393,7 +392,7 @@ fn a_node_registered_again_keeps_its_members_beside_another_node() {
 /// refresh, once per node per `--node-status-update-frequency`, reads their servers).
 #[test]
 fn heartbeats_reconcile_no_service_and_ready_nodes_cost_no_lifecycle_request() {
-    use scenarios::sim::schedule::{self, Shape};
+    use scenarios::sim::{self, Shape};
     let rt = runtime().expect("runtime");
     rt.block_on(async {
         let mut config = WorldConfig::new(11);
@@ -403,8 +402,7 @@ fn heartbeats_reconcile_no_service_and_ready_nodes_cost_no_lifecycle_request() {
         let api: kube::Api<k8s_openapi::api::core::v1::Service> =
             kube::Api::namespaced(world.kube.clone(), "default");
         for name in ["a", "b"] {
-            let svc =
-                serde_json::from_value(schedule::service(name, &Shape::http())).expect("service");
+            let svc = serde_json::from_value(sim::service(name, &Shape::http())).expect("service");
             api.create(&Default::default(), &svc).await.expect("create");
         }
         // Converged well within 5 minutes (provisioning takes one).
@@ -504,7 +502,7 @@ fn the_leader_renews_its_lease_without_reading_it_first() {
 /// log lines, step by step).
 #[test]
 fn the_preview_lists_exactly_the_steps_the_reconcile_then_executes() {
-    use scenarios::sim::schedule::{self, Port, Shape};
+    use scenarios::sim::{self, Port, Shape};
     use std::sync::{Arc, Mutex};
     use tracing_subscriber::layer::SubscriberExt as _;
 
@@ -541,7 +539,7 @@ fn the_preview_lists_exactly_the_steps_the_reconcile_then_executes() {
         }
     }
     let steps = Steps::default();
-    scenarios::sim::run::keep_callsites_asking();
+    scenarios::sim::keep_callsites_asking();
     let subscriber = tracing_subscriber::registry().with(steps.clone());
     let rt = runtime().expect("runtime");
     let (preview, announced) = tracing::subscriber::with_default(subscriber, || {
@@ -559,7 +557,7 @@ fn the_preview_lists_exactly_the_steps_the_reconcile_then_executes() {
                 ports: vec![port("http", 80), port("https", 443)],
                 ..Shape::http()
             };
-            let svc = serde_json::from_value(schedule::service("web", &shape)).expect("service");
+            let svc = serde_json::from_value(sim::service("web", &shape)).expect("service");
             api.create(&Default::default(), &svc).await.expect("create");
             world.run_for(std::time::Duration::from_secs(300)).await;
             // No CCM runs while the change is made and previewed.

@@ -1,7 +1,7 @@
 //! `sim soak` in small: a few virtual hours of churn give samples of every kind, the same
 //! for the same seed, and the verdict flags a quantity that grows with time.
 
-use scenarios::sim::soak::{self, SoakConfig};
+use scenarios::sim::{self, SoakConfig};
 use std::time::Duration;
 
 const HOUR: Duration = Duration::from_secs(3600);
@@ -14,7 +14,7 @@ fn a_short_soak_samples_everything_and_a_growing_series_is_flagged() {
         sample_every: HOUR,
         ..SoakConfig::new(3, 3 * HOUR)
     };
-    let report = soak::soak(&config).expect("soak");
+    let report = sim::soak(&config).expect("soak");
     let text = report.text();
     assert_eq!(report.samples.len(), 3, "{text}");
     for s in &report.samples {
@@ -29,15 +29,15 @@ fn a_short_soak_samples_everything_and_a_growing_series_is_flagged() {
     assert!(report.verdict.missing.is_none(), "{text}");
 
     // Same seed, same run.
-    assert_eq!(soak::soak(&config).expect("soak").digest, report.digest);
+    assert_eq!(sim::soak(&config).expect("soak").digest, report.digest);
 
     // The same samples with a metric series more every 30 virtual seconds: not flat.
     let mut growing = report.samples.clone();
     for s in &mut growing {
         s.series = report.samples[0].series + (s.at.as_secs() / 30) as usize;
     }
-    let v = soak::verdict(&growing, soak::window_for(config.duration));
-    assert!(!v.flat(), "{}", soak::verdict_text(&v));
+    let v = sim::verdict(&growing, sim::window_for(config.duration));
+    assert!(!v.flat(), "{}", sim::verdict_text(&v));
     let flagged: Vec<&str> = v.checks.iter().filter(|c| !c.ok).map(|c| c.name).collect();
     assert!(flagged.contains(&"metric_series"), "{flagged:?}");
 }

@@ -6,7 +6,7 @@
 use super::claims::{create, events_of};
 use k8s_openapi::api::rbac::v1::ClusterRole;
 use kube::api::{Api, PostParams};
-use scenarios::sim::trace::Request;
+use scenarios::sim::Request;
 use scenarios::sim::{World, WorldConfig, runtime};
 use serde_json::json;
 use std::time::Duration;
