@@ -230,12 +230,12 @@ pub async fn fetch_in(
 }
 
 /// What ownership decides by, of each of `lbs`.
-pub fn candidates(lbs: &[LoadBalancer]) -> Vec<Candidate> {
+pub fn candidates(lbs: &[LoadBalancer]) -> Vec<Candidate<'_>> {
     lbs.iter()
         .map(|lb| Candidate {
             uuid: lb.uuid,
-            name: lb.name.clone(),
-            tags: lb.tags.clone(),
+            name: &lb.name,
+            tags: &lb.tags,
         })
         .collect()
 }

@@ -26,12 +26,13 @@ pub const TAG_SERVICE_UID: &str = "k8s.cloudscale.ch/service-uid";
 pub const TAG_SERVICE: &str = "k8s.cloudscale.ch/service";
 
 /// A load balancer of the account, as far as ownership goes: what names it and whose it
-/// says it is. The cloud edge makes one of each load balancer it lists.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
+/// says it is. The cloud edge makes one of each load balancer it lists, borrowing its name
+/// and tags: every Service resolves over the whole account at every pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate<'a> {
     pub uuid: Uuid,
-    pub name: String,
-    pub tags: Tags,
+    pub name: &'a str,
+    pub tags: &'a Tags,
 }
 
 /// The Service looking for its load balancer.
@@ -71,18 +72,18 @@ pub enum Resolution<'a> {
     /// No load balancer yet: create one.
     None,
     /// Its own (tagged with its UID).
-    Owned(&'a Candidate),
+    Owned(&'a Candidate<'a>),
     /// Untagged and not claimed as strongly by another Service: adopt (tag) it.
-    Adopt(&'a Candidate),
+    Adopt(&'a Candidate<'a>),
     /// Another Service's: refuse.
-    Foreign { lb: &'a Candidate, owner: Owner },
+    Foreign { lb: &'a Candidate<'a>, owner: Owner },
     /// Untagged, and another Service claims it as strongly: refuse until one lets go.
     Contested {
-        lb: &'a Candidate,
+        lb: &'a Candidate<'a>,
         others: Vec<String>,
     },
     /// Several load balancers are its own, or several untagged ones match.
-    Ambiguous(Vec<&'a Candidate>),
+    Ambiguous(Vec<&'a Candidate<'a>>),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -105,7 +106,7 @@ fn strength(lb: &Candidate, name: &str, uuid: Option<Uuid>) -> Strength {
 /// Finds the seeker's load balancer among `lbs` (every load balancer of the account).
 pub fn resolve<'a>(
     seeker: &Seeker,
-    lbs: &'a [Candidate],
+    lbs: &'a [Candidate<'a>],
     cluster: &str,
     others: &[Claimant],
 ) -> Resolution<'a> {
@@ -216,7 +217,7 @@ pub fn refusal(r: &Resolution, own_uid: &str) -> Option<String> {
 
 /// What a Service being removed may delete: every load balancer that is its own. `Err`
 /// says why one it found is left alone (another Service's, or not provably its own).
-pub fn doomed<'a>(r: &Resolution<'a>, own_uid: &str) -> Result<Vec<&'a Candidate>, String> {
+pub fn doomed<'a>(r: &Resolution<'a>, own_uid: &str) -> Result<Vec<&'a Candidate<'a>>, String> {
     match r {
         Resolution::Owned(lb) | Resolution::Adopt(lb) => Ok(vec![*lb]),
         // Several tagged with this Service's UID: all of them are its own.
@@ -238,11 +239,12 @@ mod tests {
     use serde_json::json;
 
     /// A load balancer with UUID `uuid`, named `name`, tagged `tags` (a JSON object).
-    fn lb(uuid: u128, name: &str, tags: serde_json::Value) -> Candidate {
+    /// (Its name and tags live as long as the test binary: a candidate borrows them.)
+    fn lb(uuid: u128, name: &str, tags: serde_json::Value) -> Candidate<'static> {
         Candidate {
             uuid: Uuid::from_u128(uuid),
-            name: name.into(),
-            tags: serde_json::from_value(tags).expect("tags"),
+            name: Box::leak(name.to_string().into_boxed_str()),
+            tags: Box::leak(Box::new(serde_json::from_value(tags).expect("tags"))),
         }
     }
 

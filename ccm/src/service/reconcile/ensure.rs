@@ -733,7 +733,7 @@ async fn finish(
 fn own_load_balancer<'a>(
     svc: &Service,
     services: &[std::sync::Arc<Service>],
-    lbs: &'a [Candidate],
+    lbs: &'a [Candidate<'a>],
     cluster_name: &str,
 ) -> Resolution<'a> {
     let uid = svc.metadata.uid.clone().unwrap_or_default();
