@@ -1,7 +1,7 @@
 //! Every kind of Service change on the socket testbed (CCM in-process over real HTTP,
-//! fakecloud's clock at 100×): one Service goes through a fixed walk of changes, fakecloud's
-//! data-plane oracle measures the downtime of each for new connections, and every change must
-//! stay within its class. The generated cases of `tests/it/props.rs` prove the same classes
+//! fakecloud's clock at 100×): a Service goes through a fixed walk of changes (two walks,
+//! each on a testbed of its own), fakecloud's data-plane oracle measures the downtime of each
+//! for new connections, and every change must stay within its class. The generated cases of `tests/it/props.rs` prove the same classes
 //! by search on the simulation's virtual clock (and give `ccm/README.md` its table); this
 //! walk shows they hold over real sockets and a scaled wall clock too.
 
@@ -10,7 +10,7 @@ use scenarios::testbed::{
     CcmBed as Bed, LIMIT, Snap, downtime, downtime_at, unreachable_on_both, web_service as web,
 };
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 fn key(suffix: &str) -> String {
     format!("k8s.cloudscale.ch/loadbalancer-{suffix}")
@@ -141,21 +141,10 @@ fn change(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_change_stays_within_its_class_over_real_sockets() {
-    let mut bed = Bed::start_default().await;
-    let start = bed.create_converged(&web(json!({})), 2).await;
-    let lb = start.lb_uuid();
-    eventually("uuid annotation", LIMIT, || async {
-        let s = bed.services().get("web").await.ok()?;
-        s.metadata
-            .annotations?
-            .contains_key(&key("uuid"))
-            .then_some(())
-    })
-    .await;
-    let subnet = bed.subnet_uuid().await;
-    let changes: Vec<Change> = vec![
+/// The settings the CCM changes in place: timeouts, name, status, allowed CIDRs, the
+/// health monitor and the pool.
+fn settings_walk() -> Vec<Change> {
+    vec![
         change(
             "timeout-client-data-ms",
             "timeouts (3 annotations), load balancer name",
@@ -253,6 +242,13 @@ async fn every_change_stays_within_its_class_over_real_sockets() {
             Step::Patch(ann("pool-protocol", "proxy")),
             |s| all(&s.pools, |p| p["protocol"] == "proxy"),
         ),
+    ]
+}
+
+/// What moves traffic: port names and numbers, node ports, nodes, subnets, a floating IP,
+/// and the changes the CCM refuses. `subnet` is the nodes' only subnet.
+fn topology_walk(subnet: &str) -> Vec<Change> {
+    vec![
         change("port rename http→web", "port name", Step::Rename, |s| {
             s.pool_names() == ["tcp/https", "tcp/web"]
         }),
@@ -330,7 +326,50 @@ async fn every_change_stays_within_its_class_over_real_sockets() {
             Step::Patch(ann("zone", "lpg1")),
             |s| s.lbs[0]["zone"]["slug"] == "rma1",
         ),
-    ];
+    ]
+}
+
+/// The two walks run in parallel, each on a testbed of its own (one walk took most of the
+/// suite's wall time); together they cover every row.
+#[test]
+fn the_two_walks_cover_every_row() {
+    let walked: BTreeSet<usize> = settings_walk()
+        .iter()
+        .chain(&topology_walk("a-subnet"))
+        .map(|c| c.row)
+        .collect();
+    let missing: Vec<&str> = (0..ROWS.len())
+        .filter(|r| !walked.contains(r))
+        .map(|r| ROWS[r].change)
+        .collect();
+    assert!(missing.is_empty(), "rows no walk changes: {missing:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_changes_stay_within_their_class_over_real_sockets() {
+    walk(|_| settings_walk()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn port_node_and_refused_changes_stay_within_their_class_over_real_sockets() {
+    walk(topology_walk).await;
+}
+
+/// One Service through `changes` (given the nodes' subnet), each measured by the oracle.
+async fn walk(changes: impl FnOnce(&str) -> Vec<Change>) {
+    let mut bed = Bed::start_default().await;
+    let start = bed.create_converged(&web(json!({})), 2).await;
+    let lb = start.lb_uuid();
+    eventually("uuid annotation", LIMIT, || async {
+        let s = bed.services().get("web").await.ok()?;
+        s.metadata
+            .annotations?
+            .contains_key(&key("uuid"))
+            .then_some(())
+    })
+    .await;
+    let subnet = bed.subnet_uuid().await;
+    let changes = changes(&subnet);
 
     // Worst downtime per row.
     let mut worst: BTreeMap<usize, f64> = BTreeMap::new();
