@@ -40,8 +40,7 @@ pub struct Cluster {
     ccm_kubeconfig: String,
     ccm_client: kube::Client,
     embedded: Option<ApiServer>,
-    #[cfg(feature = "k3s")]
-    _k3s: Option<k3s::Running>,
+    _k3s: Option<scenarios_k3s::Running>,
 }
 
 /// A kube client for a kubeconfig given as YAML.
@@ -82,7 +81,6 @@ impl Cluster {
             ccm_kubeconfig,
             kubeconfig,
             embedded: Some(api),
-            #[cfg(feature = "k3s")]
             _k3s: None,
         })
     }
@@ -108,33 +106,25 @@ impl Cluster {
             ccm_kubeconfig: yaml.clone(),
             kubeconfig: yaml,
             embedded: None,
-            #[cfg(feature = "k3s")]
             _k3s: None,
         })
     }
 
     /// A k3s container (needs the `k3s` feature and a reachable Docker engine).
     pub async fn k3s() -> Result<Cluster, ClusterError> {
-        #[cfg(feature = "k3s")]
-        {
-            let running = k3s::start().await?;
-            let client = client_for(&running.kubeconfig).await?;
-            Ok(Cluster {
-                backend: Backend::K3s,
-                ccm_client: client.clone(),
-                client,
-                kubeconfig: running.kubeconfig.clone(),
-                ccm_kubeconfig: running.kubeconfig.clone(),
-                embedded: None,
-                _k3s: Some(running),
-            })
-        }
-        #[cfg(not(feature = "k3s"))]
-        {
-            Err(ClusterError::Unavailable(
-                "built without the `k3s` feature (cargo test -p scenarios --features k3s)".into(),
-            ))
-        }
+        let running = scenarios_k3s::start()
+            .await
+            .map_err(|e| ClusterError::Unavailable(e.to_string()))?;
+        let client = client_for(&running.kubeconfig).await?;
+        Ok(Cluster {
+            backend: Backend::K3s,
+            ccm_client: client.clone(),
+            client,
+            kubeconfig: running.kubeconfig.clone(),
+            ccm_kubeconfig: running.kubeconfig.clone(),
+            embedded: None,
+            _k3s: Some(running),
+        })
     }
 
     /// The backend `SCENARIOS_CLUSTER` names (default `embedded`).
@@ -177,76 +167,5 @@ impl Cluster {
     /// kubelets of its own).
     pub fn simulated_nodes(&self) -> bool {
         self.backend == Backend::Embedded
-    }
-}
-
-#[cfg(feature = "k3s")]
-mod k3s {
-    //! k3s through testcontainers, started as the cloud-controller docs ask: without its own
-    //! cloud controller and service load balancer (kubelets already run with
-    //! `--cloud-provider=external` there).
-
-    use crate::testbed::cluster::ClusterError;
-    use testcontainers_modules::k3s::{K3s, KUBE_SECURE_PORT};
-    use testcontainers_modules::testcontainers::runners::AsyncRunner;
-    use testcontainers_modules::testcontainers::{ContainerAsync, ImageExt};
-
-    pub struct Running {
-        pub kubeconfig: String,
-        _container: ContainerAsync<K3s>,
-        _dir: tempdir::Dir,
-    }
-
-    mod tempdir {
-        /// A directory removed on drop.
-        pub struct Dir(pub std::path::PathBuf);
-        impl Drop for Dir {
-            fn drop(&mut self) {
-                let _ = std::fs::remove_dir_all(&self.0);
-            }
-        }
-    }
-
-    fn docker_reachable() -> Result<(), ClusterError> {
-        let socket = std::env::var("DOCKER_HOST")
-            .ok()
-            .and_then(|h| h.strip_prefix("unix://").map(str::to_string))
-            .unwrap_or_else(|| "/var/run/docker.sock".to_string());
-        std::os::unix::net::UnixStream::connect(&socket)
-            .map(|_| ())
-            .map_err(|e| ClusterError::Unavailable(format!("no Docker engine at {socket}: {e}")))
-    }
-
-    pub async fn start() -> Result<Running, ClusterError> {
-        docker_reachable()?;
-        let dir = std::env::temp_dir().join(format!("scenarios-k3s-{}", uuid::Uuid::new_v4()));
-        std::fs::create_dir_all(&dir)?;
-        let container = K3s::default()
-            .with_conf_mount(&dir)
-            .with_privileged(true)
-            .with_userns_mode("host")
-            .with_cmd([
-                "server",
-                "--snapshotter=native",
-                "--disable-cloud-controller",
-                "--disable=servicelb,traefik,metrics-server",
-            ])
-            .start()
-            .await
-            .map_err(|e| ClusterError::Unavailable(format!("cannot start k3s: {e}")))?;
-        let port = container
-            .get_host_port_ipv4(KUBE_SECURE_PORT)
-            .await
-            .map_err(|e| ClusterError::Unavailable(format!("k3s port: {e}")))?;
-        let raw = std::fs::read_to_string(dir.join("k3s.yaml"))?;
-        let kubeconfig = raw.replace(
-            "https://127.0.0.1:6443",
-            &format!("https://127.0.0.1:{port}"),
-        );
-        Ok(Running {
-            kubeconfig,
-            _container: container,
-            _dir: tempdir::Dir(dir),
-        })
     }
 }
