@@ -231,11 +231,67 @@ pub async fn fetch_in(
 
 /// What ownership decides by, of each of `lbs`.
 pub fn candidates(lbs: &[LoadBalancer]) -> Vec<Candidate<'_>> {
-    lbs.iter()
-        .map(|lb| Candidate {
-            uuid: lb.uuid,
-            name: &lb.name,
-            tags: &lb.tags,
+    lbs.iter().map(candidate).collect()
+}
+
+fn candidate(lb: &LoadBalancer) -> Candidate<'_> {
+    Candidate {
+        uuid: lb.uuid,
+        name: &lb.name,
+        tags: &lb.tags,
+    }
+}
+
+/// A floating IP as the claims rule sees it (`reconcile::claims`): its network, region and
+/// what it points at, borrowed from the snapshot.
+#[derive(Debug, Clone, Copy)]
+pub struct FloatingIpView<'a> {
+    pub network: ipnet::IpNet,
+    pub region: Option<&'a str>,
+    pub target: Option<FipTarget<'a>>,
+}
+
+/// Where a floating IP points.
+#[derive(Debug, Clone, Copy)]
+pub enum FipTarget<'a> {
+    Server {
+        uuid: Uuid,
+        name: Option<&'a str>,
+    },
+    /// `lb`: the load balancer itself, when the account lists it (the floating IP's stub
+    /// names it either way).
+    LoadBalancer {
+        uuid: Uuid,
+        name: &'a str,
+        lb: Option<Candidate<'a>>,
+    },
+}
+
+/// The account's floating IPs for the claims rule; one whose network does not parse is
+/// left out (no Service can name it).
+pub fn floating_ip_views<'a>(
+    fips: &'a [FloatingIp],
+    lbs: &'a [LoadBalancer],
+) -> Vec<FloatingIpView<'a>> {
+    fips.iter()
+        .filter_map(|f| {
+            let target = match (&f.server, &f.load_balancer) {
+                (Some(s), _) => Some(FipTarget::Server {
+                    uuid: s.uuid,
+                    name: s.name.as_deref(),
+                }),
+                (None, Some(stub)) => Some(FipTarget::LoadBalancer {
+                    uuid: stub.uuid,
+                    name: &stub.name,
+                    lb: lbs.iter().find(|l| l.uuid == stub.uuid).map(candidate),
+                }),
+                (None, None) => None,
+            };
+            Some(FloatingIpView {
+                network: network(&f.network)?,
+                region: f.region.as_ref().map(|r| r.slug.as_str()),
+                target,
+            })
         })
         .collect()
 }

@@ -18,7 +18,7 @@
 //! at every resync).
 
 use super::context::service_key;
-use crate::cloudscale::{FloatingIp, LoadBalancer};
+use crate::service::cloud::fetch::{FipTarget, FloatingIpView};
 use crate::service::pure::annotations;
 use crate::service::pure::ownership::{TAG_CLUSTER, TAG_SERVICE_UID};
 use crate::service::pure::plan::{Account, AccountFloatingIp, Holder, LbOwner};
@@ -135,51 +135,49 @@ pub fn refusal(
 
 /// What holds each floating IP: a server, or a load balancer and whose it is.
 fn holder(
-    fip: &FloatingIp,
-    lbs: &[LoadBalancer],
+    fip: &FloatingIpView,
     cluster: &str,
     services: &BTreeMap<String, String>,
 ) -> Option<Holder> {
-    if let Some(s) = &fip.server {
-        return Some(Holder::Server {
-            name: s.name.clone().unwrap_or_else(|| s.uuid.to_string()),
-        });
+    match fip.target? {
+        FipTarget::Server { uuid, name } => Some(Holder::Server {
+            name: name.map_or_else(|| uuid.to_string(), str::to_string),
+        }),
+        FipTarget::LoadBalancer { uuid, name, lb } => {
+            let tag = |k: &str| lb.and_then(|l| l.tags.get(k));
+            let owner = match (tag(TAG_CLUSTER), tag(TAG_SERVICE_UID)) {
+                (Some(c), _) if c != cluster => LbOwner::OtherCluster(c.clone()),
+                (_, Some(uid)) => match services.get(uid) {
+                    Some(svc) => LbOwner::Service(svc.clone()),
+                    None => LbOwner::Unknown,
+                },
+                _ => LbOwner::Unknown,
+            };
+            Some(Holder::LoadBalancer {
+                name: lb.map_or(name, |l| l.name).to_string(),
+                uuid,
+                owner,
+            })
+        }
     }
-    let stub = fip.load_balancer.as_ref()?;
-    let lb = lbs.iter().find(|l| l.uuid == stub.uuid);
-    let tags = lb.map(|l| &l.tags);
-    let tag = |k: &str| tags.and_then(|t| t.get(k)).cloned();
-    let owner = match (tag(TAG_CLUSTER), tag(TAG_SERVICE_UID)) {
-        (Some(c), _) if c != cluster => LbOwner::OtherCluster(c),
-        (_, Some(uid)) => match services.get(&uid) {
-            Some(svc) => LbOwner::Service(svc.clone()),
-            None => LbOwner::Unknown,
-        },
-        _ => LbOwner::Unknown,
-    };
-    Some(Holder::LoadBalancer {
-        name: lb.map_or_else(|| stub.name.clone(), |l| l.name.clone()),
-        uuid: stub.uuid,
-        owner,
-    })
 }
 
 /// The UID of the Service of this cluster whose load balancer holds `fip`, if any.
-fn holding_service(fip: &FloatingIp, lbs: &[LoadBalancer], cluster: &str) -> Option<String> {
-    let stub = fip.load_balancer.as_ref()?;
-    let lb = lbs.iter().find(|l| l.uuid == stub.uuid)?;
+fn holding_service<'a>(fip: &FloatingIpView<'a>, cluster: &str) -> Option<&'a str> {
+    let Some(FipTarget::LoadBalancer { lb: Some(lb), .. }) = fip.target else {
+        return None;
+    };
     if lb.tags.get(TAG_CLUSTER).is_some_and(|c| c != cluster) {
         return None;
     }
-    lb.tags.get(TAG_SERVICE_UID).cloned()
+    lb.tags.get(TAG_SERVICE_UID).map(String::as_str)
 }
 
 /// What the planner needs to know of the account's floating IPs for the Service `me`
 /// (`None`: it claims none): each floating IP's region and holder, and the addresses other
 /// claimants keep.
 pub fn account(
-    fips: &[FloatingIp],
-    lbs: &[LoadBalancer],
+    fips: &[FloatingIpView],
     cluster: &str,
     me: Option<&Claim>,
     rivals: &[Claim],
@@ -187,23 +185,16 @@ pub fn account(
 ) -> Account {
     let mut account = Account::default();
     for f in fips {
-        let Some(network) = crate::service::cloud::fetch::network(&f.network) else {
-            continue;
-        };
+        let address = f.network.addr();
         account.floating_ips.push(AccountFloatingIp {
-            network,
-            region: f.region.as_ref().map(|r| r.slug.clone()),
-            holder: holder(f, lbs, cluster, services),
+            network: f.network,
+            region: f.region.map(str::to_string),
+            holder: holder(f, cluster, services),
         });
-        if let Some(me) = me.filter(|m| m.addresses.contains(&network.addr()))
-            && let Some(why) = refusal(
-                me,
-                network.addr(),
-                rivals,
-                holding_service(f, lbs, cluster).as_deref(),
-            )
+        if let Some(me) = me.filter(|m| m.addresses.contains(&address))
+            && let Some(why) = refusal(me, address, rivals, holding_service(f, cluster))
         {
-            account.claimed_elsewhere.insert(network.addr(), why);
+            account.claimed_elsewhere.insert(address, why);
         }
     }
     account
@@ -326,8 +317,21 @@ mod tests {
         assert!(rivals(&[good], "u1", &[ip()]).is_empty());
     }
 
+    use crate::cloudscale::{FloatingIp, LoadBalancer};
+    use crate::service::cloud::fetch::floating_ip_views;
     use crate::service::testkit::fixtures::load_balancer as lb;
     use uuid::Uuid;
+
+    /// [`account`] over the wire values, through the cloud edge's views.
+    fn account_of(
+        fips: &[FloatingIp],
+        lbs: &[LoadBalancer],
+        me: Option<&Claim>,
+        rivals: &[Claim],
+        names: &BTreeMap<String, String>,
+    ) -> Account {
+        account(&floating_ip_views(fips, lbs), "c1", me, rivals, names)
+    }
 
     fn fip(on_lb: Option<u128>, on_server: Option<&str>) -> FloatingIp {
         let mut v = json!({"href": "x", "network": format!("{IP}/32"), "ip_version": 4,
@@ -359,7 +363,7 @@ mod tests {
         ];
         let names: BTreeMap<String, String> = [("ua".to_string(), "default/a".to_string())].into();
         let holder_of = |f: FloatingIp| {
-            account(&[f], &lbs, "c1", None, &[], &names).floating_ips[0]
+            account_of(&[f], &lbs, None, &[], &names).floating_ips[0]
                 .holder
                 .clone()
         };
@@ -401,16 +405,15 @@ mod tests {
         let a = claim("default/a", "ua", "2026-01-02T00:00:00Z", &[IP]);
         let b = claim("default/b", "ub", "2026-01-01T00:00:00Z", &[IP]);
         let names = BTreeMap::new();
-        let for_b = account(
+        let for_b = account_of(
             &[fip(Some(1), None)],
             &lbs,
-            "c1",
             Some(&b),
             std::slice::from_ref(&a),
             &names,
         );
         assert!(for_b.claimed_elsewhere.contains_key(&ip()), "a holds it");
-        let for_a = account(&[fip(Some(1), None)], &lbs, "c1", Some(&a), &[b], &names);
+        let for_a = account_of(&[fip(Some(1), None)], &lbs, Some(&a), &[b], &names);
         assert!(for_a.claimed_elsewhere.is_empty(), "the holder keeps it");
     }
 }

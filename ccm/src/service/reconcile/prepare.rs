@@ -167,8 +167,7 @@ impl FipContext {
     /// The account as the planner needs it, from `snapshot`.
     pub fn account(&self, snapshot: &Snapshot) -> Account {
         claims::account(
-            &snapshot.floating_ips,
-            &snapshot.load_balancers,
+            &fetch::floating_ip_views(&snapshot.floating_ips, &snapshot.load_balancers),
             &self.cluster,
             self.me.as_ref(),
             &self.rivals,
